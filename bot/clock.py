@@ -1,0 +1,26 @@
+"""Wall-clock time through one seam, so tests can move time (weekly summaries, reminders, TTLs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+
+def system_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock tests set and advance by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or system_now()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+Clock = Callable[[], datetime]

@@ -1,0 +1,36 @@
+"""One inbound message as the handlers see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.models import Conversation, InboundMessage, User, UserFile
+from bot.services import Services
+
+
+@dataclass
+class Incoming:
+    services: Services
+    db: AsyncSession  # the worker commits it after the handler returns
+    user: User
+    conversation: Conversation
+    inbound: InboundMessage
+    channel: str  # whatsapp | sms | cli
+    text: str  # Body with surrounding white space removed
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lang(self) -> str:
+        return self.user.language or "fr"
+
+    def t(self, fr: str, en: str) -> str:
+        """French first, English for users who chose it."""
+        return en if self.lang == "en" else fr
+
+    async def reply(self, text: str = "", *, media: UserFile | None = None, kind: str = "reply") -> None:
+        from bot.outbound import send_to_user  # late: outbound imports this module's types
+
+        await send_to_user(self.services, self.user, text=text, media=media, channel=self.channel, kind=kind)

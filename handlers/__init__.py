@@ -1,0 +1,52 @@
+"""What to do with one inbound message: the first handler that takes it wins.
+
+Order matters: opt-out keywords come before everything (a user who said STOP hears nothing more),
+a parent's confirmation and the answer to a pending menu (quiz, credit packs) before commands,
+commands before onboarding, and the agent turn takes whatever is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from bot.context import Incoming
+
+Handler = Callable[[Incoming], Awaitable[bool]]
+
+
+def chain() -> list[Handler]:
+    from handlers import (
+        agent_turn,
+        commands,
+        credits_choice,
+        email_commands,
+        memory_commands,
+        onboarding,
+        optout,
+        parents,
+        progress,
+        quiz_answer,
+        task_commands,
+    )
+
+    return [
+        optout.handle,
+        parents.handle,
+        quiz_answer.handle,
+        credits_choice.handle,
+        commands.handle,
+        progress.handle,
+        memory_commands.handle,
+        task_commands.handle,
+        email_commands.handle,
+        onboarding.handle,
+        agent_turn.handle,
+    ]
+
+
+async def dispatch(msg: Incoming, handlers: list[Handler] | None = None) -> str:
+    """Runs the chain; returns the name of the handler that took the message."""
+    for handler in handlers or chain():
+        if await handler(msg):
+            return handler.__module__.rsplit(".", 1)[-1]
+    return "none"

@@ -1,0 +1,158 @@
+"""A local OpenAI-compatible `/chat/completions` server that plays scripted SSE streams.
+
+It speaks the real wire protocol (`data: {chunk}\\n\\n` … `data: [DONE]`), so the bot's own HTTP
+client is exercised end to end. Tests push steps; each request pops one (the default is a short
+text answer). Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Step:
+    kind: str  # text | tools | raw | status | hang | die
+    content: str = ""
+    calls: list[tuple[str, Any, str | None]] = field(default_factory=list)  # (name, args, id)
+    raw: bytes = b""
+    status: int = 200
+    body: str = ""
+    delay_s: float = 0.0
+    usage: dict[str, int] | None = None
+    finish_reason: str | None = None
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, model: str = "fake") -> bytes:
+    payload = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def _pieces(text: str, size: int = 24) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def render_step(step: Step, model: str = "fake") -> list[bytes]:
+    """The SSE frames of a text or tool-call step, as an OpenAI-style provider streams them."""
+    frames = [_chunk({"role": "assistant", "content": ""}, model=model)]
+    if step.content:
+        frames += [_chunk({"content": p}, model=model) for p in _pieces(step.content)]
+    for index, (name, args, call_id) in enumerate(step.calls):
+        arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        head = {"index": index, "id": call_id or f"call_{index}_{name}", "type": "function",
+                "function": {"name": name, "arguments": ""}}
+        frames.append(_chunk({"tool_calls": [head]}, model=model))
+        for piece in _pieces(arguments, 16):
+            frames.append(_chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, model=model))
+    finish = step.finish_reason or ("tool_calls" if step.calls else "stop")
+    frames.append(_chunk({}, finish, model=model))
+    usage = step.usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    frames.append(
+        b"data: " + json.dumps({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
+                                "usage": usage}).encode() + b"\n\n"
+    )
+    frames.append(b"data: [DONE]\n\n")
+    return frames
+
+
+class FakeLLM:
+    def __init__(self) -> None:
+        self.steps: deque[Step] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.responder: Callable[[dict[str, Any]], Step] | None = None
+        self.default_text = "D'accord."
+        self.chunk_delay_s = 0.0
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # --- scripting -------------------------------------------------------------------------
+    def push_text(self, content: str, **kw: Any) -> None:
+        self.steps.append(Step("text", content=content, **kw))
+
+    def push_tool_calls(self, *calls: tuple[str, Any] | tuple[str, Any, str], content: str = "", **kw: Any) -> None:
+        normalised = [(c[0], c[1], c[2] if len(c) > 2 else None) for c in calls]
+        self.steps.append(Step("tools", content=content, calls=normalised, **kw))
+
+    def push_raw(self, raw: bytes, **kw: Any) -> None:
+        self.steps.append(Step("raw", raw=raw, **kw))
+
+    def push_status(self, status: int, body: str = "", **kw: Any) -> None:
+        self.steps.append(Step("status", status=status, body=body or json.dumps({"error": {"message": "fake"}}), **kw))
+
+    def push_hang(self, seconds: float = 3600) -> None:
+        self.steps.append(Step("hang", delay_s=seconds))
+
+    def push_die(self, content: str = "Je commence") -> None:
+        """Streams some content, then drops the connection without finishing."""
+        self.steps.append(Step("die", content=content))
+
+    # --- server ----------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        if self.responder is not None and not self.steps:
+            step = self.responder(body)
+        else:
+            step = self.steps.popleft() if self.steps else Step("text", content=self.default_text)
+        if step.delay_s and step.kind != "hang":
+            await asyncio.sleep(step.delay_s)
+        if step.kind == "status":
+            return web.Response(status=step.status, text=step.body, content_type="application/json")
+        if step.kind == "hang":
+            await asyncio.sleep(step.delay_s)
+            return web.Response(status=504)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        if step.kind == "raw":
+            await resp.write(step.raw)
+            await resp.write_eof()
+            return resp
+        if step.kind == "die":
+            await resp.write(_chunk({"role": "assistant", "content": step.content}, model=body.get("model", "")))
+            await asyncio.sleep(0.01)
+            assert request.transport is not None
+            request.transport.close()
+            return resp
+        for frame in render_step(step, model=body.get("model", "fake")):
+            await resp.write(frame)
+            if self.chunk_delay_s:
+                await asyncio.sleep(self.chunk_delay_s)
+        await resp.write_eof()
+        return resp
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        app = web.Application()
+        app.router.add_post("/chat/completions", self._handle)
+        app.router.add_post("/v1/chat/completions", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        sockets = site._server.sockets  # type: ignore[union-attr]
+        self.url = f"http://{host}:{sockets[0].getsockname()[1]}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # --- inspection ------------------------------------------------------------------------
+    def all_request_text(self) -> str:
+        """Everything sent to the model, as one string (to check a secret never reached it)."""
+        return "\n".join(json.dumps(r, ensure_ascii=False) for r in self.requests)

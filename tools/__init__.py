@@ -1,0 +1,26 @@
+"""The 24 tools. Each module defines one `TOOL`; this package lists them and filters by mode."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bot.config import Settings
+from bot.toolspec import Tool
+from tools.modes import MODE_TOOLS
+
+
+def all_tools() -> tuple[Tool, ...]:
+    """Every tool that exists, imported here so that `bot` never has to."""
+    from tools import registry
+
+    return registry.TOOLS
+
+
+def by_name(tools: Iterable[Tool] | None = None) -> dict[str, Tool]:
+    return {t.name: t for t in (all_tools() if tools is None else tools)}
+
+
+def for_mode(mode: str, settings: Settings) -> list[Tool]:
+    """The tools offered to the model in `mode`: allowed by the mode table and usable here."""
+    allowed = MODE_TOOLS.get(mode, frozenset())
+    return [t for t in all_tools() if t.name in allowed and t.unavailable(settings) is None]
