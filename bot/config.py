@@ -98,6 +98,43 @@ class Settings:
     bug_report_email: str
     bug_report_whatsapp: str
     log_level: str
+    # Outreach caps (e-mail codes, SMTP, search and browsing).
+    email_code_ttl_s: int = 900
+    smtp_timeout_s: float = 20.0
+    smtp_ca_file: str = ""  # a private CA for an internal relay; the system CAs otherwise
+    email_max_attachment_bytes: int = 15 * 1024 * 1024
+    web_search_timeout_s: float = 20.0
+    browse_timeout_s: float = 25.0
+    browse_max_bytes: int = 3 * 1024 * 1024
+    # Test-only: "host:port" pairs browse_url may reach although private (never set in production).
+    browse_test_allow: tuple[str, ...] = ()
+    # Sandbox for bash_execute (bubblewrap), limits per command.
+    sandbox_bwrap: str = "bwrap"
+    sandbox_timeout_s: float = 30.0
+    sandbox_cpu_s: int = 20
+    sandbox_memory_mb: int = 512
+    sandbox_max_procs: int = 64
+    sandbox_file_mb: int = 16
+    sandbox_workspace_mb: int = 64
+    sandbox_uid: int = 65534  # who the sandbox runs as when the bot runs as root
+    sandbox_concurrency: int = 4
+    # Credit packs: (credits, price in PAYMENT_CURRENCY), offered in this order.
+    credit_packs: tuple[tuple[int, int], ...] = ((100, 500), (250, 1000), (600, 2000))
+    payment_currency: str = "XOF"
+    payment_timeout_s: float = 20.0
+    # LLM retries (429, 5xx, connection errors before anything was streamed).
+    llm_max_retries: int = 2
+    llm_retry_base_s: float = 0.5
+    # Message path: worker leases, sweeper, Twilio retries, scheduler (bot.pipeline, bot.outbound).
+    worker_lease_s: float = 30.0
+    sweep_interval_s: float = 5.0
+    requeue_delay_s: float = 0.25
+    max_attempts: int = 3
+    twilio_send_attempts: int = 4
+    twilio_backoff_s: float = 0.5
+    twilio_timeout_s: float = 15.0
+    jobs_enabled: bool = True
+    redis_key_prefix: str = "deblo:"
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -141,6 +178,26 @@ def _url(env: Mapping[str, str], name: str, default: str = "") -> str:
     if raw and not raw.startswith(("http://", "https://")):
         raise ConfigError(f"{name} must start with http:// or https://, got {raw!r}")
     return raw
+
+
+def _credit_packs(env: Mapping[str, str]) -> tuple[tuple[int, int], ...]:
+    """CREDIT_PACKS="100:500,250:1000": credits:price pairs, offered in that order."""
+    raw = env.get("CREDIT_PACKS", "").strip()
+    if not raw:
+        return ((100, 500), (250, 1000), (600, 2000))
+    packs: list[tuple[int, int]] = []
+    for item in raw.split(","):
+        credits, _, price = item.strip().partition(":")
+        try:
+            pack = (int(credits), int(price))
+        except ValueError:
+            raise ConfigError(
+                f"CREDIT_PACKS must look like 100:500,250:1000 (credits:price), got {item!r}"
+            ) from None
+        if pack[0] <= 0 or pack[1] <= 0:
+            raise ConfigError(f"CREDIT_PACKS needs positive credits and prices, got {item!r}")
+        packs.append(pack)
+    return tuple(packs)
 
 
 def read_environment(env_file: str | Path | None = ".env") -> dict[str, str]:
@@ -241,6 +298,39 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         bug_report_email=env.get("BUG_REPORT_EMAIL", "").strip(),
         bug_report_whatsapp=env.get("BUG_REPORT_WHATSAPP", "").strip(),
         log_level=env.get("LOG_LEVEL", "INFO").upper(),
+        email_code_ttl_s=_int(env, "EMAIL_CODE_TTL_S", 900),
+        smtp_timeout_s=_float(env, "SMTP_TIMEOUT_S", 20.0),
+        smtp_ca_file=env.get("SMTP_CA_FILE", "").strip(),
+        email_max_attachment_bytes=_int(env, "EMAIL_MAX_ATTACHMENT_BYTES", 15 * 1024 * 1024),
+        web_search_timeout_s=_float(env, "WEB_SEARCH_TIMEOUT_S", 20.0),
+        browse_timeout_s=_float(env, "BROWSE_TIMEOUT_S", 25.0),
+        browse_max_bytes=_int(env, "BROWSE_MAX_BYTES", 3 * 1024 * 1024),
+        browse_test_allow=tuple(
+            a.strip() for a in env.get("BROWSE_ALLOW_ADDRS_FOR_TESTS", "").split(",") if a.strip()
+        ),
+        sandbox_bwrap=env.get("SANDBOX_BWRAP", "").strip() or "bwrap",
+        sandbox_timeout_s=_float(env, "SANDBOX_TIMEOUT_S", 30.0),
+        sandbox_cpu_s=_int(env, "SANDBOX_CPU_S", 20),
+        sandbox_memory_mb=_int(env, "SANDBOX_MEMORY_MB", 512),
+        sandbox_max_procs=_int(env, "SANDBOX_MAX_PROCS", 64),
+        sandbox_file_mb=_int(env, "SANDBOX_FILE_MB", 16),
+        sandbox_workspace_mb=_int(env, "SANDBOX_WORKSPACE_MB", 64),
+        sandbox_uid=_int(env, "SANDBOX_UID", 65534),
+        sandbox_concurrency=_int(env, "SANDBOX_CONCURRENCY", 4),
+        credit_packs=_credit_packs(env),
+        payment_currency=env.get("PAYMENT_CURRENCY", "").strip().upper() or "XOF",
+        payment_timeout_s=_float(env, "PAYMENT_TIMEOUT_S", 20.0),
+        llm_max_retries=_int(env, "LLM_MAX_RETRIES", 2),
+        llm_retry_base_s=_float(env, "LLM_RETRY_BASE_S", 0.5),
+        worker_lease_s=_float(env, "WORKER_LEASE_S", 30.0),
+        sweep_interval_s=_float(env, "SWEEP_INTERVAL_S", 5.0),
+        requeue_delay_s=_float(env, "REQUEUE_DELAY_S", 0.25),
+        max_attempts=_int(env, "MAX_ATTEMPTS", 3),
+        twilio_send_attempts=_int(env, "TWILIO_SEND_ATTEMPTS", 4),
+        twilio_backoff_s=_float(env, "TWILIO_BACKOFF_S", 0.5),
+        twilio_timeout_s=_float(env, "TWILIO_TIMEOUT_S", 15.0),
+        jobs_enabled=_bool(env, "JOBS_ENABLED", True),
+        redis_key_prefix=env.get("REDIS_KEY_PREFIX", "").strip() or "deblo:",
         extra={k: v for k, v in env.items() if k.startswith("DEBLO_")},
     )
 

@@ -6,6 +6,8 @@ asked for (a payment webhook delivered twice, a turn retried after a crash).
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,14 +15,18 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.models import CreditEntry, User
 
 
-async def apply(db: AsyncSession, user_id: int, delta: int, reason: str, ref: str | None = None) -> int | None:
+async def apply(
+    db: AsyncSession, user_id: int, delta: int, reason: str, ref: str | None = None
+) -> int | None:
     """Adds `delta` (negative to charge) to the balance and writes the ledger row.
 
     Returns the new balance, or None when (reason, ref) was already applied. The balance update is
     one atomic UPDATE so that concurrent changes of the same user never lose each other.
     """
     if ref is not None:
-        seen = await db.scalar(select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref))
+        seen = await db.scalar(
+            select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
+        )
         if seen is not None:
             return None
     try:
@@ -59,3 +65,32 @@ async def total_since(db: AsyncSession, user_id: int, reason: str, since: object
         )
     ).one()
     return int(row[0]), int(row[1])
+
+
+def turn_cost(total_tokens: int, tokens_per_credit: int) -> int:
+    """Credits one turn costs: every started block of TOKENS_PER_CREDIT tokens, at least one."""
+    per = max(1, tokens_per_credit)
+    return max(1, -(-max(0, total_tokens) // per))
+
+
+async def charge_turn(
+    db: AsyncSession, user_id: int, total_tokens: int, tokens_per_credit: int, ref: str | None
+) -> tuple[int, int | None]:
+    """Charges a turn's token usage once per `ref`: (credits charged, new balance or None if seen).
+
+    The charge never takes the balance below zero: a turn that was allowed to start is paid with
+    what is left, and the next message is refused until the user buys credits.
+    """
+    cost = turn_cost(total_tokens, tokens_per_credit)
+    current = await balance(db, user_id)
+    charged = min(cost, max(0, current))
+    if charged == 0:
+        return 0, current
+    new_balance = await apply(db, user_id, -charged, "usage", ref)
+    return (charged if new_balance is not None else 0), new_balance
+
+
+async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:
+    """Counts a guest's messages of the day (shared state); False once over the free allowance."""
+    count = await state.incr(f"guest_msgs:{user_id}:{day}", 36 * 3600)
+    return int(count) <= limit

@@ -144,6 +144,9 @@ class OutboundMessage(Base):
     status: Mapped[str] = mapped_column(String(16), default="created")
     error_code: Mapped[str | None] = mapped_column(String(16))
     segments: Mapped[int | None] = mapped_column(Integer)
+    # The inbound message whose turn produced this send: after a crash, a turn that already
+    # answered is not run again (the user would get the answer twice).
+    inbound_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime | None]
 
@@ -263,3 +266,69 @@ class Payment(Base):
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | paid | failed
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     paid_at: Mapped[datetime | None]
+
+
+# Full-text search over the user's files (bot.library.search_files). Created with the table, so a
+# fresh schema from `create_all` has it too; migration 0002 creates the same on existing databases.
+USER_FILES_SEARCH_DDL: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS user_files_fts USING fts5("
+        "name, text, content='user_files', content_rowid='id', "
+        "tokenize='unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_ai AFTER INSERT ON user_files BEGIN "
+        "INSERT INTO user_files_fts(rowid, name, text) VALUES (new.id, new.name, new.text); END",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_ad AFTER DELETE ON user_files BEGIN "
+        "INSERT INTO user_files_fts(user_files_fts, rowid, name, text) "
+        "VALUES ('delete', old.id, old.name, old.text); END",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_au AFTER UPDATE ON user_files BEGIN "
+        "INSERT INTO user_files_fts(user_files_fts, rowid, name, text) "
+        "VALUES ('delete', old.id, old.name, old.text); "
+        "INSERT INTO user_files_fts(rowid, name, text) VALUES (new.id, new.name, new.text); END",
+    ),
+    "postgresql": (
+        # French stemming, and accents ignored when the unaccent extension can be had: people
+        # often type "ecole" on a phone for "école".
+        "DO $$ BEGIN "
+        "IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'deblo_fr') THEN "
+        "CREATE TEXT SEARCH CONFIGURATION deblo_fr (COPY = french); "
+        "BEGIN "
+        "CREATE EXTENSION IF NOT EXISTS unaccent; "
+        "ALTER TEXT SEARCH CONFIGURATION deblo_fr "
+        "ALTER MAPPING FOR hword, hword_part, word WITH unaccent, french_stem; "
+        "EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'unaccent unavailable: accents stay significant'; "
+        "END; "
+        "END IF; "
+        "END $$",
+        "CREATE INDEX IF NOT EXISTS ix_user_files_fts ON user_files USING GIN ("
+        "to_tsvector('deblo_fr'::regconfig, coalesce(name, '') || ' ' || coalesce(text, '')))",
+    ),
+}
+USER_FILES_SEARCH_DROP: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "DROP TRIGGER IF EXISTS user_files_fts_au",
+        "DROP TRIGGER IF EXISTS user_files_fts_ad",
+        "DROP TRIGGER IF EXISTS user_files_fts_ai",
+        "DROP TABLE IF EXISTS user_files_fts",
+    ),
+    "postgresql": ("DROP INDEX IF EXISTS ix_user_files_fts",),
+}
+
+
+def _create_user_files_search(target: Any, connection: Any, **_kw: Any) -> None:
+    from sqlalchemy import text as sql
+
+    for statement in USER_FILES_SEARCH_DDL.get(connection.dialect.name, ()):
+        connection.execute(sql(statement))
+
+
+def _drop_user_files_search(target: Any, connection: Any, **_kw: Any) -> None:
+    from sqlalchemy import text as sql
+
+    for statement in USER_FILES_SEARCH_DROP.get(connection.dialect.name, ()):
+        connection.execute(sql(statement))
+
+
+from sqlalchemy import event as _event  # noqa: E402
+
+_event.listen(UserFile.__table__, "after_create", _create_user_files_search)
+_event.listen(UserFile.__table__, "before_drop", _drop_user_files_search)

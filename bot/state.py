@@ -116,36 +116,43 @@ _RENEW = (
 
 
 class RedisState:
-    def __init__(self, url: str) -> None:
-        self.redis: aioredis.Redis = aioredis.from_url(
-            url, decode_responses=True, socket_connect_timeout=5, health_check_interval=30
+    def __init__(self, url: str, prefix: str = KEY_PREFIX) -> None:
+        # A prefix per deployment (or per test) keeps several of them apart on one Redis.
+        self.prefix = prefix
+        self.queue_key = prefix + "queue:users"
+        # A blocking pool: under a burst (webhooks pushing, workers waiting in BLPOP) a caller waits
+        # for a free connection instead of failing with "Too many connections".
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url, decode_responses=True, socket_connect_timeout=5, health_check_interval=30,
+            max_connections=512, timeout=10,
         )
+        self.redis: aioredis.Redis = aioredis.Redis.from_pool(pool)
 
     async def kv_get(self, key: str) -> str | None:
-        return await self.redis.get(KEY_PREFIX + key)
+        return await self.redis.get(self.prefix + key)
 
     async def kv_set(self, key: str, value: str, ttl_s: float | None = None) -> None:
         px = None if ttl_s is None else max(1, int(ttl_s * 1000))
-        await self.redis.set(KEY_PREFIX + key, value, px=px)
+        await self.redis.set(self.prefix + key, value, px=px)
 
     async def kv_delete(self, key: str) -> None:
-        await self.redis.delete(KEY_PREFIX + key)
+        await self.redis.delete(self.prefix + key)
 
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
-        return bool(await self.redis.set(KEY_PREFIX + key, value, nx=True, px=max(1, int(ttl_s * 1000))))
+        return bool(await self.redis.set(self.prefix + key, value, nx=True, px=max(1, int(ttl_s * 1000))))
 
     async def incr(self, key: str, ttl_s: float) -> int:
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.incr(KEY_PREFIX + key)
-            pipe.pexpire(KEY_PREFIX + key, max(1, int(ttl_s * 1000)), nx=True)
+            pipe.incr(self.prefix + key)
+            pipe.pexpire(self.prefix + key, max(1, int(ttl_s * 1000)), nx=True)
             value, _ = await pipe.execute()
         return int(value)
 
     async def push_user(self, user_id: int) -> None:
-        await self.redis.rpush(QUEUE_KEY, str(user_id))
+        await self.redis.rpush(self.queue_key, str(user_id))
 
     async def pop_user(self, timeout_s: float) -> int | None:
-        item = await self.redis.blpop([QUEUE_KEY], timeout=max(timeout_s, 0.01))
+        item = await self.redis.blpop([self.queue_key], timeout=max(timeout_s, 0.01))
         return None if item is None else int(item[1])
 
     async def acquire(self, key: str, ttl_s: float) -> str | None:
@@ -153,10 +160,10 @@ class RedisState:
         return token if await self.set_if_absent(key, token, ttl_s) else None
 
     async def renew(self, key: str, token: str, ttl_s: float) -> bool:
-        return bool(await self.redis.eval(_RENEW, 1, KEY_PREFIX + key, token, int(ttl_s * 1000)))
+        return bool(await self.redis.eval(_RENEW, 1, self.prefix + key, token, int(ttl_s * 1000)))
 
     async def release(self, key: str, token: str) -> None:
-        await self.redis.eval(_RELEASE, 1, KEY_PREFIX + key, token)
+        await self.redis.eval(_RELEASE, 1, self.prefix + key, token)
 
     async def ping(self) -> bool:
         try:
@@ -168,5 +175,5 @@ class RedisState:
         await self.redis.aclose()
 
 
-def make_state(redis_url: str | None) -> State:
-    return RedisState(redis_url) if redis_url else MemoryState()
+def make_state(redis_url: str | None, prefix: str = KEY_PREFIX) -> State:
+    return RedisState(redis_url, prefix) if redis_url else MemoryState()

@@ -1,9 +1,71 @@
-"""(being written)"""
+"""The answer to the credit-packs menu (a number) gives a payment link; ACHETER / BUY shows the menu."""
 
 from __future__ import annotations
 
+import re
+
+from unidecode import unidecode
+
+from bot import menus, payments
 from bot.context import Incoming
+
+_SHOW = re.compile(r"^(acheter|acheter des credits|acheter credits|buy|buy credits|recharger|top up)$")
+_NUMBER = re.compile(r"^#?\s*(\d{1,2})\s*[.)]?$")
 
 
 async def handle(msg: Incoming) -> bool:
-    return False
+    text = re.sub(r"\s+", " ", unidecode(msg.text).strip().lower()).rstrip("!.")
+    state = msg.services.state
+    if _SHOW.match(text):
+        reason = payments.unavailable_reason(msg.services.settings)
+        if reason:
+            await msg.reply(
+                msg.t(
+                    "L'achat de crédits n'est pas disponible pour le moment.",
+                    "Buying credits is not available right now.",
+                )
+            )
+        else:
+            await msg.reply(await payments.show_menu(msg.services, msg.conversation.id, msg.lang))
+        return True
+    number = _NUMBER.match(text)
+    if number is None:
+        return False
+    menu = await menus.get_menu(state, msg.conversation.id)
+    if menu is None:
+        if await menus.expired_menu_kind(state, msg.conversation.id) == "credits":
+            await menus.clear_menu(state, msg.conversation.id)
+            await msg.reply(
+                msg.t(
+                    "Ce menu a expiré. Envoie ACHETER pour revoir les offres.",
+                    "That menu has expired. Send BUY to see the packs again.",
+                )
+            )
+            return True
+        return False
+    if menu.get("kind") != "credits":
+        return False
+    offered = payments.packs(msg.services.settings)
+    choice = int(number.group(1))
+    if not 1 <= choice <= len(offered):
+        await msg.reply(
+            msg.t(
+                f"Réponds par un numéro entre 1 et {len(offered)}.",
+                f"Reply with a number from 1 to {len(offered)}.",
+            )
+        )
+        return True
+    pack = offered[choice - 1]
+    try:
+        _payment, checkout = await payments.start_purchase(msg.services, msg.user.id, pack)
+    except payments.PaymentError:
+        await msg.reply(
+            msg.t(
+                "Le service de paiement ne répond pas pour le moment. Réessaie dans quelques minutes.",
+                "The payment service is not answering right now. Try again in a few minutes.",
+            )
+        )
+        return True
+    await menus.clear_menu(state, msg.conversation.id)
+    await msg.reply(payments.payment_link_text(pack, checkout, msg.lang))
+    return True

@@ -1,9 +1,189 @@
-"""(being written)"""
+"""`EMAIL adresse` registers the user's own address; `CODE 123456` (or `EMAIL 123456`) confirms it.
+
+The confirmed address is the only one `send_email_to_user` will ever write to, so it must be proven:
+a six-digit code goes to the address and only that code, typed back here before it expires, makes it
+the user's. Codes are a word plus six digits, never a bare number, so they cannot be taken for a
+quiz answer. A sentence that merely starts with "email" is left to the agent.
+"""
 
 from __future__ import annotations
 
+import re
+import secrets
+from datetime import timedelta
+
 from bot.context import Incoming
+from bot.email import (
+    EmailError,
+    build_message,
+    normalize_address,
+    send_message,
+    sender_address,
+    smtp_configured,
+)
+
+_COMMAND = re.compile(r"^(?:e-?mail|courriel)\s*[:=]?\s*(\S*)\s*$", re.I)
+_CODE = re.compile(r"^(?:code|e-?mail|courriel)\s*[:=]?\s*(\d{6})$", re.I)
+_REMOVE_WORDS = {"supprimer", "effacer", "retirer", "delete", "remove"}
+MAX_WRONG_CODES = 5
+MAX_CODES_PER_HOUR = 5
 
 
 async def handle(msg: Incoming) -> bool:
-    return False
+    text = msg.text.strip()
+    code = _CODE.match(text)
+    if code:
+        await _confirm(msg, code.group(1))
+        return True
+    command = _COMMAND.match(text)
+    if not command:
+        return False
+    arg = command.group(1)
+    if not arg:
+        await _status(msg)
+        return True
+    if arg.lower() in _REMOVE_WORDS:
+        await _remove(msg)
+        return True
+    if "@" not in arg:
+        return False  # e.g. "Email me this": a sentence for the agent, not a command
+    await _register(msg, arg)
+    return True
+
+
+async def _status(msg: Incoming) -> None:
+    user = msg.user
+    if user.email and user.email_verified:
+        await _reply(msg, msg.t(
+            f"Ton adresse e-mail confirmée : {user.email}\n"
+            "Pour la changer : EMAIL nouvelle@adresse.com — pour la retirer : EMAIL SUPPRIMER",
+            f"Your confirmed e-mail address: {user.email}\n"
+            "To change it: EMAIL new@address.com — to remove it: EMAIL DELETE",
+        ))
+        return
+    await _reply(msg, msg.t(
+        "Pour recevoir des documents par e-mail, envoie : EMAIL ton@adresse.com\n"
+        "Je t'enverrai un code à 6 chiffres pour confirmer.",
+        "To receive documents by e-mail, send: EMAIL your@address.com\n"
+        "I'll send you a 6-digit code to confirm it.",
+    ))
+
+
+async def _remove(msg: Incoming) -> None:
+    user = msg.user
+    user.email = None
+    user.email_verified = False
+    user.pending_email = None
+    user.email_code = None
+    user.email_code_expires_at = None
+    await _reply(msg, msg.t("Ton adresse e-mail a été retirée.", "Your e-mail address has been removed."))
+
+
+async def _register(msg: Incoming, raw: str) -> None:
+    services, user = msg.services, msg.user
+    settings = services.settings
+    address = normalize_address(raw.strip("<>.,;"))
+    if address is None:
+        await _reply(msg, msg.t(
+            f"« {raw[:80]} » n'est pas une adresse e-mail valide. Exemple : EMAIL awa@exemple.com",
+            f"\"{raw[:80]}\" is not a valid e-mail address. Example: EMAIL awa@example.com",
+        ))
+        return
+    if smtp_configured(settings):
+        await _reply(msg, msg.t("L'envoi d'e-mails n'est pas disponible pour le moment.",
+                              "E-mail is not available at the moment."))
+        return
+    if user.email_verified and user.email == address:
+        await _reply(msg, msg.t(f"{address} est déjà ton adresse confirmée.",
+                              f"{address} is already your confirmed address."))
+        return
+    sent = await services.state.incr(f"email-code-sent:{user.id}", 3600)
+    if sent > MAX_CODES_PER_HOUR:
+        await _reply(msg, msg.t("Trop de codes demandés. Réessaie dans une heure.",
+                              "Too many codes requested. Try again in an hour."))
+        return
+    code = f"{secrets.randbelow(1_000_000):06d}"
+    minutes = max(1, settings.email_code_ttl_s // 60)
+    mail = build_message(
+        from_addr=sender_address(settings),
+        to=[address],
+        subject=msg.t("Ton code de confirmation Deblo", "Your Deblo confirmation code"),
+        body=msg.t(
+            f"Bonjour,\n\nTon code de confirmation Deblo est : {code}\n\n"
+            f"Pour confirmer cette adresse, envoie CODE {code} dans ta conversation avec Deblo. "
+            f"Ce code est valable {minutes} minutes.\n\n"
+            "Si tu n'as rien demandé, ignore ce message : ton adresse ne sera pas utilisée.",
+            f"Hello,\n\nYour Deblo confirmation code is: {code}\n\n"
+            f"To confirm this address, send CODE {code} in your conversation with Deblo. "
+            f"This code is valid for {minutes} minutes.\n\n"
+            "If you did not ask for this, ignore this message: your address will not be used.",
+        ),
+    )
+    try:
+        await send_message(settings, mail)
+    except EmailError:
+        await _reply(msg, msg.t(
+            "Je n'ai pas pu envoyer le code à cette adresse. Vérifie-la et réessaie plus tard.",
+            "I could not send the code to this address. Check it and try again later.",
+        ))
+        return
+    user.pending_email = address
+    user.email_code = code
+    user.email_code_expires_at = services.clock() + timedelta(seconds=settings.email_code_ttl_s)
+    await services.state.kv_delete(f"email-code-wrong:{user.id}")
+    await _reply(msg, msg.t(
+        f"Je t'ai envoyé un code à {address}. Réponds ici : CODE suivi des 6 chiffres "
+        f"(ex. CODE 123456). Valable {minutes} minutes.",
+        f"I sent a code to {address}. Reply here: CODE followed by the 6 digits "
+        f"(e.g. CODE 123456). Valid for {minutes} minutes.",
+    ))
+
+
+async def _confirm(msg: Incoming, code: str) -> None:
+    services, user = msg.services, msg.user
+    if not user.pending_email or not user.email_code:
+        await _reply(msg, msg.t(
+            "Aucun code en attente. Pour enregistrer ton adresse : EMAIL ton@adresse.com",
+            "No code is pending. To register your address: EMAIL your@address.com",
+        ))
+        return
+    expires = user.email_code_expires_at
+    if expires is None or services.clock() >= expires:
+        _clear_code(msg)
+        await _reply(msg, msg.t(
+            "Ce code a expiré. Renvoie EMAIL ton@adresse.com pour en recevoir un nouveau.",
+            "This code has expired. Send EMAIL your@address.com again to get a new one.",
+        ))
+        return
+    if not secrets.compare_digest(code, user.email_code):
+        wrong = await services.state.incr(f"email-code-wrong:{user.id}", services.settings.email_code_ttl_s)
+        if wrong >= MAX_WRONG_CODES:
+            _clear_code(msg)
+            await _reply(msg, msg.t(
+                "Code incorrect trop de fois. Renvoie EMAIL ton@adresse.com pour recommencer.",
+                "Wrong code too many times. Send EMAIL your@address.com to start again.",
+            ))
+            return
+        await _reply(msg, msg.t("Code incorrect. Vérifie l'e-mail reçu et réessaie.",
+                              "Wrong code. Check the e-mail you received and try again."))
+        return
+    user.email = user.pending_email
+    user.email_verified = True
+    _clear_code(msg)
+    await services.state.kv_delete(f"email-code-wrong:{user.id}")
+    await _reply(msg, msg.t(
+        f"C'est confirmé ✅ Je pourrai t'envoyer tes documents à {user.email}.",
+        f"Confirmed ✅ I can now send your documents to {user.email}.",
+    ))
+
+
+async def _reply(msg: Incoming, text: str) -> None:
+    # Changes are committed before the user hears about them, and no write lock is held while sending.
+    await msg.db.commit()
+    await msg.reply(text)
+
+
+def _clear_code(msg: Incoming) -> None:
+    msg.user.pending_email = None
+    msg.user.email_code = None
+    msg.user.email_code_expires_at = None

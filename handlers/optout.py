@@ -1,9 +1,50 @@
-"""(being written)"""
+"""Opt-out first of all: after STOP (or ARRET…) the user gets nothing more of any kind until START.
+
+WhatsApp has no keyword filter of its own, and Twilio's SMS defaults do not include the French
+words, so the bot honours them itself. HELP/AIDE says what the bot is and how to stop it.
+"""
 
 from __future__ import annotations
 
 from bot.context import Incoming
+from handlers.keywords import keyword
+
+STOP_WORDS = frozenset({"STOP", "ARRET", "STOPALL", "UNSUBSCRIBE"})
+START_WORDS = frozenset({"START", "UNSTOP"})
+HELP_WORDS = frozenset({"HELP", "AIDE"})
 
 
 async def handle(msg: Incoming) -> bool:
+    word = keyword(msg.text)
+    user = msg.user
+    if user.opted_out:
+        if word in START_WORDS:
+            user.opted_out = False
+            user.opted_out_at = None
+            await msg.db.flush()
+            await msg.reply(msg.t(
+                "C'est noté, tu recevras de nouveau mes messages. Écris MENU pour voir ce que je sais faire.",
+                "Done, you will receive my messages again. Send MENU to see what I can do.",
+            ))
+        # Anything else from someone who opted out is received and kept, but never answered.
+        return True
+    if word in STOP_WORDS:
+        user.opted_out = True
+        user.opted_out_at = msg.services.clock()
+        await msg.db.flush()
+        await msg.reply(msg.t(
+            "C'est noté : tu ne recevras plus aucun message de Deblo. Écris START pour revenir.",
+            "Done: you will not receive any more messages from Deblo. Send START to come back.",
+        ), kind="optout")
+        return True
+    if word in HELP_WORDS:
+        await msg.reply(msg.t(
+            "Deblo est un assistant qui t'aide pour les devoirs, les révisions et le travail, sur WhatsApp "
+            "et par SMS. Pose ta question, envoie une photo d'exercice, ou écris MENU.\n"
+            "Écris STOP (ou ARRÊT) pour ne plus recevoir de messages, START pour revenir.",
+            "Deblo is an assistant that helps with homework, revision and work, on WhatsApp and by SMS. "
+            "Ask your question, send a photo of an exercise, or send MENU.\n"
+            "Send STOP to receive no more messages, START to come back.",
+        ))
+        return True
     return False

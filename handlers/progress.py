@@ -1,9 +1,63 @@
-"""(being written)"""
+"""PROGRES / PROGRESS: the student's own summary. ENFANTS / CHILDREN: a parent's confirmed children.
+
+Each user only ever sees their own results, and a parent only students linked to them by a link
+the parent confirmed (and did not stop).
+"""
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from bot.context import Incoming
+from bot.models import ParentLink, User
+from bot.progress import format_progress, student_name, subject_stats
+from bot.quiz import normalise
+
+PROGRESS_WORDS = frozenset({"progres", "progress", "mes progres", "my progress"})
+CHILDREN_WORDS = frozenset({"enfants", "children", "mes enfants", "my children"})
 
 
 async def handle(msg: Incoming) -> bool:
+    word = normalise(msg.text)
+    if word in PROGRESS_WORDS or word in CHILDREN_WORDS:
+        # What the pipeline wrote is committed first: a send records its row in its own session,
+        # and SQLite has one writer at a time.
+        await msg.db.commit()
+    if word in PROGRESS_WORDS:
+        await msg.reply(await own_progress(msg))
+        return True
+    if word in CHILDREN_WORDS:
+        await msg.reply(await children_progress(msg))
+        return True
     return False
+
+
+async def own_progress(msg: Incoming) -> str:
+    stats = await subject_stats(msg.db, msg.user.id, msg.services.clock())
+    text = format_progress(stats, msg.lang)
+    if not stats:
+        text += "\n" + msg.t("Demande-moi un quiz pour commencer !", "Ask me for a quiz to get started!")
+    return text
+
+
+async def children_progress(msg: Incoming) -> str:
+    children = (
+        await msg.db.scalars(
+            select(User)
+            .join(ParentLink, ParentLink.student_id == User.id)
+            .where(ParentLink.parent_id == msg.user.id, ParentLink.status == "confirmed")
+            .order_by(ParentLink.id)
+        )
+    ).all()
+    if not children:
+        return msg.t(
+            "Aucun enfant n'est lié à votre numéro. Votre enfant peut vous ajouter en envoyant PARENT suivi "
+            "de votre numéro.",
+            "No child is linked to your number. Your child can add you by sending PARENT and your number.",
+        )
+    now = msg.services.clock()
+    parts = []
+    for child in children:
+        stats = await subject_stats(msg.db, child.id, now)
+        parts.append(format_progress(stats, msg.lang, name=student_name(child, msg.lang)))
+    return "\n\n".join(parts)

@@ -1,9 +1,93 @@
-"""(being written)"""
+"""A reply to the pending quiz: checked on the server, verdict at once, no model call.
+
+A reply answers the quiz when it is an option number (`2`, `2.`, `2️⃣`), the option's letter (`b`),
+the option's text, or for true/false `vrai`/`faux`/`true`/`false`/`v`/`f`. Anything else goes on to
+the agent and the quiz stays pending until its TTL. A number sent after the quiz expired gets a
+short hint instead of going to the agent as a bare "2".
+"""
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from bot.context import Incoming
+from bot.menus import clear_menu, expired_menu_kind
+from bot.models import ExerciseResult, Message
+from bot.quiz import MENU_KIND, history_note, number_in, parse_answer, pending_quiz, render_verdict
+
+
+async def _expired_hint(msg: Incoming) -> None:
+    await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
+    hint = msg.t("Ce quiz a expiré. Demande-moi un nouveau quiz quand tu veux !",
+                 "This quiz has expired. Ask me for a new one whenever you like!")
+    await msg.reply(hint if msg.channel == "sms" else f"⏰ {hint}")
 
 
 async def handle(msg: Incoming) -> bool:
-    return False
+    services = msg.services
+    conversation_id = msg.conversation.id
+    quiz = await pending_quiz(services, conversation_id, msg.user.id)
+    if quiz is None:
+        expired = number_in(msg.text) is not None and (
+            await expired_menu_kind(services.state, conversation_id) == MENU_KIND
+        )
+        if expired:
+            await _expired_hint(msg)
+            return True
+        return False
+    now = services.clock()
+    if now >= quiz.expires_at:
+        if number_in(msg.text) is not None:
+            await _expired_hint(msg)
+            return True
+        return False
+    chosen = parse_answer(quiz, msg.text)
+    if chosen is None:
+        return False
+    # One answer per quiz: the first reply to claim it wins (a retried delivery of that same
+    # message may claim it again, so a crash between claim and commit does not lose the answer).
+    claim_key = f"quiz-answered:{quiz.quiz_id}"
+    claim_ttl_s = services.settings.quiz_ttl_s * 2
+    if not await services.state.set_if_absent(claim_key, str(msg.inbound.id), claim_ttl_s):
+        if await services.state.kv_get(claim_key) != str(msg.inbound.id):
+            return False
+    seconds = max(0.0, (now - quiz.asked_at).total_seconds())
+    if not await _already_recorded(msg):
+        _record(msg, quiz.subject, quiz.topic, chosen == quiz.correct_index, seconds,
+                history_note(quiz, chosen, seconds))
+    # Committed before sending: the send records its own row in another session, which SQLite
+    # would make wait behind this one's open write.
+    await msg.db.commit()
+    await clear_menu(services.state, conversation_id)
+    await msg.reply(render_verdict(quiz, chosen, msg.lang, msg.channel))
+    return True
+
+
+async def _already_recorded(msg: Incoming) -> bool:
+    """A retried delivery of a message whose answer was already recorded (a crash after commit)."""
+    found = await msg.db.scalar(
+        select(Message.id).where(Message.conversation_id == msg.conversation.id,
+                                 Message.inbound_id == msg.inbound.id, Message.role == "note").limit(1)
+    )
+    return found is not None
+
+
+def _record(msg: Incoming, subject: str, topic: str, correct: bool, seconds: float, note: str) -> None:
+    now = msg.services.clock()
+    msg.db.add(
+        ExerciseResult(
+            user_id=msg.user.id,
+            conversation_id=msg.conversation.id,
+            subject=subject,
+            topic=topic,
+            correct=correct,
+            time_to_answer_s=seconds,
+            source="quiz",
+            created_at=now,
+        )
+    )
+    # The note tells the tutor the outcome on its next turn (the history builder shows "note" rows).
+    msg.db.add(
+        Message(conversation_id=msg.conversation.id, role="note", content=note,
+                inbound_id=msg.inbound.id, created_at=now)
+    )

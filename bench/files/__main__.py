@@ -1,0 +1,3 @@
+from bench.files.run import main
+
+main()

@@ -1,0 +1,3 @@
+from bench.loop.run import main
+
+main()

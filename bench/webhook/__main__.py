@@ -1,0 +1,215 @@
+"""Inbound webhook benchmark: `python -m bench.webhook`.
+
+Measures signed Twilio webhooks answered by the real app (signature check, user lookup, durable
+insert, enqueue) next to a bare aiohttp handler, in the same run on this machine. Each server runs
+in its own process on loopback; this process sends pre-signed requests:
+
+1. throughput: as many requests as `--concurrency` connections can push, for `--requests` requests;
+2. latency at a fixed rate (`--rate`, default 300/s) for `--seconds`: p50 / p99 time to the 200.
+
+Targets: p99 < 20 ms at 300 requests/s on SQLite, throughput >= 1/3 of the bare handler's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import aiohttp
+
+AUTH_TOKEN = "bench-auth-token"
+ACCOUNT_SID = "AC" + "b" * 32
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# --- servers (run in child processes) -----------------------------------------------------------
+
+
+async def serve_bare(port: int) -> None:
+    from aiohttp import web
+
+    async def handler(request: web.Request) -> web.Response:
+        await request.post()
+        return web.Response(text='<?xml version="1.0" encoding="UTF-8"?><Response/>', content_type="text/xml")
+
+    app = web.Application()
+    app.router.add_post("/twilio/inbound", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
+    await asyncio.Event().wait()
+
+
+async def serve_bot(port: int, data_dir: str, database_url: str) -> None:
+    from aiohttp import web
+
+    from bot.config import load_settings
+    from bot.migrate import upgrade
+    from bot.services import build_services
+    from bot.web import create_app
+
+    settings = load_settings({
+        "DATA_DIR": data_dir, "DATABASE_URL": database_url, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "TWILIO_ACCOUNT_SID": ACCOUNT_SID, "TWILIO_AUTH_TOKEN": AUTH_TOKEN, "LOG_LEVEL": "WARNING",
+    })
+    await upgrade(settings.database_url)
+    services = await build_services(settings)
+    runner = web.AppRunner(create_app(services), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port, backlog=1024).start()
+    await asyncio.Event().wait()
+
+
+# --- load -----------------------------------------------------------------------------------------
+
+
+def signed_requests(base_url: str, n: int, users: int, tag: str) -> list[tuple[bytes, str]]:
+    from twilio.request_validator import RequestValidator
+
+    validator = RequestValidator(AUTH_TOKEN)
+    url = base_url + "/twilio/inbound"
+    out = []
+    for i in range(n):
+        sid = f"SM{tag}{i:030d}"[:34]
+        params = {
+            "SmsMessageSid": sid, "NumMedia": "0", "SmsSid": sid, "SmsStatus": "received",
+            "Body": f"Bonjour, question numéro {i} sur les fractions", "To": "whatsapp:+14155238886",
+            "NumSegments": "1", "MessageSid": sid, "AccountSid": ACCOUNT_SID,
+            "From": f"whatsapp:+22507{i % users:08d}", "ApiVersion": "2010-04-01", "ProfileName": "Awa",
+        }
+        out.append((urlencode(params).encode(), validator.compute_signature(url, params)))
+    return out
+
+
+async def post(session: aiohttp.ClientSession, url: str, body: bytes, signature: str) -> float:
+    started = time.perf_counter()
+    async with session.post(url, data=body, headers={
+        "Content-Type": "application/x-www-form-urlencoded", "X-Twilio-Signature": signature,
+    }) as resp:
+        await resp.read()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}")
+    return time.perf_counter() - started
+
+
+async def throughput(url: str, requests: list[tuple[bytes, str]], concurrency: int) -> float:
+    queue = list(reversed(requests))
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async def client() -> None:
+            while queue:
+                body, sig = queue.pop()
+                await post(session, url, body, sig)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        return len(requests) / (time.perf_counter() - started)
+
+
+async def fixed_rate(url: str, requests: list[tuple[bytes, str]], rate: float) -> list[float]:
+    """Open loop: request i leaves at i/rate whatever the previous ones are doing."""
+    connector = aiohttp.TCPConnector(limit=0)
+    latencies: list[float] = []
+    async with aiohttp.ClientSession(connector=connector) as session:
+        loop = asyncio.get_running_loop()
+        start = loop.time() + 0.05
+
+        async def one(i: int, body: bytes, sig: str) -> None:
+            await asyncio.sleep(max(0.0, start + i / rate - loop.time()))
+            latencies.append(await post(session, url, body, sig))
+
+        await asyncio.gather(*(one(i, b, s) for i, (b, s) in enumerate(requests)))
+    return latencies
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def wait_up(url: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(200):
+            try:
+                async with session.post(url, data=b"") as resp:
+                    await resp.read()
+                    return
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.05)
+    raise RuntimeError(f"server at {url} did not start")
+
+
+async def measure(name: str, cmd: list[str], port: int, args: argparse.Namespace) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.Popen(cmd, env=env)
+    base = f"http://127.0.0.1:{port}"
+    url = base + "/twilio/inbound"
+    try:
+        await wait_up(url)
+        warm = signed_requests(base, 200, args.users, f"{name[:2]}w")
+        await throughput(url, warm, 8)
+        rps = await throughput(url, signed_requests(base, args.requests, args.users, f"{name[:2]}t"),
+                               args.concurrency)
+        n = int(args.rate * args.seconds)
+        lat = await fixed_rate(url, signed_requests(base, n, args.users, f"{name[:2]}r"), args.rate)
+        return {"rps": rps, "p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
+                "mean": statistics.fmean(lat) * 1000, "n": n}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.webhook", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=3000, help="requests in the throughput phase")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=300.0, help="requests per second in the latency phase")
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--users", type=int, default=200, help="distinct senders")
+    parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
+    parser.add_argument("--serve", choices=("bare", "bot"), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve == "bare":
+        await serve_bare(args.port)
+        return
+    if args.serve == "bot":
+        await serve_bot(args.port, args.data_dir, args.database_url)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/bench.db"
+        results = {}
+        for name in ("bare aiohttp", "deblo webhook"):
+            port = free_port()
+            mode = "bare" if name.startswith("bare") else "bot"
+            cmd = [sys.executable, "-m", "bench.webhook", "--serve", mode, "--port", str(port),
+                   "--data-dir", tmp, "--database-url", database_url]
+            results[name] = await measure(name, cmd, port, args)
+    bare, bot = results["bare aiohttp"], results["deblo webhook"]
+    print(f"\nInbound webhook benchmark ({'SQLite' if not args.database_url else args.database_url.split(':')[0]}, "
+          f"loopback, {os.cpu_count()} CPUs; latency at {args.rate:.0f} req/s for {args.seconds:.0f} s)\n")
+    print(f"{'handler':<16}{'throughput req/s':>18}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
+    for name, r in results.items():
+        print(f"{name:<16}{r['rps']:>18.0f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['mean']:>10.2f}")
+    ratio = bot["rps"] / bare["rps"]
+    print(f"\nthroughput ratio deblo/bare: {ratio:.2f} (target >= 0.33)")
+    print(f"p99 at {args.rate:.0f} req/s: {bot['p99']:.2f} ms (target < 20 ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

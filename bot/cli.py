@@ -1,0 +1,279 @@
+"""The composition root: `python -m bot serve|worker|chat|db upgrade|users set-mode`.
+
+This module (with bot/__main__.py) is the only part of `bot` that imports `handlers` and the
+modules owning periodic jobs and extra web routes; the rest of `bot` receives them from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
+
+log = logging.getLogger("bot.cli")
+
+
+# --- what the application is made of ----------------------------------------------------------
+
+
+def dispatch_function() -> Any:
+    """The handler chain the workers run for each inbound message."""
+    from handlers import dispatch
+
+    return dispatch
+
+
+def registered_jobs() -> list[Any]:
+    """Periodic jobs (bot.scheduler.Job) run by every worker; each claims its rows atomically."""
+    from bot.progress import weekly_summary_jobs
+
+    jobs: list[Any] = []
+    jobs += weekly_summary_jobs()
+    from bot.tasks import reminder_jobs
+
+    jobs += reminder_jobs()
+    return jobs
+
+
+def registered_routes() -> list[Any]:
+    """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
+    routes: list[Any] = []
+    from bot.payments.webhook import ROUTES as payment_routes
+
+    routes += payment_routes
+    return routes
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def _settings(require: tuple[str, ...] = ()) -> Settings:
+    try:
+        return load_settings(require=require)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+async def _serve(settings: Settings, workers: int | None) -> None:
+    from aiohttp import web
+
+    from bot.pipeline import Pipeline
+    from bot.services import build_services
+    from bot.web import create_app
+
+    services = await build_services(settings)
+    app = create_app(services, extra_routes=registered_routes())
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    run_workers = settings.single_process if workers is None else workers > 0
+    pipeline = Pipeline(services, dispatch_function(), concurrency=workers or None, jobs=registered_jobs())
+    if run_workers:
+        await pipeline.start()
+    log.info("serving", extra={"host": settings.host, "port": settings.port, "workers": run_workers,
+                               "public_base_url": settings.public_base_url})
+    try:
+        await _until_signalled()
+    finally:
+        if run_workers:
+            await pipeline.stop()
+        await runner.cleanup()
+        await services.close()
+
+
+async def _worker(settings: Settings, concurrency: int | None) -> None:
+    from bot.pipeline import Pipeline
+    from bot.services import build_services
+
+    services = await build_services(settings)
+    pipeline = Pipeline(services, dispatch_function(), concurrency=concurrency, jobs=registered_jobs())
+    await pipeline.start()
+    log.info("worker started", extra={"concurrency": pipeline.concurrency})
+    try:
+        await _until_signalled()
+    finally:
+        await pipeline.stop()
+        await services.close()
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = None) -> None:
+    """A terminal conversation through the same pipeline and handlers (no Twilio needed)."""
+    from sqlalchemy import select
+
+    from bot.inbound import normalise_phone
+    from bot.migrate import upgrade
+    from bot.models import InboundMessage, User
+    from bot.outbound import ConsoleSink
+    from bot.pipeline import Pipeline
+    from bot.services import build_services
+    from bot.state import MemoryState
+
+    number = normalise_phone(phone)
+    if number is None:
+        print(f"error: {phone!r} is not a phone number with its country code (e.g. +2250700000001)",
+              file=sys.stderr)
+        raise SystemExit(2)
+    if settings.database_url.startswith("sqlite"):
+        await upgrade(settings.database_url)
+    services = await build_services(settings)
+    await services.state.close()
+    services.state = MemoryState()  # the terminal conversation is private to this process
+    services.console = ConsoleSink()
+    pipeline = Pipeline(services, dispatch_function(), concurrency=1, jobs=())
+    await pipeline.start()
+    print("Deblo: conversation in the terminal. Ctrl-D to quit.", flush=True)
+    loop = asyncio.get_running_loop()
+    feed = iter(lines) if lines is not None else None
+    try:
+        while True:
+            if feed is not None:
+                text = next(feed, None)
+            else:
+                text = await loop.run_in_executor(None, _read_line)
+            if text is None:
+                break
+            if not text.strip():
+                continue
+            now = services.clock()
+            async with services.sessions() as db:
+                user = await db.scalar(select(User).where(User.phone == number))
+                if user is None:
+                    user = User(phone=number, onboarding_step="new", mode="guest", created_at=now)
+                    db.add(user)
+                    await db.flush()
+                row = InboundMessage(
+                    message_sid=f"CLI{uuid.uuid4().hex}", user_id=user.id, channel="cli", from_addr=number,
+                    to_addr="cli", body=text, status="pending", created_at=now,
+                )
+                db.add(row)
+                await db.commit()
+                row_id, user_id = row.id, user.id
+            await services.state.push_user(user_id)
+            await _wait_done(services, row_id)
+    finally:
+        await pipeline.stop()
+        await services.close()
+
+
+def _read_line() -> str | None:
+    try:
+        return input("\nVous > ")
+    except EOFError:
+        return None
+
+
+async def _wait_done(services: Any, row_id: int) -> None:
+    from bot.models import InboundMessage
+
+    while True:
+        async with services.sessions() as db:
+            row = await db.get(InboundMessage, row_id)
+            if row is not None and row.status in ("done", "failed"):
+                return
+        await asyncio.sleep(0.05)
+
+
+async def _set_mode(settings: Settings, phone: str, mode: str) -> int:
+    from sqlalchemy import select
+
+    from bot.inbound import normalise_phone
+    from bot.models import User
+    from bot.services import build_services
+
+    number = normalise_phone(phone)
+    if number is None:
+        print(f"error: {phone!r} is not a phone number with its country code", file=sys.stderr)
+        return 2
+    services = await build_services(settings)
+    try:
+        async with services.sessions() as db:
+            user = await db.scalar(select(User).where(User.phone == number))
+            if user is None:
+                print(f"error: no user with the number {number}", file=sys.stderr)
+                return 1
+            user.mode = mode
+            user.onboarding_step = None
+            if mode == "pro":
+                user.role = "pro"
+            elif mode == "child" and user.role not in ("student", "parent"):
+                user.role = "student"
+            await db.commit()
+        print(f"{number}: mode {mode}")
+        return 0
+    finally:
+        await services.close()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bot", description="Deblo bot")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="web server (and the workers, without REDIS_URL)")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="worker coroutines in this process (default: WORKER_CONCURRENCY without Redis, "
+                            "none with Redis)")
+    worker = sub.add_parser("worker", help="process queued messages (with REDIS_URL)")
+    worker.add_argument("--concurrency", type=int, default=None)
+    chat = sub.add_parser("chat", help="talk to the bot in the terminal")
+    chat.add_argument("--phone", default="+2250700000001")
+    db = sub.add_parser("db", help="database")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_sub.add_parser("upgrade", help="apply the migrations")
+    users = sub.add_parser("users", help="users")
+    users_sub = users.add_subparsers(dest="users_command", required=True)
+    set_mode = users_sub.add_parser("set-mode", help="set a user's mode")
+    set_mode.add_argument("phone")
+    set_mode.add_argument("mode", choices=("guest", "child", "pro"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from bot import logs
+
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        settings = _settings(REQUIRED_FOR_SERVE)
+        logs.setup(settings.log_level)
+        asyncio.run(_serve(settings, args.workers))
+    elif args.command == "worker":
+        settings = _settings()
+        logs.setup(settings.log_level)
+        if settings.single_process:
+            print("error: a separate worker needs REDIS_URL (without it, `serve` runs the workers itself); "
+                  "see .env.example", file=sys.stderr)
+            return 2
+        asyncio.run(_worker(settings, args.concurrency))
+    elif args.command == "chat":
+        settings = _settings()
+        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+        asyncio.run(_chat(settings, args.phone))
+    elif args.command == "db":
+        from bot.migrate import upgrade
+
+        settings = _settings()
+        logs.setup(settings.log_level)
+        asyncio.run(upgrade(settings.database_url))
+        print("database is up to date")
+    elif args.command == "users":
+        settings = _settings()
+        logs.setup(settings.log_level)
+        return asyncio.run(_set_mode(settings, args.phone, args.mode))
+    return 0

@@ -1,0 +1,73 @@
+"""Structured JSON logs carrying the current user, conversation and message ids; phones masked."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+log_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "log_context", default=None
+)
+
+# E.164 numbers, with or without the whatsapp: prefix; BSUIDs like CI.1234567890.
+_PHONE = re.compile(r"(?<![\w])(\+?)(\d{2,4})(\d{3,10})(\d{2})(?![\w])")
+_BSUID = re.compile(r"\b([A-Z]{2})\.(\d{3,})(\d{2})\b")
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+
+
+def mask(text: str) -> str:
+    text = _PHONE.sub(lambda m: f"{m.group(1)}{m.group(2)}{'*' * len(m.group(3))}{m.group(4)}", text)
+    return _BSUID.sub(lambda m: f"{m.group(1)}.{'*' * len(m.group(2))}{m.group(3)}", text)
+
+
+def bind(**fields: Any) -> contextvars.Token[dict[str, Any] | None]:
+    """Adds ids to every log line of the current task (and tasks it starts)."""
+    return log_context.set({**(log_context.get() or {}), **fields})
+
+
+def reset(token: contextvars.Token[dict[str, Any] | None]) -> None:
+    log_context.reset(token)
+
+
+def _masked(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(v) for v in value]
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    return mask(str(value))
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": mask(record.getMessage()),
+        }
+        entry.update(_masked(log_context.get() or {}))
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                entry[key] = _masked(value)
+        if record.exc_info:
+            entry["exc"] = mask(self.formatException(record.exc_info))
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def setup(level: str = "INFO", stream: Any = None) -> None:
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for noisy in ("aiohttp.access", "twilio.http_client", "twilio.async_http_client", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,231 @@
+"""Progress from exercise results: per-subject summaries for students, parents and the weekly SMS.
+
+Privacy: every query here is for one student id that the caller has already checked (the student
+themself, or a parent through a confirmed link).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.models import ExerciseResult, ParentLink, User
+from bot.scheduler import Job
+from bot.services import Services
+
+log = logging.getLogger("deblo.progress")
+
+WEEK = timedelta(days=7)
+
+
+@dataclass
+class SubjectStats:
+    subject: str
+    total: int = 0
+    correct: int = 0
+    last7_total: int = 0
+    last7_correct: int = 0
+    prev7_total: int = 0
+    prev7_correct: int = 0
+
+
+def _percent(correct: int, total: int) -> int:
+    return round(100 * correct / total) if total else 0
+
+
+def _subject_key(subject: str) -> str:
+    return " ".join(subject.split()).casefold()
+
+
+async def subject_stats(db: AsyncSession, student_id: int, now: datetime) -> list[SubjectStats]:
+    """One line per subject, most practised first; subjects differing only in case are merged."""
+    rows = (
+        await db.execute(
+            select(ExerciseResult.subject, ExerciseResult.correct, ExerciseResult.created_at).where(
+                ExerciseResult.user_id == student_id
+            )
+        )
+    ).all()
+    by_key: dict[str, SubjectStats] = {}
+    for subject, correct, created_at in rows:
+        label = " ".join((subject or "").split()) or "-"
+        stats = by_key.setdefault(_subject_key(label), SubjectStats(subject=label[:1].upper() + label[1:]))
+        stats.total += 1
+        stats.correct += int(bool(correct))
+        age = now - created_at
+        if timedelta(0) <= age < WEEK:
+            stats.last7_total += 1
+            stats.last7_correct += int(bool(correct))
+        elif WEEK <= age < 2 * WEEK:
+            stats.prev7_total += 1
+            stats.prev7_correct += int(bool(correct))
+    return sorted(by_key.values(), key=lambda s: (-s.total, s.subject))
+
+
+def _t(language: str, fr: str, en: str) -> str:
+    return en if language == "en" else fr
+
+
+def _trend(stats: SubjectStats, language: str) -> str:
+    last = (
+        f"{stats.last7_correct}/{stats.last7_total} ({_percent(stats.last7_correct, stats.last7_total)} %)"
+        if stats.last7_total
+        else "-"
+    )
+    before = (
+        f"{stats.prev7_correct}/{stats.prev7_total} ({_percent(stats.prev7_correct, stats.prev7_total)} %)"
+        if stats.prev7_total
+        else "-"
+    )
+    return _t(language, f"7 derniers jours : {last}, 7 jours d'avant : {before}",
+              f"last 7 days: {last}, 7 days before: {before}")
+
+
+def format_progress(stats: list[SubjectStats], language: str, *, name: str | None = None) -> str:
+    """The compact PROGRES answer: per subject, questions answered, % correct, this week vs last."""
+    if name:
+        head = _t(language, f"📊 Progrès de {name}", f"📊 {name}'s progress")
+    else:
+        head = _t(language, "📊 Tes progrès", "📊 Your progress")
+    if not stats:
+        empty = _t(language, "Pas encore d'exercice enregistré.", "No exercise recorded yet.")
+        return f"{head}\n{empty}"
+    lines = [head]
+    for s in stats:
+        answered = _t(language, f"{s.total} question{'s' if s.total > 1 else ''}",
+                      f"{s.total} question{'s' if s.total > 1 else ''}")
+        pct = _percent(s.correct, s.total)
+        right = _t(language, f"{pct} % justes", f"{pct}% right")
+        lines.append(f"• {s.subject} : {answered}, {right} ({_trend(s, language)})"
+                     if language != "en" else f"• {s.subject}: {answered}, {right} ({_trend(s, language)})")
+    return "\n".join(lines)
+
+
+def student_name(student: User, language: str) -> str:
+    return student.display_name or (student.phone or _t(language, "votre enfant", "your child"))
+
+
+# --- the parents' weekly summary -----------------------------------------------------------------
+
+
+def _zone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def latest_summary_slot(now: datetime, weekday: int, hour: int, timezone: str) -> datetime:
+    """The most recent scheduled summary time at or before `now` (weekday 0 = Monday)."""
+    local = now.astimezone(_zone(timezone))
+    slot = (local - timedelta(days=(local.weekday() - weekday) % 7)).replace(
+        hour=hour, minute=0, second=0, microsecond=0
+    )
+    if slot > local:
+        slot -= WEEK
+    return slot.astimezone(now.tzinfo)
+
+
+def weekly_text(stats: list[SubjectStats], name: str, language: str) -> str:
+    week = [s for s in stats if s.last7_total]
+    if not week:
+        return _t(language, f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la !",
+                  f"Deblo: {name} did no exercise this week. Give them some encouragement!")
+    total = sum(s.last7_total for s in week)
+    right = sum(s.last7_correct for s in week)
+    parts = ", ".join(f"{s.subject} {s.last7_correct}/{s.last7_total}" for s in week)
+    plural = "s" if total > 1 else ""
+    before = sum(s.prev7_total for s in stats)
+    before_right = sum(s.prev7_correct for s in stats)
+    compare = (
+        _t(language, f" (semaine d'avant : {_percent(before_right, before)} %)",
+           f" (week before: {_percent(before_right, before)}%)")
+        if before
+        else ""
+    )
+    return _t(
+        language,
+        f"Deblo : cette semaine, {name} a répondu à {total} question{plural}, "
+        f"{_percent(right, total)} % justes"
+        f"{compare}. {parts}. Répondez STOP pour ne plus recevoir ce résumé.",
+        f"Deblo: this week {name} answered {total} question{plural}, {_percent(right, total)}% right"
+        f"{compare}. {parts}. Reply STOP to stop these summaries.",
+    )
+
+
+async def _claim(services: Services, link_id: int, slot: datetime, now: datetime) -> bool:
+    """Marks the link as summarised for this slot; only one worker wins the UPDATE."""
+    async with services.sessions() as db:
+        result = await db.execute(
+            update(ParentLink)
+            .where(
+                ParentLink.id == link_id,
+                ParentLink.status == "confirmed",
+                or_(ParentLink.last_summary_at.is_(None), ParentLink.last_summary_at < slot),
+            )
+            .values(last_summary_at=now)
+        )
+        await db.commit()
+        return result.rowcount == 1  # type: ignore[attr-defined]
+
+
+async def send_weekly_summaries(services: Services, now: datetime) -> int:
+    """The periodic job: one SMS per confirmed link, once per weekly slot; returns how many were sent.
+
+    Idempotent across workers: a link is claimed by an atomic UPDATE of `last_summary_at` before
+    anything is sent. A link confirmed after the slot waits for the next one. Opted-out parents
+    (STOP) are skipped, and the outbound path refuses them too.
+    """
+    from bot.outbound import send_to_user  # late: outbound is the message path's, loaded at run time
+
+    settings = services.settings
+    slot = latest_summary_slot(now, settings.parent_summary_weekday, settings.parent_summary_hour,
+                               settings.default_timezone)
+    async with services.sessions() as db:
+        due = (
+            await db.execute(
+                select(ParentLink.id, ParentLink.student_id, ParentLink.parent_id)
+                .join(User, User.id == ParentLink.parent_id)
+                .where(
+                    ParentLink.status == "confirmed",
+                    ParentLink.confirmed_at < slot,
+                    or_(ParentLink.last_summary_at.is_(None), ParentLink.last_summary_at < slot),
+                    User.opted_out.is_(False),
+                )
+                .order_by(ParentLink.id)
+            )
+        ).all()
+    sent = 0
+    for link_id, student_id, parent_id in due:
+        if not await _claim(services, link_id, slot, now):
+            continue
+        async with services.sessions() as db:
+            parent = await db.get(User, parent_id)
+            student = await db.get(User, student_id)
+            if parent is None or student is None or parent.opted_out:
+                continue
+            stats = await subject_stats(db, student_id, now)
+        text = weekly_text(stats, student_name(student, parent.language), parent.language)
+        try:
+            result = await send_to_user(services, parent, text=text, channel="sms", kind="parent_summary")
+        except Exception:
+            log.exception("weekly summary for link %s not sent", link_id)
+            continue
+        if not getattr(result, "skipped", None):
+            sent += 1
+    return sent
+
+
+async def weekly_summary_job(services: Services, now: datetime) -> None:
+    """The scheduler's entry point (bot.scheduler.Job), ticking often; the slot decides when to send."""
+    await send_weekly_summaries(services, now)
+
+
+def weekly_summary_jobs() -> list[Job]:
+    """For the composition root: the job that sends parents their weekly summaries."""
+    return [Job(name="parent_weekly_summary", interval_s=300, fn=weekly_summary_job)]

@@ -1,0 +1,146 @@
+"""Twilio's Messages API through the twilio library's async client.
+
+Retries are ours, not the library's: its `max_retries` resends a POST after a 5xx, and a 5xx on
+`messages.create` may mean the message was sent anyway (the API has no idempotency key). So:
+429 / 20429 and refused connections are retried with backoff (nothing was sent); an ambiguous
+failure (5xx, connection dropped after the request left, timeout) is resolved by looking the
+message up before sending again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import aiohttp
+from twilio.base.exceptions import TwilioRestException
+from twilio.http.async_http_client import AsyncTwilioHttpClient
+from twilio.rest import Client
+
+from bot.config import TWILIO_DEFAULT_API, Settings
+
+log = logging.getLogger("bot.twilio")
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    sid: str
+    status: str
+
+
+class TwilioSendError(Exception):
+    """A send that failed for good. `ambiguous` means Twilio may still have sent it."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: int | None = None,
+                 ambiguous: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.ambiguous = ambiguous
+
+
+class TwilioNotConfigured(TwilioSendError):
+    pass
+
+
+def _is_rate_limited(exc: TwilioRestException) -> bool:
+    return exc.status == 429 or exc.code == 20429
+
+
+class TwilioClient:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._client: Client | None = None
+        self._http: AsyncTwilioHttpClient | None = None
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.settings.twilio_account_sid and self.settings.twilio_auth_token)
+
+    def _get(self) -> Client:
+        # Built lazily: the aiohttp session inside must be created within the running event loop.
+        if self._client is None:
+            if not self.configured:
+                raise TwilioNotConfigured("TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are not set")
+            self._http = AsyncTwilioHttpClient(timeout=self.settings.twilio_timeout_s)
+            client = Client(
+                self.settings.twilio_account_sid,
+                self.settings.twilio_auth_token,
+                http_client=self._http,
+                environment={},  # TWILIO_EDGE / TWILIO_REGION would rewrite the host
+            )
+            base = self.settings.twilio_api_base_url
+            if base and base != TWILIO_DEFAULT_API:
+                client.api.base_url = base
+            self._client = client
+        return self._client
+
+    async def create_message(self, fields: dict[str, Any]) -> SentMessage:
+        """Sends one message. `fields` uses the library's names (to, from_, body, media_url, …)."""
+        client = self._get()
+        attempts = max(1, self.settings.twilio_send_attempts)
+        started = datetime.now(UTC)
+        last_error: TwilioSendError | None = None
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(self._backoff(attempt))
+            try:
+                msg = await client.messages.create_async(**fields)
+                return SentMessage(sid=str(msg.sid), status=str(msg.status or "queued"))
+            except TwilioRestException as exc:
+                if _is_rate_limited(exc):
+                    log.warning("twilio rate limited", extra={"attempt": attempt + 1, "code": exc.code})
+                    last_error = TwilioSendError(str(exc.msg), status=exc.status, code=exc.code)
+                    continue
+                if exc.status >= 500:
+                    last_error = TwilioSendError(
+                        str(exc.msg), status=exc.status, code=exc.code, ambiguous=True
+                    )
+                else:
+                    raise TwilioSendError(str(exc.msg), status=exc.status, code=exc.code) from exc
+            except aiohttp.ClientConnectorError as exc:
+                # Refused before anything was sent: safe to try again.
+                log.warning("twilio connect failed", extra={"attempt": attempt + 1, "error": str(exc)})
+                last_error = TwilioSendError(f"cannot connect to Twilio: {exc}")
+                continue
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                last_error = TwilioSendError(f"Twilio connection lost: {exc!r}", ambiguous=True)
+            # Ambiguous: Twilio may have created the message. Look before sending again.
+            log.warning("twilio send ambiguous, checking", extra={"attempt": attempt + 1})
+            found = await self._find_sent(fields, started)
+            if found is not None:
+                return found
+        assert last_error is not None
+        raise last_error
+
+    def _backoff(self, attempt: int) -> float:
+        base = self.settings.twilio_backoff_s * (2 ** (attempt - 1))
+        return base + random.uniform(0, base / 2)
+
+    async def _find_sent(self, fields: dict[str, Any], since: datetime) -> SentMessage | None:
+        try:
+            recent = await self._get().messages.list_async(
+                to=fields.get("to"), from_=fields.get("from_"),
+                date_sent_after=since - timedelta(days=1), limit=50,
+            )
+        except Exception as exc:  # the lookup is best effort; failing it means "not found"
+            log.warning("twilio lookup failed", extra={"error": repr(exc)})
+            return None
+        body = fields.get("body") or ""
+        for msg in recent:
+            created = getattr(msg, "date_created", None)
+            if created is not None and created < since - timedelta(seconds=5):
+                continue
+            if (msg.body or "") == body or (fields.get("content_sid") and not body):
+                return SentMessage(sid=str(msg.sid), status=str(msg.status or "queued"))
+        return None
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        self._http = None
+        self._client = None

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from tests.fakes.llm import FakeLLM
+
+
+@pytest.fixture
+async def fake_llm() -> AsyncIterator[FakeLLM]:
+    server = FakeLLM()
+    await server.start()
+    yield server
+    await server.stop()

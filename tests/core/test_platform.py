@@ -1,0 +1,250 @@
+"""Migrations, readiness, module boundaries, logs, jobs, formatting rules and the command line."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot import formatting, logs
+from bot.clock import ManualClock
+from bot.config import load_settings
+from bot.db import make_engine
+from bot.migrate import schema_differences
+from bot.scheduler import Job
+from bot.services import build_services
+from bot.web import create_app
+from tests.harness import Harness
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- schema ----------------------------------------------------------------------------------
+
+
+async def test_migrations_match_the_models(migrated_template: str) -> None:
+    """Changing bot/models.py needs a migration: autogenerate must find nothing to do."""
+    engine = make_engine(migrated_template)
+    try:
+        assert await schema_differences(engine) == []
+    finally:
+        await engine.dispose()
+
+
+# --- readiness ---------------------------------------------------------------------------------
+
+
+async def test_readyz_reports_redis_down(tmp_path: Path, test_database: Any) -> None:
+    settings = load_settings({"DATA_DIR": str(tmp_path), "DATABASE_URL": test_database.url,
+                              "REDIS_URL": "redis://127.0.0.1:9/0"})
+    services = await build_services(settings)
+    runner = web.AppRunner(create_app(services), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+                assert resp.status == 503
+                assert await resp.json() == {"ready": False, "database": True, "state": False}
+            async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                assert resp.status == 200  # alive, just not ready
+    finally:
+        await runner.cleanup()
+        await services.close()
+
+
+async def test_readyz_reports_the_database_down(tmp_path: Path) -> None:
+    settings = load_settings({"DATA_DIR": str(tmp_path),
+                              "DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:9/none"})
+    services = await build_services(settings)
+    runner = web.AppRunner(create_app(services), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/readyz") as resp:
+            assert resp.status == 503
+            assert (await resp.json())["database"] is False
+    finally:
+        await runner.cleanup()
+        await services.close()
+
+
+# --- boundaries --------------------------------------------------------------------------------
+
+
+def test_bot_never_imports_handlers_or_tools() -> None:
+    allowed = {ROOT / "bot" / "cli.py", ROOT / "bot" / "__main__.py"}
+    offenders = []
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        if path in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                          if n.split(".")[0] in ("handlers", "tools")]
+    assert offenders == []
+
+
+# --- logs --------------------------------------------------------------------------------------
+
+
+def test_logs_are_json_with_ids_and_masked_numbers() -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.JsonFormatter())
+    logger = logging.getLogger("test.logs")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    token = logs.bind(user_id=7, conversation_id=9)
+    try:
+        logger.info("message from whatsapp:+2250700000001", extra={"to": "+2250700000001", "n": 3})
+    finally:
+        logs.reset(token)
+        logger.removeHandler(handler)
+    entry = json.loads(stream.getvalue())
+    assert entry["user_id"] == 7 and entry["conversation_id"] == 9 and entry["n"] == 3
+    assert "0700000001" not in stream.getvalue()
+    assert entry["msg"].startswith("message from whatsapp:+2250") and entry["msg"].endswith("01")
+    assert logs.mask("CI.1234567890123") != "CI.1234567890123"
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+
+async def test_jobs_tick_once_per_interval_across_workers(harness: Harness) -> None:
+    """Two pipelines (as two worker processes would) run a job: each tick runs once."""
+    from bot.pipeline import Pipeline
+
+    h = harness
+    runs: list[Any] = []
+
+    async def job(services: Any, now: Any) -> None:
+        runs.append(now)
+
+    async def failing(services: Any, now: Any) -> None:
+        raise RuntimeError("a job failure is logged, not fatal")
+
+    jobs = [Job("count", 0.3, job), Job("failing", 0.3, failing)]
+    from dataclasses import replace
+
+    h.services.settings = replace(h.settings, jobs_enabled=True)
+    first = Pipeline(h.services, lambda msg: asyncio.sleep(0), concurrency=1, jobs=jobs)
+    second = Pipeline(h.services, lambda msg: asyncio.sleep(0), concurrency=1, jobs=jobs)
+    await first.start()
+    await second.start()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.sleep(1.0)
+    await first.stop()
+    await second.stop()
+    ticks = (loop.time() - started) / 0.3
+    # One run per tick, not one per process per tick (which would be about twice as many).
+    assert 1 <= len(runs) <= int(ticks) + 1
+
+
+# --- formatting rules --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "encoding", "segments"), [
+    ("a" * 160, "GSM-7", 1), ("a" * 161, "GSM-7", 2), ("a" * 306, "GSM-7", 2), ("a" * 307, "GSM-7", 3),
+    ("é" * 160, "GSM-7", 1), ("{" * 80, "GSM-7", 1), ("{" * 81, "GSM-7", 2),
+    ("ê" * 70, "UCS-2", 1), ("ê" * 71, "UCS-2", 2), ("ê" * 134, "UCS-2", 2),
+])
+def test_sms_segments(text: str, encoding: str, segments: int) -> None:
+    assert formatting.sms_segments(text) == (encoding, segments)
+
+
+def test_french_transliteration_keeps_what_gsm7_has() -> None:
+    source = "À l'école, Noël : « Ça va ? » — l’élève connaît où ça coûte ; œuf, naïve, Ève."
+    sms = formatting.to_gsm7(source)
+    assert sms == "A l'école, Noel : \"Ça va ?\" - l'élève connait où ca coute ; oeuf, naive, Eve."
+    assert formatting.is_gsm7(sms)
+    assert formatting.sms_segments(sms) == ("GSM-7", 1)
+    assert formatting.sms_segments(source)[0] == "UCS-2"
+
+
+def test_splitting_prefers_paragraphs_then_sentences() -> None:
+    paragraph = "Une phrase courte. " * 50
+    parts = formatting.split_text(f"{paragraph}\n\n{paragraph}", 1600)
+    assert len(parts) == 2 and all(p.endswith(".") for p in parts)
+    long_paragraph = "Une phrase un peu plus longue que les autres. " * 100
+    parts = formatting.split_text(long_paragraph, 1600)
+    assert all(len(p) <= 1600 and p.endswith(".") for p in parts)
+    assert " ".join(parts) == long_paragraph.strip()
+    word = "x" * 4000
+    assert [len(p) for p in formatting.split_text(word, 1600)] == [1600, 1600, 800]
+    assert formatting.split_text("", 1600) == []
+
+
+def test_whatsapp_code_blocks_are_left_alone() -> None:
+    md = "Exemple :\n```python\nx = 2 ** 3  # **pas du gras**\n```"
+    assert formatting.to_whatsapp(md) == "Exemple :\n```x = 2 ** 3  # **pas du gras**```"
+    assert formatting.to_plain(md) == "Exemple :\nx = 2 ** 3  # **pas du gras**"
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None,
+         stdin: str = "") -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TWILIO_", "LLM_", "PUBLIC_", "REDIS_",
+                                                                     "DATABASE_", "DATA_DIR"))}
+    clean.update({"PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data")})
+    clean.update(env or {})
+    return subprocess.run([sys.executable, "-m", "bot", *args], cwd=tmp_path, env=clean, input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_serve_names_the_first_missing_setting(tmp_path: Path) -> None:
+    result = _run(["serve"], tmp_path)
+    assert result.returncode == 2
+    assert "PUBLIC_BASE_URL" in result.stderr and ".env.example" in result.stderr
+    result = _run(["serve"], tmp_path, {"PUBLIC_BASE_URL": "https://bot.example.org"})
+    assert result.returncode == 2 and "missing required setting TWILIO_ACCOUNT_SID" in result.stderr
+
+
+def test_db_upgrade_chat_and_set_mode(tmp_path: Path) -> None:
+    assert _run(["db", "upgrade"], tmp_path).returncode == 0
+    result = _run(["chat", "--phone", "+2250700000001"], tmp_path, stdin="Bonjour\nMENU\n")
+    assert result.returncode == 0, result.stderr
+    assert "Bienvenue sur Deblo" in result.stdout and "1 Élève" in result.stdout
+    assert "NOUVEAU" in result.stdout  # the MENU answer
+    result = _run(["users", "set-mode", "+2250700000001", "pro"], tmp_path)
+    assert result.returncode == 0 and "mode pro" in result.stdout
+    result = _run(["users", "set-mode", "+2250799999999", "pro"], tmp_path)
+    assert result.returncode == 1 and "no user" in result.stderr
+
+
+async def test_manual_clock_is_what_the_harness_uses(harness: Harness) -> None:
+    assert isinstance(harness.clock, ManualClock) and harness.services.clock is harness.clock
+
+
+def test_env_example_lists_every_setting() -> None:
+    import re
+
+    read = set(re.findall(r'(?:env\.get|_int|_float|_bool|_url)\(\s*(?:env,\s*)?"([A-Z][A-Z0-9_]+)"',
+                          (ROOT / "bot" / "config.py").read_text()))
+    example = (ROOT / ".env.example").read_text()
+    listed = set(re.findall(r"^([A-Z][A-Z0-9_]+)=", example, re.M))
+    missing = sorted(name for name in read - listed if not name.endswith("_FOR_TESTS"))
+    assert missing == [], f"add these settings to .env.example: {missing}"
+    assert read >= {"DATA_DIR", "DATABASE_URL", "REDIS_URL", "PUBLIC_BASE_URL", "TWILIO_API_BASE_URL"}

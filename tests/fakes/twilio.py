@@ -1,0 +1,270 @@
+"""A local server speaking Twilio's Messages API, for tests and benchmarks.
+
+- `POST /2010-04-01/Accounts/{sid}/Messages.json` (form-encoded, Basic auth checked): 201 with the
+  JSON Twilio returns; every accepted message is recorded in `.sent` (its form fields, plus "Sid").
+- `GET …/Messages.json?To=&From=`: the list the client uses to resolve an ambiguous send.
+- After a create, like Twilio: fetches each `MediaUrl` with HEAD then GET (recorded in `.fetched`;
+  a failed fetch or a wrong Content-Type fails the message with 63019), then posts signed status
+  callbacks (queued → sent → delivered by default) to `StatusCallback`.
+- Injectable failures, one per request: `fail_next("429" | "500" | "500_after_create" | "drop" |
+  "drop_after_create" | "400", times=1)`.
+- Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
+  redirects to the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import secrets
+import time
+from collections import deque
+from email.utils import format_datetime
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from twilio.request_validator import RequestValidator
+
+from bot.clock import system_now
+
+
+class FakeTwilio:
+    def __init__(self, account_sid: str = "AC" + "0" * 32, auth_token: str = "fake-auth-token") -> None:
+        self.account_sid = account_sid
+        self.auth_token = auth_token
+        self.sent: list[dict[str, Any]] = []
+        self.messages: dict[str, dict[str, Any]] = {}
+        self.fetched: list[dict[str, Any]] = []
+        self.callbacks: list[dict[str, str]] = []
+        # (monotonic time, "created" | status, sid): the order in which things happened.
+        self.events: list[tuple[float, str, str]] = []
+        self.callback_statuses: tuple[str, ...] = ("sent", "delivered")
+        self.callback_delay_s = 0.0
+        self.send_callbacks = True
+        self.fetch_media = True
+        self.requests = 0
+        self.unauthorised = 0
+        self._failures: deque[str] = deque()
+        self._media: dict[str, tuple[bytes, str]] = {}
+        self._counter = itertools.count(1)
+        self._background: set[asyncio.Task[None]] = set()
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self.url = ""
+
+    # --- scripting -------------------------------------------------------------------------
+    def fail_next(self, kind: str, times: int = 1) -> None:
+        self._failures.extend([kind] * times)
+
+    def add_media(self, data: bytes, content_type: str) -> str:
+        media_sid = "ME" + secrets.token_hex(16)
+        self._media[media_sid] = (data, content_type)
+        msg_sid = "MM" + secrets.token_hex(16)
+        return f"{self.url}/2010-04-01/Accounts/{self.account_sid}/Messages/{msg_sid}/Media/{media_sid}"
+
+    async def wait_for(self, n: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+        """Waits until at least `n` messages were sent; returns them all."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while len(self.sent) < n:
+            if loop.time() > deadline:
+                raise AssertionError(f"expected {n} sent messages, got {len(self.sent)}: {self.bodies()}")
+            await asyncio.sleep(0.01)
+        return self.sent
+
+    async def idle(self) -> None:
+        """Waits until every media fetch and status callback was made."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+
+    def bodies(self) -> list[str]:
+        return [m.get("Body", "") for m in self.sent]
+
+    def to(self, address: str) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m.get("To") in (address, f"whatsapp:{address}")]
+
+    # --- the API ---------------------------------------------------------------------------
+    def _authorised(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        if not header.startswith("Basic "):
+            return False
+        try:
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+        except Exception:
+            return False
+        return user == self.account_sid and password == self.auth_token
+
+    @staticmethod
+    def _error(status: int, code: int, message: str) -> web.Response:
+        return web.json_response({"code": code, "message": message, "status": status,
+                                  "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status)
+
+    def _resource(self, sid: str, fields: dict[str, Any], status: str) -> dict[str, Any]:
+        now = format_datetime(system_now(), usegmt=True)
+        body = fields.get("Body", "")
+        return {
+            "sid": sid, "account_sid": self.account_sid, "to": fields.get("To"), "from": fields.get("From"),
+            "body": body, "status": status, "num_segments": "1",
+            "num_media": str(len(fields.get("MediaUrls", []))),
+            "direction": "outbound-api", "api_version": "2010-04-01", "price": None, "price_unit": "USD",
+            "error_code": None, "error_message": None, "date_created": now, "date_updated": now,
+            "date_sent": None, "messaging_service_sid": None,
+            "uri": f"/2010-04-01/Accounts/{self.account_sid}/Messages/{sid}.json", "subresource_uris": {},
+        }
+
+    async def _create(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        if not self._authorised(request) or request.match_info["account"] != self.account_sid:
+            self.unauthorised += 1
+            return self._error(401, 20003, "Authenticate")
+        form = await request.post()
+        failure = self._failures.popleft() if self._failures else None
+        if failure == "429":
+            return self._error(429, 20429, "Too Many Requests")
+        if failure == "500":
+            return self._error(500, 20500, "Internal Server Error")
+        if failure == "400":
+            return self._error(400, 21211, "The 'To' number is not a valid phone number.")
+        if failure == "drop":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=500)
+        fields: dict[str, Any] = {k: str(v) for k, v in form.items()}
+        media = [str(v) for v in form.getall("MediaUrl", [])]
+        if media:
+            fields["MediaUrl"] = media[0]
+            fields["MediaUrls"] = media
+        if not fields.get("To") or not fields.get("From"):
+            return self._error(400, 21604, "A 'To' and a 'From' phone number are required.")
+        if not (fields.get("Body") or media or fields.get("ContentSid")):
+            return self._error(400, 21602, "Message body is required.")
+        if len(fields.get("Body", "")) > 1600:
+            return self._error(400, 21617, "The concatenated message body exceeds the 1600 character limit.")
+        sid = f"SM{next(self._counter):032x}"
+        fields["Sid"] = sid
+        self.sent.append(fields)
+        self.events.append((time.monotonic(), "created", sid))
+        self.messages[sid] = self._resource(sid, fields, "queued")
+        task = asyncio.create_task(self._after_create(sid, fields))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        if failure == "500_after_create":
+            return self._error(500, 20500, "Internal Server Error")
+        if failure == "drop_after_create":
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=500)
+        return web.json_response(self.messages[sid], status=201)
+
+    async def _list(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return self._error(401, 20003, "Authenticate")
+        to, from_ = request.query.get("To"), request.query.get("From")
+        found = [m for m in reversed(list(self.messages.values()))
+                 if (not to or m["to"] == to) and (not from_ or m["from"] == from_)]
+        return web.json_response({
+            "messages": found[:50], "end": len(found[:50]) - 1, "first_page_uri": str(request.rel_url),
+            "next_page_uri": None, "page": 0, "page_size": 50, "previous_page_uri": None, "start": 0,
+            "uri": str(request.rel_url),
+        })
+
+    async def _after_create(self, sid: str, fields: dict[str, Any]) -> None:
+        failed_media = False
+        if self.fetch_media:
+            for url in fields.get("MediaUrls", []):
+                if not await self._fetch(url):
+                    failed_media = True
+        callback = fields.get("StatusCallback")
+        statuses: tuple[str, ...] = ("failed",) if failed_media else self.callback_statuses
+        for status in statuses:
+            if self.callback_delay_s:
+                await asyncio.sleep(self.callback_delay_s)
+            self.messages[sid]["status"] = status
+            self.events.append((time.monotonic(), status, sid))
+            if callback and self.send_callbacks:
+                await self._post_status(callback, sid, fields, status, "63019" if failed_media else None)
+
+    async def _fetch(self, url: str) -> bool:
+        assert self._session is not None
+        record: dict[str, Any] = {"url": url}
+        try:
+            async with self._session.head(url, allow_redirects=True) as head:
+                record["head_status"] = head.status
+                record["head_type"] = head.headers.get("Content-Type")
+            async with self._session.get(url, allow_redirects=True) as resp:
+                record["status"] = resp.status
+                record["content_type"] = resp.headers.get("Content-Type")
+                record["disposition"] = resp.headers.get("Content-Disposition")
+                record["body"] = await resp.read()
+        except aiohttp.ClientError as exc:
+            record["error"] = repr(exc)
+        self.fetched.append(record)
+        return record.get("status") == 200 and record.get("head_status") == 200 \
+            and record.get("head_type") == record.get("content_type")
+
+    async def _post_status(self, url: str, sid: str, fields: dict[str, Any], status: str,
+                           error_code: str | None) -> None:
+        assert self._session is not None
+        params = {"MessageSid": sid, "SmsSid": sid, "MessageStatus": status, "SmsStatus": status,
+                  "To": fields.get("To", ""), "From": fields.get("From", ""), "AccountSid": self.account_sid,
+                  "ApiVersion": "2010-04-01"}
+        if fields.get("To", "").startswith("whatsapp:"):
+            params["ChannelPrefix"] = "whatsapp"
+        if error_code:
+            params["ErrorCode"] = error_code
+        signature = RequestValidator(self.auth_token).compute_signature(url, params)
+        self.callbacks.append(params)
+        try:
+            async with self._session.post(url, data=params, headers={"X-Twilio-Signature": signature}) as r:
+                await r.read()
+        except aiohttp.ClientError:
+            pass  # the bot may be down in a restart test; Twilio gives up too
+
+    # --- inbound media ---------------------------------------------------------------------
+    async def _serve_media(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            self.unauthorised += 1
+            return self._error(401, 20003, "Authenticate")
+        media_sid = request.match_info["media"]
+        if media_sid not in self._media:
+            return self._error(404, 20404, "The requested resource was not found")
+        # Like Twilio: a redirect to another host (its file storage), where our credentials must not go.
+        storage = self.url.replace("127.0.0.1", "localhost")
+        signature = secrets.token_hex(8)
+        raise web.HTTPTemporaryRedirect(f"{storage}/storage/{media_sid}?X-Amz-Signature={signature}")
+
+    async def _storage(self, request: web.Request) -> web.Response:
+        if "Authorization" in request.headers:
+            # Like S3 behind Twilio's redirect: credentials must not follow the redirect.
+            return web.Response(status=400, text="Only one auth mechanism allowed")
+        item = self._media.get(request.match_info["media"])
+        if item is None:
+            return web.Response(status=404)
+        return web.Response(body=item[0], headers={"Content-Type": item[1]})
+
+    # --- server ----------------------------------------------------------------------------
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        app = web.Application()
+        app.router.add_post("/2010-04-01/Accounts/{account}/Messages.json", self._create)
+        app.router.add_get("/2010-04-01/Accounts/{account}/Messages.json", self._list)
+        app.router.add_get("/2010-04-01/Accounts/{account}/Messages/{msg}/Media/{media}", self._serve_media)
+        app.router.add_get("/storage/{media}", self._storage)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        sockets = site._server.sockets  # type: ignore[union-attr]
+        self.url = f"http://{host}:{sockets[0].getsockname()[1]}"
+        self._session = aiohttp.ClientSession()
+        return self.url
+
+    async def stop(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*list(self._background), return_exceptions=True)
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()

@@ -1,0 +1,398 @@
+"""The whole bot on real servers, for end-to-end tests.
+
+A `Harness` runs the real aiohttp app on a loopback port, the real pipeline (workers, sweeper) and
+the real handler chain, on a real database (SQLite or PostgreSQL: TEST_DATABASE) and real state
+(in-process or Redis: TEST_STATE), with Twilio and the LLM stood in by local servers speaking
+their wire formats (tests/fakes). Webhooks are signed with the twilio library, as Twilio does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import secrets
+import shutil
+import socket
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+from sqlalchemy import func, select
+from twilio.request_validator import RequestValidator
+
+from bot import credits
+from bot.clock import ManualClock
+from bot.config import Settings, load_settings
+from bot.models import Base, InboundMessage, User
+from bot.pipeline import Pipeline
+from bot.scheduler import run_once
+from bot.services import Services, build_services
+from bot.web import create_app
+from tests.fakes.llm import FakeLLM
+from tests.fakes.twilio import FakeTwilio
+
+WHATSAPP_FROM = "whatsapp:+14155238886"
+SMS_FROM = "+15005550006"
+POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+_sids = itertools.count(1)
+
+
+def backend() -> tuple[str, str]:
+    database = os.environ.get("TEST_DATABASE", "sqlite").lower()
+    state = os.environ.get("TEST_STATE", "memory").lower()
+    if database not in ("sqlite", "postgres") or state not in ("memory", "redis"):
+        raise RuntimeError(f"TEST_DATABASE must be sqlite|postgres and TEST_STATE memory|redis, got "
+                           f"{database!r} and {state!r}")
+    return database, state
+
+
+def new_sid(prefix: str = "SM") -> str:
+    return f"{prefix}{next(_sids):08d}{secrets.token_hex(12)}"
+
+
+def sign(auth_token: str, url: str, params: Mapping[str, str] | Sequence[tuple[str, str]]) -> str:
+    pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
+    from multidict import MultiDict
+
+    return RequestValidator(auth_token).compute_signature(url, MultiDict(pairs))
+
+
+@dataclass
+class Database:
+    """A fresh database for one test: its URL and how to give it back."""
+
+    url: str
+    kind: str
+
+
+@dataclass
+class Harness:
+    settings: Settings
+    services: Services
+    twilio: FakeTwilio
+    llm: FakeLLM
+    clock: ManualClock
+    base_url: str  # where the app listens (PUBLIC_BASE_URL may differ: a proxy's address)
+    pipeline: Pipeline
+    runner: web.AppRunner
+    session: aiohttp.ClientSession
+    env: dict[str, str] = field(default_factory=dict)
+
+    # --- webhooks ----------------------------------------------------------------------------
+    def address(self, phone: str, channel: str) -> str:
+        return f"whatsapp:{phone}" if channel == "whatsapp" and not phone.startswith("whatsapp:") else phone
+
+    async def inbound(
+        self,
+        from_: str,
+        body: str = "",
+        channel: str = "whatsapp",
+        media: Iterable[Any] = (),
+        sid: str | None = None,
+        extra: Mapping[str, str] | None = None,
+        signed: bool = True,
+    ) -> tuple[int, str]:
+        """Posts an inbound webhook as Twilio would. `media` items: a URL, or (bytes, content_type)
+        which the fake Twilio then serves behind Basic auth."""
+        media_items: list[tuple[str, str]] = []
+        for item in media:
+            if isinstance(item, str):
+                media_items.append((item, "application/octet-stream"))
+            else:
+                data, content_type = item
+                media_items.append((self.twilio.add_media(data, content_type), content_type))
+        sid = sid or new_sid("MM" if media_items else "SM")
+        params: dict[str, str] = {
+            "SmsMessageSid": sid, "NumMedia": str(len(media_items)), "SmsSid": sid, "SmsStatus": "received",
+            "Body": body, "To": WHATSAPP_FROM if channel == "whatsapp" else SMS_FROM, "NumSegments": "1",
+            "MessageSid": sid, "AccountSid": self.settings.twilio_account_sid,
+            "From": self.address(from_, channel), "ApiVersion": "2010-04-01",
+        }
+        if channel == "whatsapp" and from_.startswith("+"):
+            params["WaId"] = from_[1:]
+        for i, (url, content_type) in enumerate(media_items):
+            params[f"MediaUrl{i}"] = url
+            params[f"MediaContentType{i}"] = content_type
+        params.update(extra or {})
+        return await self.post_form("/twilio/inbound", params, signed=signed)
+
+    async def post_form(self, path: str, params: Mapping[str, str] | Sequence[tuple[str, str]], *,
+                        signed: bool = True, signature: str | None = None,
+                        signed_url: str | None = None, raw_body: bytes | None = None,
+                        content_type: str = "application/x-www-form-urlencoded") -> tuple[int, str]:
+        """Posts a form; signed (by default) for PUBLIC_BASE_URL + path, as Twilio signs it."""
+        pairs = list(params.items()) if isinstance(params, Mapping) else list(params)
+        headers = {"Content-Type": content_type}
+        if signature is not None:
+            headers["X-Twilio-Signature"] = signature
+        elif signed:
+            headers["X-Twilio-Signature"] = sign(
+                self.settings.twilio_auth_token, signed_url or self.settings.public_base_url + path, pairs
+            )
+        body = raw_body if raw_body is not None else urlencode(pairs).encode()
+        async with self.session.post(self.base_url + path, data=body, headers=headers) as resp:
+            return resp.status, await resp.text()
+
+    async def get(self, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+        async with self.session.request(method, self.base_url + path) as resp:
+            return resp.status, dict(resp.headers), await resp.read()
+
+    # --- waiting -----------------------------------------------------------------------------
+    async def settle(self, timeout_s: float = 15.0) -> None:
+        """Waits until every accepted inbound message is processed and Twilio's callbacks are made."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            async with self.services.sessions() as db:
+                busy = await db.scalar(
+                    select(func.count(InboundMessage.id)).where(
+                        InboundMessage.status.in_(("pending", "processing"))
+                    )
+                )
+            if not busy and not self.pipeline.active:
+                await self.twilio.idle()
+                return
+            if loop.time() > deadline:
+                async with self.services.sessions() as db:
+                    query = select(InboundMessage.id, InboundMessage.status, InboundMessage.body).where(
+                        InboundMessage.status.in_(("pending", "processing"))
+                    )
+                    rows = (await db.execute(query)).all()
+                stacks = [f"{t.get_name()}: {_await_chain(t)}" for t in asyncio.all_tasks()
+                          if t.get_name().startswith("worker")]
+                raise AssertionError(
+                    f"messages still unprocessed after {timeout_s}s: {rows}; users in progress: "
+                    f"{self.pipeline.active}; tasks: {stacks}"
+                )
+            await asyncio.sleep(0.02)
+
+    # --- users -------------------------------------------------------------------------------
+    async def make_user(self, phone: str, mode: str = "child", language: str = "fr", **fields: Any) -> User:
+        """An onboarded user who wrote recently on WhatsApp (inside the 24 h window)."""
+        role = {"child": "student", "pro": "pro"}.get(mode)
+        balance = fields.pop("credit_balance", self.settings.signup_credits)
+        values: dict[str, Any] = {
+            "phone": phone, "mode": mode, "role": role, "language": language, "onboarding_step": None,
+            "last_channel": "whatsapp", "last_inbound_at": self.clock(),
+            "last_whatsapp_inbound_at": self.clock(), "created_at": self.clock(),
+        }
+        values.update(fields)
+        async with self.services.sessions() as db:
+            user = User(**values)
+            db.add(user)
+            await db.flush()
+            if balance:
+                await credits.apply(db, user.id, balance, "signup", ref=f"signup:{user.id}")
+            await db.commit()
+            await db.refresh(user)
+            return user
+
+    async def user(self, phone: str) -> User | None:
+        async with self.services.sessions() as db:
+            return await db.scalar(select(User).where(User.phone == phone))
+
+    async def texts_to(self, phone: str) -> list[str]:
+        """Bodies sent to `phone` on any channel, in order."""
+        return [m.get("Body", "") for m in self.twilio.to(phone)]
+
+    # --- jobs and workers --------------------------------------------------------------------
+    async def run_jobs(self, *names: str) -> None:
+        """Runs the registered periodic jobs once (all of them, or those named)."""
+        from bot.cli import registered_jobs
+
+        for job in registered_jobs():
+            if not names or job.name in names:
+                await run_once(self.services, job)
+
+    async def stop_workers(self) -> None:
+        await self.pipeline.stop()
+
+    async def start_workers(self, dispatch: Any = None) -> None:
+        """Starts a new pipeline (after `stop_workers`), with the real handler chain by default."""
+        from bot.cli import dispatch_function, registered_jobs
+
+        self.pipeline = Pipeline(self.services, dispatch or dispatch_function(), jobs=registered_jobs())
+        await self.pipeline.start()
+
+    async def use_dispatch(self, dispatch: Any) -> None:
+        """Runs the workers with another dispatch function (tests of the pipeline itself)."""
+        await self.stop_workers()
+        await self.start_workers(dispatch)
+
+    async def close(self) -> None:
+        await self.pipeline.stop()
+        await self.session.close()
+        await self.twilio.stop()
+        await self.runner.cleanup()
+        await self.services.close()
+        await self.llm.stop()
+
+
+def _await_chain(task: asyncio.Task[Any]) -> list[str]:
+    """Where a stuck task waits, coroutine by coroutine (for failure messages)."""
+    chain: list[str] = []
+    coro: Any = task.get_coro()
+    while coro is not None and len(chain) < 30:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            chain.append(f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}")
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+    return chain
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)
+    sock.setblocking(False)
+    return sock
+
+
+async def start_harness(database: Database, data_dir: Path, redis_prefix: str, env: Mapping[str, str],
+                        *, clock: ManualClock | None = None) -> Harness:
+    from bot.cli import dispatch_function, registered_jobs, registered_routes
+
+    twilio = FakeTwilio()
+    await twilio.start()
+    llm = FakeLLM()
+    await llm.start()
+    sock = _free_socket()
+    port = sock.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}"
+    values = {
+        "DATA_DIR": str(data_dir),
+        "DATABASE_URL": database.url,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "PUBLIC_BASE_URL": base_url,
+        "TWILIO_ACCOUNT_SID": twilio.account_sid,
+        "TWILIO_AUTH_TOKEN": twilio.auth_token,
+        "TWILIO_WHATSAPP_FROM": WHATSAPP_FROM,
+        "TWILIO_SMS_FROM": SMS_FROM,
+        "TWILIO_API_BASE_URL": twilio.url,
+        "LLM_BASE_URL": llm.url,
+        "LLM_API_KEY": "test-llm-key",
+        "LLM_MODEL": "test/model",
+        "SECRET_KEY": "test-secret-key",
+        "WORKER_CONCURRENCY": "8",
+        "OUTBOUND_PART_WAIT_S": "1",
+        "SWEEP_INTERVAL_S": "0.2",
+        "WORKER_LEASE_S": "2",
+        "REQUEUE_DELAY_S": "0.05",
+        "TWILIO_BACKOFF_S": "0.01",
+        "TWILIO_TIMEOUT_S": "5",
+        "JOBS_ENABLED": "false",
+        "AGENT_TOOL_TIMEOUT_S": "5",
+        "AGENT_PROGRESS_NOTE_AFTER_S": "30",
+        "LLM_TIMEOUT_S": "10",
+        "LLM_RETRY_BASE_S": "0.01",
+        "LOG_LEVEL": "WARNING",
+    }
+    if backend()[1] == "redis":
+        values["REDIS_URL"] = REDIS_URL
+        values["REDIS_KEY_PREFIX"] = redis_prefix
+    values.update({k: str(v) for k, v in env.items()})
+    settings = load_settings(values)
+    clock = clock or ManualClock()
+    services = await build_services(settings, clock=clock)
+    if not await services.state.ping():
+        raise RuntimeError(f"Redis does not answer at {settings.redis_url} (TEST_STATE=redis)")
+    app = create_app(services, extra_routes=registered_routes())
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    await web.SockSite(runner, sock).start()
+    pipeline = Pipeline(services, dispatch_function(), jobs=registered_jobs())
+    await pipeline.start()
+    session = aiohttp.ClientSession()
+    return Harness(
+        settings=settings, services=services, twilio=twilio, llm=llm, clock=clock, base_url=base_url,
+        pipeline=pipeline, runner=runner, session=session, env=dict(values),
+    )
+
+
+# --- databases: migrated once per session, then copied (SQLite) or truncated (PostgreSQL) ------
+
+
+async def migrate_template(kind: str, workdir: Path) -> str:
+    from bot.migrate import upgrade
+
+    if kind == "sqlite":
+        url = f"sqlite+aiosqlite:///{workdir / 'template.db'}"
+        await upgrade(url)
+        return url
+    import asyncpg
+
+    name = f"deblo_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    try:
+        conn = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=5)
+    except Exception as exc:
+        raise RuntimeError(f"PostgreSQL does not answer at {POSTGRES_ADMIN_URL} (TEST_DATABASE=postgres): "
+                           f"{exc!r}") from exc
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        # A throw-away database: no need to wait for the disk at each commit.
+        await conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO off')
+    finally:
+        await conn.close()
+    host = POSTGRES_ADMIN_URL.split("://", 1)[1].rsplit("/", 1)[0]
+    url = f"postgresql+asyncpg://{host}/{name}"
+    await upgrade(url)
+    return url
+
+
+async def drop_template(kind: str, url: str) -> None:
+    if kind != "postgres":
+        return
+    import asyncpg
+
+    name = url.rsplit("/", 1)[1]
+    conn = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=5)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def fresh_database(kind: str, template_url: str, workdir: Path) -> Database:
+    if kind == "sqlite":
+        source = Path(template_url.split(":///", 1)[1])
+        target = workdir / "deblo.db"
+        shutil.copyfile(source, target)
+        return Database(url=f"sqlite+aiosqlite:///{target}", kind=kind)
+    import asyncpg
+
+    dsn = template_url.replace("postgresql+asyncpg://", "postgresql://")
+    conn = await asyncpg.connect(dsn, timeout=5)
+    try:
+        tables = [t.name for t in Base.metadata.sorted_tables]
+        extra = await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+        )
+        names = sorted(set(tables) | {r["tablename"] for r in extra})
+        await conn.execute(f"TRUNCATE {', '.join(f'{n!s}' for n in names)} RESTART IDENTITY CASCADE")
+    finally:
+        await conn.close()
+    return Database(url=template_url, kind=kind)
+
+
+async def clear_redis(prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    client = aioredis.from_url(REDIS_URL)
+    try:
+        keys = [k async for k in client.scan_iter(match=prefix + "*", count=500)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+__all__ = ["Harness", "backend", "new_sid", "sign", "start_harness"]

@@ -1,0 +1,46 @@
+"""Services on a fresh, migrated SQLite database with a manual clock, for the pedagogy unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.config import load_settings
+from bot.migrate import upgrade
+from bot.models import Conversation, User
+from bot.services import Services, build_services
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
+
+
+@pytest.fixture
+async def unit_services(tmp_path: Path) -> AsyncIterator[Services]:
+    settings = load_settings({
+        "DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'unit.db'}",
+        "QUIZ_TTL_S": "600",
+        "BONUS_MAX_AWARDS_PER_DAY": "3",
+        "BONUS_MAX_CREDITS_PER_DAY": "10",
+    })
+    services = await build_services(settings, clock=ManualClock(START))
+    await upgrade(settings.database_url, engine=services.engine)
+    try:
+        yield services
+    finally:
+        await services.close()
+
+
+async def make_student(services: Services, phone: str = "+2250701020304", *, user_messages: int = 2,
+                       language: str = "fr") -> tuple[User, Conversation]:
+    async with services.sessions() as db:
+        user = User(phone=phone, mode="child", role="student", language=language, display_name="Awa")
+        db.add(user)
+        await db.flush()
+        conversation = Conversation(user_id=user.id, user_message_count=user_messages)
+        db.add(conversation)
+        await db.commit()
+        return user, conversation

@@ -1,0 +1,163 @@
+"""Parents end to end: PARENT +…, the confirmation SMS, OUI / NON / STOP, the weekly summary, ENFANTS."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.models import ExerciseResult, ParentLink, User
+from bot.progress import send_weekly_summaries
+from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, ask_quiz, say
+
+PARENT = "+2250700000009"
+MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+SUNDAY_SLOT = datetime(2026, 3, 8, 18, 0, tzinfo=UTC)  # PARENT_SUMMARY_WEEKDAY=6, HOUR=18 (defaults)
+
+
+async def link_status(h: Any, student: str = STUDENT, parent: str = PARENT) -> str | None:
+    async with h.services.sessions() as db:
+        s = await db.scalar(select(User.id).where(User.phone == student))
+        p = await db.scalar(select(User.id).where(User.phone == parent))
+        return await db.scalar(
+            select(ParentLink.status).where(ParentLink.student_id == s, ParentLink.parent_id == p)
+        )
+
+
+async def add_parent(h: Any) -> list[str]:
+    h.clock.now = MONDAY
+    await h.make_user(STUDENT, mode="child", display_name="Awa")
+    texts = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert any(PARENT in t for t in texts)
+    return texts
+
+
+async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
+    h = harness
+    await add_parent(h)
+    [ask] = await h.texts_to(PARENT)
+    assert "Awa" in ask and "OUI" in ask and "NON" in ask
+    assert await link_status(h) == "pending"
+    # Unconfirmed: nothing more reaches the parent, not even at summary time.
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    assert len(await h.texts_to(PARENT)) == 1
+
+    h.clock.now = MONDAY + timedelta(hours=1)
+    replies = await say(h, PARENT, "OUI", channel="sms")
+    assert any("ENFANTS" in t for t in replies)
+    assert await link_status(h) == "confirmed"
+    assert any("confirmé" in t for t in await h.texts_to(STUDENT))
+
+    # Some work during the week: one quiz right.
+    await ask_quiz(h)
+    await say(h, STUDENT, "2")
+
+    h.clock.now = SUNDAY_SLOT - timedelta(minutes=1)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0  # not yet time
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
+    # Two workers running the job at once: one summary.
+    sent = await asyncio.gather(*(send_weekly_summaries(h.services, h.clock()) for _ in range(3)))
+    assert sum(sent) == 1
+    summary = (await h.texts_to(PARENT))[-1]
+    assert "Awa a répondu à 1 question, 100 % justes" in summary
+    assert "Maths 1/1" in summary
+    h.clock.now = SUNDAY_SLOT + timedelta(hours=3)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0  # once a week
+    # The following week, through the registered scheduler job.
+    h.clock.now = SUNDAY_SLOT + timedelta(days=7, minutes=1)
+    count = len(await h.texts_to(PARENT))
+    await h.run_jobs("parent_weekly_summary")
+    await h.run_jobs("parent_weekly_summary")
+    texts = await h.texts_to(PARENT)
+    assert len(texts) == count + 1 and "aucun exercice" in texts[-1]
+
+
+async def test_refusal_is_final(harness: Any) -> None:
+    h = harness
+    await add_parent(h)
+    await say(h, PARENT, "non", channel="sms")
+    assert await link_status(h) == "refused"
+    sent_to_parent = len(await h.texts_to(PARENT))
+    texts = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert any("refusé" in t for t in texts)
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    assert len(await h.texts_to(PARENT)) == sent_to_parent
+
+
+async def test_stop_ends_the_summaries(harness: Any) -> None:
+    h = harness
+    await add_parent(h)
+    await say(h, PARENT, "OUI", channel="sms")
+    await say(h, PARENT, "STOP", channel="sms")
+    count = len(await h.texts_to(PARENT))
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    assert len(await h.texts_to(PARENT)) == count
+    # Another student asking to add a parent who said STOP sends nothing either.
+    await h.make_user(OTHER, mode="child")
+    texts = await say(h, OTHER, f"PARENT {PARENT}")
+    assert any("ne plus recevoir" in t for t in texts)
+    assert len(await h.texts_to(PARENT)) == count
+
+
+async def test_bad_numbers_and_limits(harness: Any) -> None:
+    h = harness
+    await h.make_user(STUDENT, mode="child")
+    assert any("pas valide" in t for t in await say(h, STUDENT, "PARENT 123"))
+    assert any("propre numéro" in t for t in await say(h, STUDENT, f"PARENT {STUDENT}"))
+    assert any("PARENT suivi" in t for t in await say(h, STUDENT, "PARENT"))
+    numbers = [f"+225070000001{i}" for i in range(4)]
+    for number in numbers:
+        await say(h, STUDENT, f"parent {number}")
+    # Three requests may wait at a time: the fourth number gets no SMS.
+    assert [len(await h.texts_to(n)) for n in numbers] == [1, 1, 1, 0]
+    texts = "\n".join(str(m.get("Body", "")) for m in h.twilio.sent)
+    assert "pas valide" in texts  # the student was told, in French
+
+
+async def test_progress_and_children_views(harness: Any) -> None:
+    h = harness
+    await add_parent(h)
+    await h.make_user(OTHER, mode="child", display_name="Koffi")
+    async with h.services.sessions() as db:
+        student = await db.scalar(select(User).where(User.phone == STUDENT))
+        db.add(ExerciseResult(user_id=student.id, subject="Maths", correct=True, created_at=h.clock()))
+        db.add(ExerciseResult(user_id=student.id, subject="Maths", correct=False, created_at=h.clock()))
+        await db.commit()
+    calls = len(h.llm.requests)
+    own = await say(h, STUDENT, "PROGRES")
+    assert "Maths" in own[0] and "2 questions, 50 %" in own[0]
+    other = await say(h, OTHER, "progrès")
+    assert "Maths" not in other[0] and "Pas encore" in other[0]
+    # Before confirming, the parent sees nothing.
+    pending = await say(h, PARENT, "ENFANTS", channel="sms")
+    assert "Awa" not in pending[0] and "Aucun enfant" in pending[0]
+    await say(h, PARENT, "OUI", channel="sms")
+    children = await say(h, PARENT, "ENFANTS", channel="sms")
+    assert "Awa" in children[0] and "Maths" in children[0] and "Koffi" not in children[0]
+    stranger = await say(h, OTHER, "ENFANTS")
+    assert "Awa" not in stranger[0]
+    assert len(h.llm.requests) == calls  # all answered without the model
+
+
+async def test_parent_during_onboarding_is_the_profile_choice(harness: Any) -> None:
+    h = harness
+    await h.make_user(OTHER, mode="guest", onboarding_step="profile")
+    await say(h, OTHER, "Parent")
+    user = await h.user(OTHER)
+    assert user is not None and user.role == "parent" and user.onboarding_step is None
+    assert not any("PARENT suivi" in t for t in await h.texts_to(OTHER))
+
+
+async def test_a_new_parent_is_onboarded_after_confirming(harness: Any) -> None:
+    h = harness
+    await add_parent(h)
+    await say(h, PARENT, "OUI", channel="sms")
+    parent = await h.user(PARENT)
+    assert parent is not None and parent.onboarding_step == "new"
+    welcome = await say(h, PARENT, "Bonjour", channel="sms")
+    assert any("Bienvenue" in t for t in welcome)

@@ -1,0 +1,64 @@
+"""bash_execute: one shell command in a throw-away sandbox without network (pro mode only)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot import sandbox
+from bot.config import Settings
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+log = logging.getLogger(__name__)
+
+MAX_COMMAND_CHARS = 10_000
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return tool_error("command is required: a shell command line to run")
+    if len(command) > MAX_COMMAND_CHARS:
+        return tool_error(f"command is too long ({len(command)} characters, at most {MAX_COMMAND_CHARS})")
+    try:
+        result = await sandbox.execute(ctx.services, command)
+    except sandbox.SandboxUnavailable as exc:
+        return tool_error(f"code execution is unavailable right now: {exc}")
+    except OSError as exc:
+        log.exception("sandbox start failed")
+        return tool_error(f"code execution failed to start: {exc}")
+    return result.as_tool_result()
+
+
+def _unavailable(settings: Settings) -> str | None:
+    return sandbox.unavailable_reason(settings)
+
+
+TOOL = Tool(
+    name="bash_execute",
+    description=(
+        "Run a shell command in an isolated Linux sandbox and return its stdout, stderr and exit code. "
+        "python3 and the usual command-line tools are available; there is NO network access, the "
+        "working directory /work is empty and erased after each call (nothing persists between calls), "
+        "and each run is limited to 30 seconds. Output is capped at 4,000 characters per stream. "
+        "Use it for calculations, data processing or checking code."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": (
+                    "The shell command line, run with /bin/sh -c (e.g. \"python3 -c 'print(2**10)'\")"
+                ),
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+    modes=modes_for("bash_execute"),
+    run=run,
+    progress_note={"fr": "J'exécute le code…", "en": "Running the code…"},
+    unavailable=_unavailable,
+)

@@ -1,0 +1,77 @@
+"""buy_credits: shows the credit packs as a numbered menu, or gives the payment link for one pack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import payments
+from bot.config import Settings
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    settings = ctx.services.settings
+    reason = payments.unavailable_reason(settings)
+    if reason:
+        return tool_error(f"buying credits is unavailable right now ({reason})")
+    offered = payments.packs(settings)
+    choice = args.get("pack")
+    if choice is None:
+        text = await payments.show_menu(ctx.services, ctx.conversation_id, ctx.language)
+        await ctx.send(text=text)
+        return {
+            "success": True,
+            "menu_sent": True,
+            "packs": [
+                {"number": p.number, "credits": p.credits, "price": p.price, "currency": p.currency}
+                for p in offered
+            ],
+            "note": "The numbered list was sent to the user; they answer with a number. Do not repeat it.",
+        }
+    if not isinstance(choice, int) or not 1 <= choice <= len(offered):
+        return tool_error(f"pack must be a number from 1 to {len(offered)}")
+    pack = offered[choice - 1]
+    try:
+        payment, checkout = await payments.start_purchase(ctx.services, ctx.user_id, pack)
+    except payments.PaymentError as exc:
+        return tool_error(f"the payment service is unavailable right now: {exc}")
+    await ctx.send(text=payments.payment_link_text(pack, checkout, ctx.language))
+    return {
+        "success": True,
+        "link_sent": True,
+        "reference": payment.reference,
+        "credits": pack.credits,
+        "price": pack.price,
+        "currency": pack.currency,
+        "note": "The payment link was sent to the user; credits are added when the payment is confirmed.",
+    }
+
+
+def _unavailable(settings: Settings) -> str | None:
+    return payments.unavailable_reason(settings)
+
+
+TOOL = Tool(
+    name="buy_credits",
+    description=(
+        "Start buying credits from the chat: without `pack`, sends the user the numbered list of credit "
+        "packs and prices (they reply with a number); with `pack` (the number the user chose), sends "
+        "them a payment link (mobile money or card). Use when the user asks for credits or has run out."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pack": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "The pack number the user chose, if any",
+            },
+        },
+        "additionalProperties": False,
+    },
+    modes=modes_for("buy_credits"),
+    run=run,
+    side_effects=True,
+    unavailable=_unavailable,
+)

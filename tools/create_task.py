@@ -1,0 +1,65 @@
+"""create_task: a task with a priority, a due date and time in the user's time zone, and tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import tasks
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    try:
+        task, tz = await tasks.create(
+            ctx.services,
+            ctx.user_id,
+            title=str(args.get("title") or ""),
+            priority=str(args.get("priority") or "normal"),
+            due_date=args.get("due_date"),
+            due_time=args.get("due_time"),
+            tags=args.get("tags"),
+        )
+    except tasks.TaskInputError as exc:
+        return tool_error(str(exc))
+    result: ToolResult = {
+        "success": True,
+        "task_id": task.id,
+        "title": task.title,
+        "priority": task.priority,
+        "tags": task.tags or [],
+        "timezone": tz.key,
+    }
+    if task.due_at is not None:
+        result["due_local"] = tasks.local_time(task.due_at, tz)
+        lead = ctx.services.settings.reminder_lead_minutes
+        result["reminders"] = (
+            f"at the due time{'' if task.lead_reminder_sent_at else f' and {lead} minutes before'}"
+        )
+    result["note"] = "The user can reply TACHES (TASKS) to list open tasks and FAIT n (DONE n) to close one."
+    return result
+
+
+TOOL = Tool(
+    name="create_task",
+    description=(
+        "Create a task or reminder for the user with a title, a priority (low, normal, high), an optional "
+        "due date and time in the user's local time zone, and tags. The user is reminded on WhatsApp/SMS "
+        "before and at the due time. Use it when the user asks to remember, plan or be reminded of something."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "description": "What to do, short (e.g. 'Réviser les fractions')"},
+            "priority": {"type": "string", "enum": list(tasks.PRIORITIES), "description": "Default: normal"},
+            "due_date": {"type": "string", "description": "Local due date, YYYY-MM-DD"},
+            "due_time": {"type": "string", "description": "Local due time, HH:MM (24 h); default 09:00"},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+        },
+        "required": ["title"],
+        "additionalProperties": False,
+    },
+    modes=modes_for("create_task"),
+    run=run,
+    side_effects=True,
+)

@@ -1,0 +1,118 @@
+"""draft_email (pro): an e-mail to anyone, written for the user to review and send themselves.
+
+The bot never sends a draft. It is saved in the user's library as an `.eml` file (marked
+`X-Unsent: 1`, so mail clients open it as an editable draft) and shown to the user: the text as a
+message, with a signed link to the file to open and forward.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
+from bot.links import file_url
+from bot.models import User
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "draft_email"
+PREVIEW_MAX = 1200
+LINK_TTL_S = 7 * 86400
+
+
+def _addresses(value: Any, field: str) -> list[str]:
+    if value in (None, "", []):
+        return []
+    items = value if isinstance(value, list) else str(value).replace(";", ",").split(",")
+    out = []
+    for item in items:
+        address = normalize_address(str(item))
+        if address is None:
+            raise EmailError(f"invalid address in {field}: {str(item)[:100]!r}")
+        out.append(address)
+    if len(out) > 20:
+        raise EmailError(f"too many addresses in {field} (at most 20)")
+    return out
+
+
+def _filename(subject: str) -> str:
+    stem = "".join(c if c.isalnum() else "_" for c in subject)[:40].strip("_") or "brouillon"
+    return f"brouillon_{stem}.eml"
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    subject = clean_subject(str(args.get("subject") or ""))
+    body = str(args.get("body") or "").strip()
+    if not subject or not body:
+        return tool_error("subject and body are required")
+    try:
+        to = _addresses(args.get("to"), "to")
+        cc = _addresses(args.get("cc"), "cc")
+        attachments = await load_attachments(ctx.services, ctx.user_id, args.get("file_ids") or [])
+        async with ctx.services.sessions() as db:
+            user = await db.get(User, ctx.user_id)
+            own = user.email if user is not None and user.email_verified else None
+            message = build_message(
+                from_addr=own, to=to, cc=cc, subject=subject, body=body, attachments=attachments,
+                extra_headers={"X-Unsent": "1"}, allow_no_recipient=True,
+            )
+            saved = await library.add_file(
+                ctx.services, db, user_id=ctx.user_id, name=_filename(subject), mime="message/rfc822",
+                data=bytes(message), origin="generated",
+                text_content=f"{subject}\n\n{message.get_body(('plain',)).get_content()}",
+            )
+            await db.commit()
+    except EmailError as exc:
+        return tool_error(f"the draft was not created: {exc}")
+    plain = message.get_body(("plain",)).get_content().strip()
+    if len(plain) > PREVIEW_MAX:
+        plain = plain[:PREVIEW_MAX] + "…"
+    header_fr = [f"✉️ Brouillon (non envoyé)\nÀ : {', '.join(to) or '—'}"]
+    header_en = [f"✉️ Draft (not sent)\nTo: {', '.join(to) or '—'}"]
+    if cc:
+        header_fr.append(f"Cc : {', '.join(cc)}")
+        header_en.append(f"Cc: {', '.join(cc)}")
+    header_fr.append(f"Objet : {subject}")
+    header_en.append(f"Subject: {subject}")
+    header = header_en if ctx.language == "en" else header_fr
+    # A link rather than a WhatsApp document: WhatsApp does not accept message/rfc822 files.
+    link = file_url(ctx.services.settings, saved, ttl_s=LINK_TTL_S)
+    hint = (f"To edit and send it from your mailbox, open this .eml file: {link}" if ctx.language == "en"
+            else f"Pour le modifier et l'envoyer depuis ta messagerie, ouvre ce fichier .eml : {link}")
+    await ctx.send(text="\n".join(header) + f"\n\n{plain}\n\n{hint}")
+    return {
+        "success": True,
+        "file_id": saved.id,
+        "file_name": saved.name,
+        "shown_to_user": True,
+        "link": link,
+        "sent": False,
+        "note": "The draft was shown to the user with a link to its .eml file; it was NOT sent. "
+                "Tell them to review it and send it themselves.",
+    }
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Write an e-mail draft to anyone (clients, colleagues…) for the user to review and send "
+        "themselves. It is NOT sent: it is shown to the user as a message and as an .eml file they "
+        "can open in their mail app and forward. Optional attachments from the user's files."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "to": {"type": "array", "items": {"type": "string"}, "description": "Recipient addresses"},
+            "cc": {"type": "array", "items": {"type": "string"}},
+            "subject": {"type": "string", "maxLength": 200},
+            "body": {"type": "string", "description": "The message, plain text or simple HTML"},
+            "file_ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 10},
+        },
+        "required": ["subject", "body"],
+        "additionalProperties": False,
+    },
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+)

@@ -1,0 +1,65 @@
+"""generate_html: one self-contained HTML page (newsletter, formatted content).
+
+Everything the model writes is escaped, or sanitised when it gives HTML: the page runs no script
+and loads nothing from elsewhere (see bot.documents.markdown)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content, parse_document
+from bot.documents.extract import _html as html_text
+from bot.documents.markdown import build_html
+from bot.documents.names import safe_filename
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "generate_html"
+MAX_HTML_CHARS = 300_000
+
+PARAMETERS = document_schema()
+PARAMETERS["properties"]["html"] = {
+    "type": "string",
+    "description": "optional body HTML added after the blocks (structure and emphasis only: scripts, "
+    "styles, images and event handlers are removed)",
+}
+PARAMETERS["required"] = ["title"]
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    raw_html = args.get("html") or ""
+    if not isinstance(raw_html, str):
+        return tool_error("html must be a string")
+    if len(raw_html) > MAX_HTML_CHARS:
+        return tool_error(f"html has {len(raw_html)} characters, at most {MAX_HTML_CHARS}: shorten it")
+    if not has_content(args) and not raw_html.strip():
+        return tool_error(NO_CONTENT + ", or html")
+    try:
+        doc = parse_document(args)
+    except ContentError as exc:
+        return tool_error(str(exc))
+    page = build_html(doc, raw_html, lang=ctx.language)
+    data = page.encode("utf-8")
+    return await library.publish_generated(
+        ctx,
+        name=safe_filename(args.get("filename") or doc.title, ".html"),
+        mime="text/html",
+        data=data,
+        text_content=html_text(data),
+        caption=str(args.get("caption") or ""),
+    )
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Create a self-contained HTML page (newsletter, formatted content) from a title and blocks "
+        "(heading, paragraph, bullets, table), optionally with extra body HTML, and send it to the "
+        "user as an attachment. Scripts, styles, images and external resources are not allowed."
+    ),
+    parameters=PARAMETERS,
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+)

@@ -1,0 +1,97 @@
+"""generate_pdf: a PDF report, memo or lesson summary, or a file of the user's library as PDF."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.documents import run_cpu
+from bot.documents.content import ContentError, Document, document_schema, parse_document, plain
+from bot.documents.convert import CONVERTIBLE, to_document
+from bot.documents.names import safe_filename
+from bot.documents.pdf import MAX_PAGES, build_pdf
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "generate_pdf"
+
+PARAMETERS = document_schema()
+PARAMETERS["properties"]["source_file_id"] = {
+    "type": "integer",
+    "description": f"convert this file of the user's library to PDF instead ({CONVERTIBLE}); "
+    "blocks are then not needed",
+}
+PARAMETERS["required"] = ["title"]
+
+
+def document_text(doc: Document) -> str:
+    """The text a search over the library should find in the generated file."""
+    parts = [doc.title, doc.subtitle]
+    for b in doc.blocks:
+        parts.append(plain(b.text))
+        parts.extend(plain(i) for i in b.items)
+        parts.append(" | ".join(b.columns))
+        parts.extend(" | ".join(r) for r in b.rows)
+    return "\n".join(p for p in parts if p)
+
+
+def _render(doc: Document) -> tuple[bytes, int]:
+    return build_pdf(doc, max_pages=MAX_PAGES)
+
+
+def _convert_and_render(data: bytes, name: str, mime: str, title: str) -> tuple[bytes, int, str]:
+    doc = to_document(data, name, mime, title)
+    pdf, pages = build_pdf(doc, max_pages=MAX_PAGES)
+    return pdf, pages, document_text(doc)
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    source_id = args.get("source_file_id")
+    try:
+        if source_id not in (None, ""):
+            async with ctx.services.sessions() as db:
+                source = await library.get_file(db, ctx.user_id, source_id)
+            if source is None:
+                return tool_error(f"no file with id {source_id} in the user's library (see list_user_files)")
+            data = await library.read_bytes(ctx.services, source)
+            title = str(args.get("title") or "").strip() or source.name.rsplit(".", 1)[0]
+            pdf, pages, text = await run_cpu(_convert_and_render, data, source.name, source.mime, title)
+            name = safe_filename(args.get("filename") or source.name.rsplit(".", 1)[0], ".pdf")
+        else:
+            if not args.get("blocks") and not args.get("markdown"):
+                return tool_error(
+                    "give the content as blocks or markdown, or source_file_id to convert a file"
+                )
+            doc = parse_document(args)
+            pdf, pages = await run_cpu(_render, doc)
+            text = document_text(doc)
+            name = safe_filename(args.get("filename") or doc.title, ".pdf")
+    except ContentError as exc:
+        return tool_error(str(exc))
+    except TimeoutError:
+        return tool_error("the PDF took too long to make: shorten it or split it into several documents")
+    return await library.publish_generated(
+        ctx,
+        name=name,
+        mime="application/pdf",
+        data=pdf,
+        text_content=text,
+        caption=str(args.get("caption") or ""),
+        pages=pages,
+    )
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Create a PDF document (report, memo, audit note, lesson summary) from a title and blocks "
+        "(heading, paragraph, bullets, table, page_break) and send it to the user as an attachment. "
+        f"Tables longer than a page repeat their header. At most {MAX_PAGES} pages. "
+        "Can also convert a file of the user's library to PDF with source_file_id."
+    ),
+    parameters=PARAMETERS,
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+    progress_note={"fr": "Je prépare ton document PDF…", "en": "Preparing your PDF document…"},
+)

@@ -1,0 +1,77 @@
+"""generate_pptx: a PowerPoint deck (training material, pitch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.documents import run_cpu
+from bot.documents.content import ContentError, plain, xml_safe
+from bot.documents.names import MIME_BY_EXT, safe_filename
+from bot.documents.pptx import MAX_SLIDES, SLIDE_SCHEMA, Slide, build_pptx, parse_slides
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "generate_pptx"
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string", "description": "presentation title (title slide)"},
+        "subtitle": {"type": "string", "description": "title slide subtitle (author, date…)"},
+        "slides": {
+            "type": "array",
+            "items": SLIDE_SCHEMA,
+            "description": f"content slides, at most {MAX_SLIDES}",
+        },
+        "filename": {"type": "string", "description": "file name without extension (default: the title)"},
+        "caption": {"type": "string", "description": "short message sent with the file"},
+    },
+    "required": ["title", "slides"],
+}
+
+
+def slides_text(title: str, subtitle: str, slides: list[Slide]) -> str:
+    parts = [title, subtitle]
+    for s in slides:
+        parts.append(s.title)
+        parts.extend(plain(t) for _level, t in s.bullets)
+        parts.extend(" | ".join(r) for r in ((s.columns,) if s.columns else ()) + s.rows)
+        parts.append(s.notes)
+    return "\n".join(p for p in parts if p)
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    title = xml_safe(str(args.get("title") or "")).strip()[:300] or "Présentation"
+    subtitle = xml_safe(str(args.get("subtitle") or "")).strip()[:300]
+    try:
+        slides = parse_slides(args)
+        data = await run_cpu(build_pptx, title, subtitle, slides)
+    except ContentError as exc:
+        return tool_error(str(exc))
+    except TimeoutError:
+        return tool_error("the presentation took too long to make: use fewer slides")
+    return await library.publish_generated(
+        ctx,
+        name=safe_filename(args.get("filename") or title, ".pptx"),
+        mime=MIME_BY_EXT[".pptx"],
+        data=data,
+        text_content=slides_text(title, subtitle, slides),
+        caption=str(args.get("caption") or ""),
+        slides=len(slides) + 1,
+    )
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Create a PowerPoint presentation (.pptx: training material, pitch): a title slide then "
+        "content slides with a title, bullets (prefix '- ' to indent), an optional small table and "
+        f"speaker notes; at most {MAX_SLIDES} slides. Sent to the user as an attachment."
+    ),
+    parameters=PARAMETERS,
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+    progress_note={"fr": "Je prépare ta présentation…", "en": "Preparing your presentation…"},
+)

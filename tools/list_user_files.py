@@ -1,0 +1,57 @@
+"""list_user_files: the user's uploaded and generated files, newest first, with their ids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.toolspec import Tool, ToolContext, ToolResult
+from tools.modes import modes_for
+
+NAME = "list_user_files"
+MAX_LIMIT = 50
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    try:
+        limit = min(max(int(args.get("limit") or 20), 1), MAX_LIMIT)
+        offset = max(int(args.get("offset") or 0), 0)
+    except (TypeError, ValueError):
+        limit, offset = 20, 0
+    async with ctx.services.sessions() as db:
+        rows = await library.list_files(db, ctx.user_id, limit=limit, offset=offset)
+        total = await library.count_files(db, ctx.user_id)
+    return {
+        "success": True,
+        "total": total,
+        "files": [
+            {
+                "id": row.id,
+                "name": row.name,
+                "mime": row.mime,
+                "size": row.size,
+                "origin": row.origin,
+                "created_at": row.created_at.isoformat(timespec="seconds"),
+                "has_text": bool(row.text),
+            }
+            for row in rows
+        ],
+    }
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "List the user's files (sent by the user or generated), newest first, with their ids for "
+        "read_user_file, generate_pdf (source_file_id) and e-mail attachments."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "default 20"},
+            "offset": {"type": "integer", "minimum": 0},
+        },
+    },
+    modes=modes_for(NAME),
+    run=run,
+)

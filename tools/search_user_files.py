@@ -1,0 +1,57 @@
+"""search_user_files: ranked full-text search over the user's files, with snippets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "search_user_files"
+MAX_RESULTS = 10
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    query = args.get("query")
+    if not isinstance(query, str) or not library.query_terms(query):
+        return tool_error("query must contain words to look for")
+    try:
+        limit = min(max(int(args.get("limit") or 5), 1), MAX_RESULTS)
+    except (TypeError, ValueError):
+        limit = 5
+    async with ctx.services.sessions() as db:
+        hits = await library.search_files(db, ctx.user_id, query, limit=limit)
+    return {
+        "success": True,
+        "query": query,
+        "results": [
+            {
+                "file_id": h.file_id,
+                "name": h.name,
+                "mime": h.mime,
+                "snippet": h.snippet,
+                "score": round(h.score, 4),
+            }
+            for h in hits
+        ],
+    }
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Search the text and names of the user's files (sent or generated) and get the best "
+        "matching files with a snippet each; then read_user_file for the whole text."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "words to look for, in the files' language"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "default 5"},
+        },
+        "required": ["query"],
+    },
+    modes=modes_for(NAME),
+    run=run,
+)

@@ -1,0 +1,114 @@
+"""send_email_to_user: an e-mail (HTML, with attachments from the library) to the CURRENT user only.
+
+The only recipient is the address the user registered and confirmed with `EMAIL` / `CODE`; the
+schema has no recipient field, and a `to`, `cc` or `bcc` the model adds anyway is refused unless it
+is that same address. Nothing the model writes becomes a header except the one-line subject.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.email import (
+    EmailError,
+    build_message,
+    load_attachments,
+    normalize_address,
+    send_message,
+    sender_address,
+    smtp_configured,
+)
+from bot.models import User
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "send_email_to_user"
+_RECIPIENT_KEYS = ("to", "cc", "bcc", "recipient", "recipients", "email", "address", "reply_to", "headers")
+
+
+def _other_recipients(args: dict[str, Any], own: str | None) -> list[str]:
+    """Every recipient-like value the model passed that is not the user's own address."""
+    others: list[str] = []
+    for key in _RECIPIENT_KEYS:
+        value = args.get(key)
+        if value in (None, "", [], {}):
+            continue
+        if key == "headers":
+            others.append("headers")
+            continue
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            address = normalize_address(item) if isinstance(item, str) else None
+            if address is None or own is None or address.lower() != own.lower():
+                others.append(str(item)[:100])
+    return others
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    settings = ctx.services.settings
+    async with ctx.services.sessions() as db:
+        user = await db.get(User, ctx.user_id)
+    if user is None:
+        return tool_error("user not found")
+    own = user.email if user.email and user.email_verified else None
+    others = _other_recipients(args, own)
+    if others:
+        return tool_error(
+            "refused: this tool only writes to the user's own confirmed address; other recipients "
+            f"or headers are not allowed ({', '.join(others)}). Use draft_email for a mail to someone "
+            "else (pro mode), or tell the user.",
+            refused=True,
+        )
+    if own is None:
+        return tool_error(
+            "the user has no confirmed e-mail address. Tell them to send 'EMAIL their@address' "
+            "and then the 6-digit code they receive, e.g. 'CODE 123456'.",
+            needs_email=True,
+        )
+    subject = str(args.get("subject") or "").strip()
+    body = str(args.get("body") or args.get("body_html") or "").strip()
+    if not subject or not body:
+        return tool_error("subject and body are required")
+    try:
+        attachments = await load_attachments(ctx.services, ctx.user_id, args.get("file_ids") or [])
+        message = build_message(
+            from_addr=sender_address(settings), to=[own], subject=subject, body=body,
+            text=args.get("text") if isinstance(args.get("text"), str) else None,
+            attachments=attachments,
+        )
+        await send_message(settings, message)
+    except EmailError as exc:
+        return tool_error(f"the e-mail was not sent: {exc}")
+    return {
+        "success": True,
+        "sent_to": own,
+        "subject": message["Subject"],
+        "attachments": [a.name for a in attachments],
+    }
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Send an e-mail to the CURRENT user at their own confirmed address (never to anyone else). "
+        "HTML body, optional attachments from the user's files (file ids from list_user_files or from "
+        "a generate_* result). If they have no confirmed address, the result says so: tell them to "
+        "send 'EMAIL their@address' then the code they receive ('CODE 123456')."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "subject": {"type": "string", "description": "One-line subject", "maxLength": 200},
+            "body": {"type": "string", "description": "The message, in simple HTML (p, ul, li, b, a, table)"},
+            "file_ids": {"type": "array", "items": {"type": "integer"},
+                         "description": "Ids of the user's files to attach", "maxItems": 10},
+        },
+        "required": ["subject", "body"],
+        "additionalProperties": False,
+    },
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+    progress_note={"fr": "J'envoie l'e-mail…", "en": "Sending the e-mail…"},
+    unavailable=smtp_configured,
+)

@@ -1,0 +1,80 @@
+"""send_sms_to_user: an SMS to the CURRENT user (urgent reminders), through the reply path.
+
+The outbound path applies everything replies get: opt-out, SMS transliteration and splitting, the
+record of what was sent. There is no recipient argument: the user is the only possible recipient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot import library
+from bot.models import User
+from bot.outbound import send_to_user
+from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from tools.modes import modes_for
+
+NAME = "send_sms_to_user"
+MAX_CHARS = 1000
+
+
+async def send_to_current_user(ctx: ToolContext, args: dict[str, Any], channel: str) -> ToolResult:
+    """Shared by the SMS and WhatsApp tools: one message to the current user on `channel`."""
+    text = str(args.get("message") or args.get("text") or "").strip()
+    if not text:
+        return tool_error("message is required")
+    if len(text) > MAX_CHARS:
+        return tool_error(f"message too long ({len(text)} characters, at most {MAX_CHARS})")
+    async with ctx.services.sessions() as db:
+        user = await db.get(User, ctx.user_id)
+        if user is None:
+            return tool_error("user not found")
+        media = None
+        if args.get("file_id") not in (None, ""):
+            media = await library.get_file(db, ctx.user_id, args["file_id"])
+            if media is None:
+                return tool_error(f"no file with id {args['file_id']} in this user's library")
+        if user.opted_out:
+            return tool_error("the user has opted out (STOP): nothing can be sent to them", opted_out=True)
+    try:
+        result = await send_to_user(ctx.services, user, text=text, media=media, channel=channel,
+                                    kind=f"tool_{channel}")
+    except Exception as exc:  # the messaging provider is down or refused: the model explains
+        return tool_error(f"the message could not be sent: {type(exc).__name__}: {str(exc)[:200]}")
+    if result.skipped:
+        return tool_error(f"the message was not sent ({result.skipped})", skipped=result.skipped)
+    if result.error:
+        return tool_error(f"the message could not be sent: {result.error[:200]}")
+    used = result.channel or channel
+    out: ToolResult = {"success": True, "channel_used": used, "requested_channel": channel}
+    if used not in (channel, "cli"):
+        out["note"] = (f"Sent by {used} instead of {channel} (the WhatsApp 24-hour window is closed). "
+                       "Tell the user which channel was used.")
+    elif result.template:
+        out["note"] = ("The WhatsApp 24-hour window is closed: it went as the approved WhatsApp template "
+                       "message. Tell the user.")
+        out["template"] = True
+    return out
+
+
+async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    return await send_to_current_user(ctx, args, "sms")
+
+
+TOOL = Tool(
+    name=NAME,
+    description=(
+        "Send an SMS to the CURRENT user only (e.g. an urgent reminder or a short summary they want "
+        "on their phone). Keep it short; the result says which channel was used."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"message": {"type": "string", "description": "The text", "maxLength": 1000}},
+        "required": ["message"],
+        "additionalProperties": False,
+    },
+    modes=modes_for(NAME),
+    run=run,
+    side_effects=True,
+    unavailable=lambda s: None if s.twilio_sms_from else "TWILIO_SMS_FROM is not set",
+)
