@@ -52,6 +52,15 @@ def registered_routes() -> list[Any]:
     return routes
 
 
+def startup_checks(settings: Settings) -> None:
+    """Says at start-up what is off, so an operator is not surprised by a missing tool."""
+    from bot.sandbox import log_availability
+
+    log_availability(settings)
+    if settings.browse_allow_private or settings.browse_test_allow:
+        log.warning("browse_url may reach private addresses: BROWSE_ALLOW_*_FOR_TESTS is for tests only")
+
+
 # --- commands ----------------------------------------------------------------------------------
 
 
@@ -70,6 +79,7 @@ async def _serve(settings: Settings, workers: int | None) -> None:
     from bot.services import build_services
     from bot.web import create_app
 
+    startup_checks(settings)
     services = await build_services(settings)
     app = create_app(services, extra_routes=registered_routes())
     runner = web.AppRunner(app, access_log=None)
@@ -95,6 +105,7 @@ async def _worker(settings: Settings, concurrency: int | None) -> None:
     from bot.pipeline import Pipeline
     from bot.services import build_services
 
+    startup_checks(settings)
     services = await build_services(settings)
     pipeline = Pipeline(services, dispatch_function(), concurrency=concurrency, jobs=registered_jobs())
     await pipeline.start()

@@ -34,6 +34,7 @@ SENT_OR_BETTER = frozenset({"sent", "delivered", "read"})
 FAILED = frozenset({"failed", "undelivered"})
 # Kinds that reach a user who opted out: only the confirmation that they did.
 OPT_OUT_KINDS = frozenset({"optout"})
+UNSUBSCRIBED = 21610  # Twilio: the recipient replied STOP to this sender
 
 # The inbound message whose turn is running (set by the pipeline), recorded on every send.
 current_inbound: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_inbound", default=None)
@@ -261,6 +262,12 @@ async def _send_one(services: Services, user_id: int | None, channel: str, to: s
             row.updated_at = services.clock()
             await db.commit()
             metrics.OUTBOUND.labels(channel, row.status).inc()
+            if exc.code == UNSUBSCRIBED and user_id is not None:
+                # The carrier already has this person's STOP: record it, send nothing more.
+                user = await db.get(User, user_id)
+                if user is not None and not user.opted_out:
+                    user.opted_out, user.opted_out_at = True, services.clock()
+                    await db.commit()
             log.error("send failed", extra={"channel": channel, "code": exc.code, "http_status": exc.status,
                                             "ambiguous": exc.ambiguous, "error": str(exc)})
             return "", row.status, str(exc)

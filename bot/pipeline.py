@@ -369,7 +369,8 @@ class Pipeline:
                             "I could not receive your file. Could you send it again?",
                         ), kind="system")
                     if msg.text or received or not failed:
-                        await self.dispatch(msg)
+                        taken_by = await self.dispatch(msg)
+                        log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
                     row.status, row.processed_at = "done", system_now()
                     await db.commit()
                     metrics.TURNS.labels("done").inc()

@@ -82,7 +82,13 @@ async def inbound(request: web.Request) -> web.Response:
         log.warning("malformed webhook", extra={"error": str(exc)})
         metrics.INBOUND.labels("unknown", "malformed").inc()
         return web.Response(status=400, text=f"malformed webhook: {exc}")
-    user_id, inbound_id = await request.app[WRITER].submit(params, services.clock())
+    try:
+        user_id, inbound_id = await request.app[WRITER].submit(params, services.clock())
+    except Exception:
+        # Not stored, so not acknowledged: Twilio reports the failure and its fallback URL applies.
+        log.exception("inbound message could not be stored", extra={"message_sid": params.message_sid})
+        metrics.INBOUND.labels(params.channel, "error").inc()
+        return web.Response(status=503, text="temporarily unavailable")
     if inbound_id is None:
         log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
         metrics.INBOUND.labels(params.channel, "duplicate").inc()

@@ -138,7 +138,7 @@ async def fixed_rate(url: str, requests: list[tuple[bytes, str]], rate: float) -
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def wait_up(url: str) -> None:
@@ -153,9 +153,15 @@ async def wait_up(url: str) -> None:
     raise RuntimeError(f"server at {url} did not start")
 
 
+ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def start_server(cmd: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": ROOT})
+
+
 async def measure(name: str, cmd: list[str], port: int, args: argparse.Namespace) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    proc = subprocess.Popen(cmd, env=env)
+    proc = start_server(cmd)
     base = f"http://127.0.0.1:{port}"
     url = base + "/twilio/inbound"
     try:
@@ -201,8 +207,9 @@ async def main() -> None:
                    "--data-dir", tmp, "--database-url", database_url]
             results[name] = await measure(name, cmd, port, args)
     bare, bot = results["bare aiohttp"], results["deblo webhook"]
-    print(f"\nInbound webhook benchmark ({'SQLite' if not args.database_url else args.database_url.split(':')[0]}, "
-          f"loopback, {os.cpu_count()} CPUs; latency at {args.rate:.0f} req/s for {args.seconds:.0f} s)\n")
+    database = args.database_url.split(":")[0] if args.database_url else "SQLite"
+    print(f"\nInbound webhook benchmark ({database}, loopback, {os.cpu_count()} CPUs; "
+          f"latency at {args.rate:.0f} req/s for {args.seconds:.0f} s)\n")
     print(f"{'handler':<16}{'throughput req/s':>18}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
     for name, r in results.items():
         print(f"{name:<16}{r['rps']:>18.0f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['mean']:>10.2f}")

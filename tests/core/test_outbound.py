@@ -191,6 +191,18 @@ async def test_a_refused_send_is_recorded_and_not_retried(harness: Harness) -> N
     assert row.status == "failed" and row.error_code == "21211"
 
 
+async def test_a_carrier_stop_marks_the_user_opted_out(harness: Harness) -> None:
+    h = harness
+    user = await h.make_user(PHONE, last_channel="sms")
+    h.twilio.fail_next("21610")
+    result = await send_to_user(h.services, user, text="Rappel")
+    assert not result.ok
+    refreshed = await h.user(PHONE)
+    assert refreshed is not None and refreshed.opted_out
+    assert (await send_to_user(h.services, refreshed, text="Encore")).skipped == "opted_out"
+    assert h.twilio.requests == 1
+
+
 async def test_twilio_down_is_retried_then_reported(make_harness: Any) -> None:
     h = await make_harness(TWILIO_API_BASE_URL="http://127.0.0.1:9", TWILIO_SEND_ATTEMPTS="3")
     user = await h.make_user(PHONE)
@@ -316,3 +328,20 @@ async def test_send_to_number_reaches_someone_who_is_not_a_user(harness: Harness
     assert result.ok and h.twilio.sent[0]["To"] == "+2250500000009"
     [row] = await outbound_rows(h)
     assert row.user_id is None and row.kind == "notice"
+
+
+async def test_chat_mode_prints_replies_and_file_paths(harness: Harness) -> None:
+    import io
+
+    from bot.outbound import ConsoleSink
+
+    h = harness
+    user = await h.make_user(PHONE)
+    doc = await make_file(h, user, "fiche.pdf", "application/pdf", b"%PDF")
+    out = io.StringIO()
+    h.services.console = ConsoleSink(out)
+    result = await send_to_user(h.services, user, text="Voici **ta fiche**.", media=doc)
+    assert result.ok and result.channel == "cli" and h.twilio.sent == []
+    printed = out.getvalue()
+    path = h.services.files.local_path(doc.storage_key)
+    assert "Voici *ta fiche*." in printed and str(path) in printed and path.read_bytes() == b"%PDF"

@@ -13,14 +13,13 @@ from twilio.request_validator import RequestValidator
 from bot.models import InboundMessage, User
 from tests.harness import Harness, new_sid, sign
 
-CORPUS = Path("/work/shared/corpus/twilio")
-LOCAL_CORPUS = Path(__file__).parent / "corpus"
+# Real Twilio payloads and signature vectors; see corpus/INDEX.md for where each comes from.
+CORPUS = Path(__file__).parent / "corpus"
 PHONE = "+2250700000001"
 
 
 def corpus(name: str) -> dict[str, Any]:
-    path = LOCAL_CORPUS / name if (LOCAL_CORPUS / name).exists() else CORPUS / name
-    return json.loads(path.read_text())
+    return json.loads((CORPUS / name).read_text())
 
 
 async def count(h: Harness, model: Any) -> int:

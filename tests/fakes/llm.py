@@ -53,17 +53,26 @@ def render_step(step: Step, model: str = "fake") -> list[bytes]:
         frames += [_chunk({"content": p}, model=model) for p in _pieces(step.content)]
     for index, (name, args, call_id) in enumerate(step.calls):
         arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        head = {"index": index, "id": call_id or f"call_{index}_{name}", "type": "function",
-                "function": {"name": name, "arguments": ""}}
+        head = {
+            "index": index,
+            "id": call_id or f"call_{index}_{name}",
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
         frames.append(_chunk({"tool_calls": [head]}, model=model))
         for piece in _pieces(arguments, 16):
-            frames.append(_chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, model=model))
+            frames.append(
+                _chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, model=model)
+            )
     finish = step.finish_reason or ("tool_calls" if step.calls else "stop")
     frames.append(_chunk({}, finish, model=model))
     usage = step.usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
     frames.append(
-        b"data: " + json.dumps({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
-                                "usage": usage}).encode() + b"\n\n"
+        b"data: "
+        + json.dumps(
+            {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}
+        ).encode()
+        + b"\n\n"
     )
     frames.append(b"data: [DONE]\n\n")
     return frames
@@ -84,7 +93,9 @@ class FakeLLM:
     def push_text(self, content: str, **kw: Any) -> None:
         self.steps.append(Step("text", content=content, **kw))
 
-    def push_tool_calls(self, *calls: tuple[str, Any] | tuple[str, Any, str], content: str = "", **kw: Any) -> None:
+    def push_tool_calls(
+        self, *calls: tuple[str, Any] | tuple[str, Any, str], content: str = "", **kw: Any
+    ) -> None:
         normalised = [(c[0], c[1], c[2] if len(c) > 2 else None) for c in calls]
         self.steps.append(Step("tools", content=content, calls=normalised, **kw))
 
@@ -92,7 +103,9 @@ class FakeLLM:
         self.steps.append(Step("raw", raw=raw, **kw))
 
     def push_status(self, status: int, body: str = "", **kw: Any) -> None:
-        self.steps.append(Step("status", status=status, body=body or json.dumps({"error": {"message": "fake"}}), **kw))
+        self.steps.append(
+            Step("status", status=status, body=body or json.dumps({"error": {"message": "fake"}}), **kw)
+        )
 
     def push_hang(self, seconds: float = 3600) -> None:
         self.steps.append(Step("hang", delay_s=seconds))
@@ -124,7 +137,9 @@ class FakeLLM:
             await resp.write_eof()
             return resp
         if step.kind == "die":
-            await resp.write(_chunk({"role": "assistant", "content": step.content}, model=body.get("model", "")))
+            await resp.write(
+                _chunk({"role": "assistant", "content": step.content}, model=body.get("model", ""))
+            )
             await asyncio.sleep(0.01)
             assert request.transport is not None
             request.transport.close()

@@ -7,7 +7,7 @@
   a failed fetch or a wrong Content-Type fails the message with 63019), then posts signed status
   callbacks (queued → sent → delivered by default) to `StatusCallback`.
 - Injectable failures, one per request: `fail_next("429" | "500" | "500_after_create" | "drop" |
-  "drop_after_create" | "400", times=1)`.
+  "drop_after_create" | "400" | "21610", times=1)`.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
   redirects to the file.
 """
@@ -127,6 +127,8 @@ class FakeTwilio:
             return self._error(500, 20500, "Internal Server Error")
         if failure == "400":
             return self._error(400, 21211, "The 'To' number is not a valid phone number.")
+        if failure == "21610":
+            return self._error(400, 21610, "Attempt to send to unsubscribed recipient")
         if failure == "drop":
             assert request.transport is not None
             request.transport.close()
