@@ -36,7 +36,6 @@ class Limits:
     max_iterations: int = 10
     tool_timeout_s: float = 60.0
     turn_timeout_s: float = 180.0
-    background_turn_timeout_s: float = 1800.0
     final_answer_reserve_s: float = 20.0
     progress_note_after_s: float = 8.0
 
@@ -239,7 +238,6 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         max_iterations=_int(env, "AGENT_MAX_ITERATIONS", 10),
         tool_timeout_s=_float(env, "AGENT_TOOL_TIMEOUT_S", 60.0),
         turn_timeout_s=_float(env, "AGENT_TURN_TIMEOUT_S", 180.0),
-        background_turn_timeout_s=_float(env, "AGENT_BACKGROUND_TIMEOUT_S", 1800.0),
         final_answer_reserve_s=_float(env, "AGENT_FINAL_RESERVE_S", 20.0),
         progress_note_after_s=_float(env, "AGENT_PROGRESS_NOTE_AFTER_S", 8.0),
     )

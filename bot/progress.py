@@ -53,7 +53,7 @@ async def subject_stats(db: AsyncSession, student_id: int, now: datetime) -> lis
     ).all()
     by_key: dict[str, SubjectStats] = {}
     for subject, correct, created_at in rows:
-        label = " ".join((subject or "").split()) or "-"
+        label = " ".join((subject or "").split())  # "" = no subject given; named when shown
         stats = by_key.setdefault(_subject_key(label), SubjectStats(subject=label[:1].upper() + label[1:]))
         stats.total += 1
         stats.correct += int(bool(correct))
@@ -69,6 +69,10 @@ async def subject_stats(db: AsyncSession, student_id: int, now: datetime) -> lis
 
 def _t(language: str, fr: str, en: str) -> str:
     return en if language == "en" else fr
+
+
+def _label(stats: SubjectStats, language: str) -> str:
+    return stats.subject or _t(language, "Divers", "Other")
 
 
 def _trend(stats: SubjectStats, language: str) -> str:
@@ -101,8 +105,9 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
                       f"{s.total} question{'s' if s.total > 1 else ''}")
         pct = _percent(s.correct, s.total)
         right = _t(language, f"{pct} % justes", f"{pct}% right")
-        lines.append(f"• {s.subject} : {answered}, {right} ({_trend(s, language)})"
-                     if language != "en" else f"• {s.subject}: {answered}, {right} ({_trend(s, language)})")
+        subject = _label(s, language)
+        lines.append(f"• {subject} : {answered}, {right} ({_trend(s, language)})"
+                     if language != "en" else f"• {subject}: {answered}, {right} ({_trend(s, language)})")
     return "\n".join(lines)
 
 
@@ -138,7 +143,7 @@ def weekly_text(stats: list[SubjectStats], name: str, language: str) -> str:
                   f"Deblo: {name} did no exercise this week. Give them some encouragement!")
     total = sum(s.last7_total for s in week)
     right = sum(s.last7_correct for s in week)
-    parts = ", ".join(f"{s.subject} {s.last7_correct}/{s.last7_total}" for s in week)
+    parts = ", ".join(f"{_label(s, language)} {s.last7_correct}/{s.last7_total}" for s in week)
     plural = "s" if total > 1 else ""
     before = sum(s.prev7_total for s in stats)
     before_right = sum(s.prev7_correct for s in stats)

@@ -50,3 +50,14 @@ def test_latest_slot() -> None:
     # In Paris (UTC+1 in March) the slot is 17:00 UTC.
     paris = latest_summary_slot(sunday_18, 6, 18, "Europe/Paris")
     assert paris == datetime(2026, 3, 8, 17, 0, tzinfo=UTC)
+
+
+async def test_results_without_a_subject_are_shown_under_a_name(unit_services: Services) -> None:
+    user, _ = await make_student(unit_services)
+    async with unit_services.sessions() as db:
+        db.add(ExerciseResult(user_id=user.id, subject="  ", correct=True,
+                              created_at=START - timedelta(hours=1)))
+        await db.commit()
+        stats = await subject_stats(db, user.id, START)
+    assert "• Divers : 1 question, 100 % justes" in format_progress(stats, "fr")
+    assert "• Other: 1 question, 100% right" in format_progress(stats, "en")
