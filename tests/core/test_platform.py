@@ -222,6 +222,29 @@ def test_serve_names_the_first_missing_setting(tmp_path: Path) -> None:
     assert result.returncode == 2 and "missing required setting TWILIO_ACCOUNT_SID" in result.stderr
 
 
+def test_serve_says_at_start_up_when_the_sandbox_is_missing(tmp_path: Path) -> None:
+    assert _run(["db", "upgrade"], tmp_path).returncode == 0
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TWILIO_", "LLM_", "REDIS_", "DATABASE_"))}
+    clean.update({
+        "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"), "HOST": "127.0.0.1", "PORT": "0",
+        "PUBLIC_BASE_URL": "https://bot.example.org", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
+        "TWILIO_AUTH_TOKEN": "secret", "LLM_API_KEY": "key", "SANDBOX_BWRAP": "/nonexistent/bwrap",
+    })
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=clean,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if "serving" in line:
+                break
+        assert any("bash_execute is not offered" in line and "bubblewrap" in line for line in seen), seen
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_db_upgrade_chat_and_set_mode(tmp_path: Path) -> None:
     assert _run(["db", "upgrade"], tmp_path).returncode == 0
     result = _run(["chat", "--phone", "+2250700000001"], tmp_path, stdin="Bonjour\nMENU\n")
