@@ -224,7 +224,8 @@ def test_serve_names_the_first_missing_setting(tmp_path: Path) -> None:
 
 def test_serve_says_at_start_up_when_the_sandbox_is_missing(tmp_path: Path) -> None:
     assert _run(["db", "upgrade"], tmp_path).returncode == 0
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("TWILIO_", "LLM_", "REDIS_", "DATABASE_"))}
+    prefixes = ("TWILIO_", "LLM_", "REDIS_", "DATABASE_")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     clean.update({
         "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"), "HOST": "127.0.0.1", "PORT": "0",
         "PUBLIC_BASE_URL": "https://bot.example.org", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
