@@ -29,6 +29,7 @@ from bot.models import Conversation, InboundMessage, OutboundMessage, User
 from bot.outbound import current_inbound, current_session, send_to_user
 from bot.scheduler import Job, run_jobs
 from bot.services import Services
+from bot.state import is_unavailable
 
 log = logging.getLogger("bot.pipeline")
 
@@ -136,7 +137,8 @@ class Pipeline:
     def _push_later(self, user_id: int) -> None:
         async def push() -> None:
             await asyncio.sleep(self.services.settings.requeue_delay_s)
-            await self.services.state.push_user(user_id)
+            with contextlib.suppress(Exception):  # shared state down: the sweeper queues it later
+                await self.services.state.push_user(user_id)
 
         task = asyncio.create_task(push())
         self._later.add(task)
@@ -192,8 +194,11 @@ class Pipeline:
                     busy = True
                     break
                 current["row"] = row_id
-                await self._process(row_id)
+                handled = await self._process(row_id)
                 current["row"] = None
+                if not handled:
+                    busy = True  # look again later rather than spin while Redis is away
+                    break
         finally:
             # Told to stop rather than cancelled: cancelling a database or Redis call half-way can
             # leave its connection in a state where returning it to the pool hangs.
@@ -204,13 +209,19 @@ class Pipeline:
                 # Stopped in the middle of a turn: give the row's lease back so that the next
                 # start recovers it at once.
                 await self._end_lease(current["row"])
-            await state.release(lock_key(user_id), token)
             self.active.discard(user_id)
+            try:
+                await state.release(lock_key(user_id), token)
+            except Exception:
+                # Shared state unreachable: the lock expires by itself; the row's lease in the
+                # database is what keeps two workers off the same message meanwhile.
+                log.warning("could not release a user lock", extra={"user_id": user_id})
         if busy:
             self._push_later(user_id)
         # A message that arrived between the last claim and the release: queue it again.
         elif not self._stopping.is_set() and await self._has_pending(user_id):
-            await state.push_user(user_id)
+            with contextlib.suppress(Exception):  # the sweeper queues it otherwise
+                await state.push_user(user_id)
 
     async def _end_lease(self, row_id: int) -> None:
         try:
@@ -234,8 +245,13 @@ class Pipeline:
                 return
             except TimeoutError:
                 pass
-            if not await self.services.state.renew(lock_key(user_id), token, lease):
-                log.warning("user lock lost", extra={"user_id": user_id})
+            try:
+                if not await self.services.state.renew(lock_key(user_id), token, lease):
+                    log.warning("user lock lost", extra={"user_id": user_id})
+            except Exception:
+                # Keep extending the row's lease below: it alone guards the message until the
+                # shared state answers again.
+                log.warning("could not renew a user lock", extra={"user_id": user_id})
             row_id = current["row"]
             # The row's lease in the database is extended on the side: waiting for SQLite's
             # writer must never delay the lock's renewal above.
@@ -330,7 +346,8 @@ class Pipeline:
         finally:
             current_inbound.reset(token)
 
-    async def _process(self, row_id: int) -> None:
+    async def _process(self, row_id: int) -> bool:
+        """Handles one row; False when it was postponed (the shared state did not answer)."""
         from bot import media
 
         services = self.services
@@ -378,6 +395,11 @@ class Pipeline:
                     raise
                 except Exception as exc:
                     await db.rollback()
+                    if is_unavailable(exc):
+                        log.warning("shared state unavailable; message postponed",
+                                    extra={"inbound_id": row_id, "user_id": user.id})
+                        await self._postpone(row_id, repr(exc)[:2000])
+                        return False
                     log.exception("message failed", extra={"inbound_id": row_id, "user_id": user.id})
                     await self._fail(row_id, repr(exc)[:2000])
                 finally:
@@ -386,6 +408,20 @@ class Pipeline:
             metrics.TURN_SECONDS.observe(time.perf_counter() - started)
             logs.reset(log_token)
             current_inbound.reset(inbound_token)
+        return True
+
+    async def _postpone(self, row_id: int, error: str) -> None:
+        """Back to `pending` for the sweeper to queue once Redis answers; nothing is lost.
+
+        As after a crash, a message that already got part of its answer is not run twice: the
+        user is told it was interrupted instead.
+        """
+        async with self.services.sessions() as db:
+            row = await db.get(InboundMessage, row_id)
+            assert row is not None
+            row.error = error
+            await self._recover(db, row)
+            await db.commit()
 
     async def _fail(self, row_id: int, error: str) -> None:
         async with self.services.sessions() as db:

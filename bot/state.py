@@ -15,8 +15,25 @@ from collections.abc import Callable
 from typing import Protocol
 
 import redis.asyncio as aioredis
+import redis.exceptions
 
 KEY_PREFIX = "deblo:"
+
+# Raised by RedisState while Redis does not answer: the work is retried later, not failed.
+UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+)
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether `exc` (or what caused it) says the shared state is unreachable right now."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, UNAVAILABLE_ERRORS):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 QUEUE_KEY = KEY_PREFIX + "queue:users"
 
 

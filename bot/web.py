@@ -93,7 +93,11 @@ async def inbound(request: web.Request) -> web.Response:
         log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
         metrics.INBOUND.labels(params.channel, "duplicate").inc()
     else:
-        await services.state.push_user(user_id)
+        try:
+            await services.state.push_user(user_id)
+        except Exception:
+            # The message is stored: the sweeper queues it once the shared state answers again.
+            log.warning("could not queue an inbound message; the sweeper will", extra={"user_id": user_id})
         metrics.INBOUND.labels(params.channel, "accepted").inc()
     metrics.WEBHOOK_SECONDS.observe(time.perf_counter() - started)
     return twiml()

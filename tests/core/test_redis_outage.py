@@ -1,0 +1,115 @@
+"""Redis going away mid-turn and coming back: nothing lost, nothing handled twice.
+
+This test runs its own Redis server (on a free port) so that it can stop it without disturbing
+the rest of the suite. It needs `redis-server` on the PATH and fails, not skips, without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Harness
+
+PHONE = "+2250701010101"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    def __init__(self, port: int, workdir: Path) -> None:
+        self.port, self.workdir = port, workdir
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is needed for this test (apt-get install redis-server)"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        for _ in range(100):
+            assert self.proc.poll() is None, f"redis-server exited (port {self.port} taken?)"
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            subprocess.run(["sleep", "0.05"], check=True)
+        raise AssertionError("the test's redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    server = RedisServer(_free_port(), tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await check():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def test_redis_down_mid_turn_and_back(
+    make_harness: Callable[..., Awaitable[Harness]], own_redis: RedisServer
+) -> None:
+    h = await make_harness(REDIS_URL=f"redis://127.0.0.1:{own_redis.port}/0", REDIS_KEY_PREFIX="outage:")
+    await h.make_user(PHONE, mode="child")
+    h.llm.push_text("Première réponse, malgré la panne.", delay_s=1.0)
+    h.llm.push_text("Deuxième réponse, après le retour de Redis.")
+
+    status, _ = await h.inbound(PHONE, "Explique-moi les fractions")
+    assert status == 200
+    await _eventually(lambda: _true_if(len(h.llm.requests) >= 1))
+    own_redis.stop()  # the turn is waiting on the model: Redis goes away now
+
+    async def first_reply_sent() -> bool:
+        return any("Première réponse" in t for t in await h.texts_to(PHONE))
+
+    await _eventually(first_reply_sent)
+
+    # Written while Redis is down: stored, acknowledged, and handled once Redis is back.
+    status, body = await h.inbound(PHONE, "Et les décimaux ?")
+    assert status == 200 and "<Response" in body
+    await asyncio.sleep(1.0)
+    assert not any("Deuxième" in t for t in await h.texts_to(PHONE))
+
+    own_redis.start()
+
+    async def second_reply_sent() -> bool:
+        return any("Deuxième réponse" in t for t in await h.texts_to(PHONE))
+
+    await _eventually(second_reply_sent)
+    await h.settle()
+    texts = await h.texts_to(PHONE)
+    assert sum("Première réponse" in t for t in texts) == 1
+    assert sum("Deuxième réponse" in t for t in texts) == 1
+    assert len(h.llm.requests) == 2
+    # Nothing failed in the user's eyes: no apology, no "send it again".
+    assert not any("Désolé" in t for t in texts), texts
+
+
+async def _true_if(value: bool) -> bool:
+    return value
