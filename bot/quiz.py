@@ -27,6 +27,7 @@ from unidecode import unidecode
 from bot.menus import get_menu, set_menu
 from bot.models import Conversation
 from bot.services import Services
+from bot.toolspec import ToolContext, tool_error
 
 MAX_QUIZZES_PER_CONVERSATION = 3
 QUIZ_TOOL_NAMES = frozenset({"interactive_quiz", "true_false_quiz"})
@@ -240,6 +241,39 @@ async def pending_quiz(services: Services, conversation_id: int, user_id: int) -
     if quiz is None or quiz.user_id != user_id or quiz.conversation_id != conversation_id:
         return None
     return quiz
+
+
+async def ask(
+    ctx: ToolContext,
+    args: dict[str, Any],
+    *,
+    quiz_type: str,
+    question: str,
+    options: tuple[str, ...],
+    correct_index: int,
+    explanation: str,
+) -> dict[str, Any]:
+    """What both quiz tools do once their arguments are parsed: enforce the per-conversation
+    rules, store the quiz, send the menu, and give the model the quiz without its answer."""
+    try:
+        await claim_quiz_slot(ctx.services, ctx.conversation_id, ctx.user_id)
+    except QuizError as exc:
+        return tool_error(str(exc))
+    subject, topic = subject_and_topic(args)
+    quiz = await store_quiz(
+        ctx.services,
+        user_id=ctx.user_id,
+        conversation_id=ctx.conversation_id,
+        quiz_type=quiz_type,
+        question=question,
+        options=options,
+        correct_index=correct_index,
+        explanation=explanation,
+        subject=subject,
+        topic=topic,
+    )
+    await ctx.send(render_quiz(quiz, ctx.channel, ctx.language))
+    return sanitised_result(quiz)
 
 
 def sanitised_result(quiz: Quiz) -> dict[str, Any]:

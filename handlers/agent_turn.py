@@ -45,12 +45,6 @@ def _day(now: datetime) -> str:
     return now.strftime("%Y-%m-%d")
 
 
-async def _send(msg: Incoming, text: str, kind: str = "reply", media: Any = None) -> None:
-    from bot.outbound import send_to_user  # late: outbound is built by the message path
-
-    await send_to_user(msg.services, msg.user, text=text, media=media, channel=msg.channel, kind=kind)
-
-
 async def _files_note(msg: Incoming) -> str:
     """What the model is told about files sent with this message."""
     raw = msg.extra.get("files") or []
@@ -83,8 +77,7 @@ async def _can_serve(msg: Incoming) -> bool:
             msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages
         )
         if not allowed:
-            await _send(
-                msg,
+            await msg.reply(
                 msg.t(
                     f"Tu as utilisé tes {settings.guest_daily_messages} messages gratuits d'aujourd'hui. "
                     "Reviens demain, ou crée ton compte pour continuer : envoie *MENU*.",
@@ -96,8 +89,7 @@ async def _can_serve(msg: Incoming) -> bool:
             return False
         return True
     if await credits.balance(msg.db, msg.user.id) <= 0:
-        await _send(
-            msg,
+        await msg.reply(
             msg.t(
                 "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. "
                 "Pour en obtenir, envoie *CREDITS* : tu verras les offres "
@@ -151,7 +143,7 @@ async def handle(msg: Incoming) -> bool:
     await db.commit()
 
     async def deliver(text: str = "", media: Any = None) -> None:
-        await _send(msg, text, kind="tool", media=media)
+        await msg.reply(text, kind="tool", media=media)
 
     progress_sent = False
 
@@ -162,7 +154,7 @@ async def handle(msg: Incoming) -> bool:
         if progress_sent or not note:
             return
         progress_sent = True
-        await _send(msg, note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
+        await msg.reply(note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
 
     def make_context(call: ToolCall) -> ToolContext:
         return ToolContext(
@@ -199,7 +191,7 @@ async def handle(msg: Incoming) -> bool:
     ):
         kind = event["type"]
         if kind == "text":
-            await _send(msg, event["text"])
+            await msg.reply(event["text"])
         elif kind == "tool_progress":
             await progress(event["note"])
         elif kind == "final":

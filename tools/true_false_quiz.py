@@ -7,12 +7,8 @@ from typing import Any
 from bot.quiz import (
     TRUE_FALSE,
     QuizError,
-    claim_quiz_slot,
+    ask,
     parse_true_false_args,
-    render_quiz,
-    sanitised_result,
-    store_quiz,
-    subject_and_topic,
 )
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
@@ -38,24 +34,10 @@ PARAMETERS: dict[str, Any] = {
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     try:
         statement, correct, explanation = parse_true_false_args(args)
-        await claim_quiz_slot(ctx.services, ctx.conversation_id, ctx.user_id)
     except QuizError as exc:
         return tool_error(str(exc))
-    subject, topic = subject_and_topic(args)
-    quiz = await store_quiz(
-        ctx.services,
-        user_id=ctx.user_id,
-        conversation_id=ctx.conversation_id,
-        quiz_type=TRUE_FALSE,
-        question=statement,
-        options=("true", "false"),
-        correct_index=0 if correct else 1,
-        explanation=explanation,
-        subject=subject,
-        topic=topic,
-    )
-    await ctx.send(render_quiz(quiz, ctx.channel, ctx.language))
-    return sanitised_result(quiz)
+    return await ask(ctx, args, quiz_type=TRUE_FALSE, question=statement, options=("true", "false"),
+                     correct_index=0 if correct else 1, explanation=explanation)
 
 
 TOOL = Tool(
