@@ -80,9 +80,9 @@ async def _can_serve(msg: Incoming) -> bool:
             await msg.reply(
                 msg.t(
                     f"Tu as utilisé tes {settings.guest_daily_messages} messages gratuits d'aujourd'hui. "
-                    "Reviens demain, ou crée ton compte pour continuer : envoie *MENU*.",
+                    "Reviens demain, ou crée ton compte pour continuer : envoie **MENU**.",
                     f"You have used your {settings.guest_daily_messages} free messages for today. "
-                    "Come back tomorrow, or create your account to continue: send *MENU*.",
+                    "Come back tomorrow, or create your account to continue: send **MENU**.",
                 ),
                 kind="notice",
             )
@@ -92,10 +92,10 @@ async def _can_serve(msg: Incoming) -> bool:
         await msg.reply(
             msg.t(
                 "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. "
-                "Pour en obtenir, envoie *CREDITS* : tu verras les offres "
+                "Pour en obtenir, envoie **ACHETER** : tu verras les offres "
                 "et tu pourras payer par Mobile Money.",
                 "You have no credits left, so I can't answer this message. "
-                "To get more, send *CREDITS*: you'll see the packs and can pay by Mobile Money.",
+                "To get more, send **BUY**: you'll see the packs and can pay by Mobile Money.",
             ),
             kind="notice",
         )

@@ -235,7 +235,7 @@ async def test_guest_has_no_tools_and_a_daily_allowance(make_harness: Any) -> No
     assert len(h.llm.requests) == 2
     assert all("tools" not in r for r in h.llm.requests)
     texts = await h.texts_to(PHONE)
-    assert "2 messages gratuits" in texts[-1]
+    assert "2 messages gratuits" in texts[-1] and "*MENU*" in texts[-1]  # WhatsApp bold
     async with h.services.sessions() as db:
         assert await credits.balance(db, user.id) == 0
     h.clock.advance(days=1)
@@ -244,14 +244,20 @@ async def test_guest_has_no_tools_and_a_daily_allowance(make_harness: Any) -> No
     assert len(h.llm.requests) == 3
 
 
-async def test_user_without_credits_is_told_how_to_get_more(harness: Any) -> None:
-    h = harness
+async def test_user_without_credits_is_told_how_to_get_more(make_harness: Any) -> None:
+    h = await make_harness(PAYMENT_PROVIDER="local", PAYMENT_SECRET="local-secret")
     await h.make_user(PHONE, mode="child", credit_balance=0)
     await h.inbound(PHONE, "Aide-moi")
     await h.settle()
     assert h.llm.requests == []
     [text] = await h.texts_to(PHONE)
-    assert "plus de crédits" in text and "CREDITS" in text
+    assert "plus de crédits" in text and "*ACHETER*" in text
+    # Doing what the message says shows the packs.
+    await h.inbound(PHONE, "ACHETER")
+    await h.settle()
+    offers = (await h.texts_to(PHONE))[-1]
+    assert "1" in offers and "FCFA" in offers, offers
+    assert h.llm.requests == []
 
 
 async def test_english_user_memories_after_stable_prefix(harness: Any) -> None:
