@@ -104,6 +104,40 @@ def xlsx_10000_rows() -> Callable[[], str]:
     return run
 
 
+def xlsx_10000_rows_of_text() -> Callable[[], str]:
+    """The same size written as the model often writes it: amounts, negatives, percentages and
+    dates as text, every column typed from its values."""
+    from bot.documents.xlsx import build_xlsx, parse_workbook
+
+    rows = [
+        [
+            str(401000 + i % 90),
+            f"Écriture n°{i} — achat de fournitures",
+            f"{i * 1250:,}".replace(",", " "),
+            f"({i * 3:,})".replace(",", " "),
+            "18 %",
+            f"{i % 28 + 1:02d}/03/2024",
+        ]
+        for i in range(10_000)
+    ]
+    args = {
+        "sheets": [
+            {
+                "name": "Grand livre",
+                "columns": ["Compte", "Libellé", "Débit (FCFA)", "Crédit (FCFA)", "TVA", "Date"],
+                "rows": rows,
+                "totals": True,
+            }
+        ]
+    }
+
+    def run() -> str:
+        data = build_xlsx("Grand livre", parse_workbook(args))
+        return f"10,000 text rows x 6, {len(data) // 1024} KB"
+
+    return run
+
+
 def pptx_30_slides() -> Callable[[], str]:
     from bot.documents.pptx import build_pptx, parse_slides
 
@@ -160,6 +194,7 @@ def docx_20_pages() -> Callable[[], str]:
 CASES: dict[str, Callable[[], Callable[[], str]]] = {
     "PDF 20 pages": pdf_20_pages,
     "XLSX 10,000 rows": xlsx_10000_rows,
+    "XLSX 10,000 text": xlsx_10000_rows_of_text,
     "PPTX 30 slides": pptx_30_slides,
     "DOCX 20 pages": docx_20_pages,
 }

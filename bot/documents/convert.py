@@ -20,7 +20,16 @@ from bot.documents.extract import decode_text, kind_of
 CONVERTIBLE = "Markdown, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text and CSV files"
 
 
-def to_document(data: bytes, name: str, mime: str, title: str = "") -> Document:
+def to_document(data: bytes, name: str, mime: str, title: str = "", language: str = "fr") -> Document:
+    """The file as structured content, for a reader of `language` (fr or en)."""
+    from dataclasses import replace
+
+    from bot.documents.content import language_of
+
+    return replace(_to_document(data, name, mime, title), language=language_of(language))
+
+
+def _to_document(data: bytes, name: str, mime: str, title: str = "") -> Document:
     kind = kind_of(name, mime)
     stem = name.rsplit(".", 1)[0] if "." in name else name
     title = title or stem
@@ -88,23 +97,10 @@ def _markdown(text: str, title: str) -> Document:
             i += 3
             continue
         if tok.type in ("bullet_list_open", "ordered_list_open"):
-            ordered = tok.type == "ordered_list_open"
-            close = tok.type.replace("_open", "_close")
-            depth, items = 0, []
-            j = i
-            while j < len(tokens):
-                t = tokens[j]
-                if t.type == tok.type:
-                    depth += 1
-                elif t.type == close:
-                    depth -= 1
-                    if depth == 0:
-                        break
-                elif t.type == "inline":
-                    items.append(_inline_md(t))
-                j += 1
-            blocks.append(Block("bullets", items=tuple(items), ordered=ordered))
-            i = j + 1
+            i = _md_list(tokens, i, blocks)
+            continue
+        if tok.type == "blockquote_open":
+            i = _md_quote(tokens, i, blocks)
             continue
         if tok.type == "table_open":
             rows: list[list[str]] = []
@@ -127,6 +123,62 @@ def _markdown(text: str, title: str) -> Document:
     return Document(title, blocks=tuple(b for b in blocks if b.type != "paragraph" or b.text))
 
 
+def _md_list(tokens: list[Any], i: int, blocks: list[Block]) -> int:
+    """A list with its nested lists as one bullets block, each item at its nesting level; the
+    paragraphs of one item stay together. Returns the index after the list."""
+    depth, items, levels = 0, [], []
+    item_open = False
+    for j in range(i, len(tokens)):
+        t = tokens[j]
+        if t.type in ("bullet_list_open", "ordered_list_open"):
+            depth += 1
+        elif t.type in ("bullet_list_close", "ordered_list_close"):
+            depth -= 1
+            if depth == 0:
+                break
+        elif t.type == "list_item_open":
+            item_open = True
+        elif t.type == "inline":
+            if item_open or not items:
+                items.append(_inline_md(t))
+                levels.append(depth - 1)
+            else:  # a second paragraph of the same item
+                items[-1] += "\n" + _inline_md(t)
+            item_open = False
+    blocks.append(
+        Block(
+            "bullets",
+            items=tuple(items),
+            ordered=tokens[i].type == "ordered_list_open",
+            levels=tuple(levels) if any(levels) else (),
+        )
+    )
+    return j + 1
+
+
+def _md_quote(tokens: list[Any], i: int, blocks: list[Block]) -> int:
+    """A blockquote as quoted paragraphs (nested quotes and lists inside it included: list items
+    keep a dash). Returns the index after the quote."""
+    depth, in_item = 0, False
+    for j in range(i, len(tokens)):
+        t = tokens[j]
+        if t.type == "blockquote_open":
+            depth += 1
+        elif t.type == "blockquote_close":
+            depth -= 1
+            if depth == 0:
+                break
+        elif t.type == "list_item_open":
+            in_item = True
+        elif t.type == "inline" and _inline_md(t):
+            text = ("– " if in_item else "") + _inline_md(t)
+            blocks.append(Block("paragraph", text=text, quote=True))
+            in_item = False
+        elif t.type in ("fence", "code_block"):
+            blocks.append(Block("paragraph", text=t.content.rstrip("\n"), quote=True))
+    return j + 1
+
+
 def markdown_blocks(text: str, title: str = "") -> list[dict[str, Any]]:
     """Markdown as the raw blocks a document tool takes (checked again by parse_document); a
     leading "# title" that repeats the document's title is not repeated."""
@@ -138,9 +190,11 @@ def markdown_blocks(text: str, title: str = "") -> list[dict[str, Any]]:
         if b.type == "heading":
             blocks.append({"type": "heading", "text": b.text, "level": b.level})
         elif b.type == "paragraph":
-            blocks.append({"type": "paragraph", "text": b.text})
+            blocks.append({"type": "paragraph", "text": b.text, "quote": b.quote})
         elif b.type == "bullets":
-            blocks.append({"type": "bullets", "items": list(b.items), "ordered": b.ordered})
+            blocks.append(
+                {"type": "bullets", "items": list(b.items), "ordered": b.ordered, "levels": list(b.levels)}
+            )
         elif b.type == "table":
             blocks.append({"type": "table", "columns": list(b.columns), "rows": [list(r) for r in b.rows]})
         else:
@@ -174,13 +228,15 @@ def _docx(data: bytes, title: str) -> Document:
     document = docx.Document(io.BytesIO(data))
     blocks: list[Block] = []
     pending: list[str] = []
+    levels: list[int] = []  # "List Bullet 2" is an item one level down
     pending_ordered = False
 
     def flush() -> None:
-        nonlocal pending
+        nonlocal pending, levels
         if pending:
-            blocks.append(Block("bullets", items=tuple(pending), ordered=pending_ordered))
-            pending = []
+            nested = tuple(levels) if any(levels) else ()
+            blocks.append(Block("bullets", items=tuple(pending), ordered=pending_ordered, levels=nested))
+            pending, levels = [], []
 
     for item in document.iter_inner_content():
         if isinstance(item, Paragraph):
@@ -193,6 +249,8 @@ def _docx(data: bytes, title: str) -> Document:
                 pending_ordered = ordered
                 if text:
                     pending.append(text)
+                    depth = int(style.split()[-1]) - 1 if style.split()[-1].isdigit() else 0
+                    levels.append(min(depth, levels[-1] + 1 if levels else 0))
                 continue
             flush()
             if not text.strip():
@@ -203,7 +261,7 @@ def _docx(data: bytes, title: str) -> Document:
                 level = int(style.split()[-1]) if style.split()[-1].isdigit() else 1
                 blocks.append(Block("heading", text=item.text, level=min(level, 3)))
             else:
-                blocks.append(Block("paragraph", text=text))
+                blocks.append(Block("paragraph", text=text, quote=style in ("Quote", "Intense Quote")))
         elif isinstance(item, Table):
             flush()
             rows = [[cell.text for cell in row.cells] for row in item.rows]

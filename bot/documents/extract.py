@@ -50,8 +50,12 @@ def extract_text(data: bytes, name: str, mime: str) -> str | None:
     except Exception as exc:  # a damaged or hostile file must not stop the upload
         log.info("no text from %s (%s): %s", name, kind, exc)
         return None
-    text = text.replace("\x00", "").strip()
+    # French typography glues "45 000 FCFA" with non-breaking spaces: searches type plain ones.
+    text = text.replace("\x00", "").translate(_PLAIN_SPACES).strip()
     return text[:MAX_TEXT_CHARS] if text else None
+
+
+_PLAIN_SPACES = str.maketrans({c: " " for c in "\u00a0\u202f\u2007\u2009"})
 
 
 def decode_text(data: bytes) -> str:

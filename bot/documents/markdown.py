@@ -30,6 +30,18 @@ def _md_cell(text: str) -> str:
     return md_inline(text).replace("\n", "<br>") or " "
 
 
+def _md_items(block: Block) -> list[str]:
+    """List items, nested ones indented under their parent (4 spaces: CommonMark and others)."""
+    lines, numbers = [], [0] * 4
+    for item, level in zip(block.items, block.item_levels(), strict=True):
+        numbers[level] += 1
+        numbers[level + 1 :] = [0] * (3 - level)
+        marker = f"{numbers[level]}." if block.ordered else "-"
+        text = md_inline(item).replace("\n", "\n" + "    " * (level + 1))
+        lines.append(f"{'    ' * level}{marker} {text}")
+    return lines
+
+
 def build_md(doc: Document) -> str:
     lines = [f"# {md_inline(doc.title)}", ""]
     if doc.subtitle:
@@ -38,12 +50,10 @@ def build_md(doc: Document) -> str:
         if block.type == "heading":
             lines += [f"{'#' * (block.level + 1)} {md_inline(block.text)}", ""]
         elif block.type == "paragraph":
-            lines += [md_inline(block.text).replace("\n", "  \n"), ""]
+            text = md_inline(block.text).replace("\n", "  \n")
+            lines += ["> " + text.replace("\n", "\n> ") if block.quote else text, ""]
         elif block.type == "bullets":
-            for n, item in enumerate(block.items, start=1):
-                marker = f"{n}." if block.ordered else "-"
-                lines.append(f"{marker} {md_inline(item)}")
-            lines.append("")
+            lines += [*_md_items(block), ""]
         elif block.type == "table":
             header = block.columns or tuple("" for _ in block.rows[0])
             lines.append("| " + " | ".join(_md_cell(c) for c in header) + " |")
@@ -148,10 +158,10 @@ def _html_block(block: Block) -> str:
         level = block.level + 1
         return f"<h{level}>{html_inline(block.text)}</h{level}>"
     if block.type == "paragraph":
-        return "\n".join(f"<p>{html_inline(p)}</p>" for p in block.text.split("\n\n") if p.strip())
+        paragraphs = "\n".join(f"<p>{html_inline(p)}</p>" for p in block.text.split("\n\n") if p.strip())
+        return f"<blockquote>{paragraphs}</blockquote>" if block.quote else paragraphs
     if block.type == "bullets":
-        tag = "ol" if block.ordered else "ul"
-        return f"<{tag}>" + "".join(f"<li>{html_inline(i)}</li>" for i in block.items) + f"</{tag}>"
+        return _html_list(block)
     if block.type == "table":
         head = ""
         if block.columns:
@@ -165,6 +175,22 @@ def _html_block(block: Block) -> str:
     if block.type == "page_break":
         return '<hr class="break">'
     return ""
+
+
+def _html_list(block: Block) -> str:
+    """Nested <ul>/<ol>: an item one level deeper opens a list inside the item before it."""
+    tag = "ol" if block.ordered else "ul"
+    out, depth = [f"<{tag}>"], 0
+    for n, (item, level) in enumerate(zip(block.items, block.item_levels(), strict=True)):
+        if n:
+            if level > depth:
+                out.append(f"<{tag}>" * (level - depth))
+            else:
+                out.append("</li>" + f"</{tag}></li>" * (depth - level))
+        depth = level
+        out.append(f"<li>{html_inline(item)}")
+    out.append("</li>" + f"</{tag}></li>" * depth + f"</{tag}>")
+    return "".join(out)
 
 
 # The page allows nothing to load: no scripts, no external styles, fonts or images.

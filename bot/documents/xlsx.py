@@ -1,4 +1,4 @@
-"""Excel workbooks (openpyxl, write-only for speed): several sheets, a styled frozen header,
+"""Excel workbooks (openpyxl, data rows written in bulk for speed): several sheets, a styled frozen header,
 column widths that fit, numbers stored as numbers with formats, and formulas that Excel computes
 when the file is opened."""
 
@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from bot.documents.content import ContentError, xml_safe
+from bot.documents.content import (
+    ContentError,
+    column_type,
+    is_subtotal_row,
+    language_tag,
+    parse_number,
+    parse_percent,
+    xml_safe,
+)
 
 MAX_SHEETS = 20
 MAX_ROWS = 10_000  # per sheet
@@ -29,40 +37,16 @@ FORMATS = {
     "percent": "0.0%",
     "date": "DD/MM/YYYY",
 }
-NUMERIC_TYPES = ("number", "integer", "fcfa", "xof", "eur")
+NUMERIC_TYPES = ("number", "integer", "fcfa", "xof", "eur")  # summed in a Total row
 
+# One sheet as the model writes it: rows of cells, the first row the header. Column types are read
+# from the header and the values (see bot.documents.content.column_type).
 SHEET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "name": {"type": "string", "description": "sheet name (max 31 characters)"},
-        "columns": {
-            "type": "array",
-            "description": "header cells, in order: a header text, or {header, type} to format the column",
-            "items": {
-                "anyOf": [
-                    {"type": "string"},
-                    {
-                        "type": "object",
-                        "properties": {
-                            "header": {"type": "string"},
-                            "type": {
-                                "type": "string",
-                                "enum": list(COLUMN_TYPES),
-                                "description": "fcfa/xof: whole amounts with thousands separators; percent: "
-                                "a fraction (0.15) or text like '15 %'; date: YYYY-MM-DD or DD/MM/YYYY",
-                            },
-                        },
-                        "required": ["header"],
-                    },
-                ],
-            },
-        },
-        "rows": {
-            "type": "array",
-            "items": {"type": "array", "items": {"type": ["string", "number", "boolean", "null"]}},
-            "description": "data rows; a cell text starting with '=' is a formula, e.g. '=SUM(B2:B9)'",
-        },
-        "totals": {"type": "boolean", "description": "add a Total row summing the numeric columns"},
+        "name": {"type": "string"},
+        "rows": {"type": "array"},
+        "totals": {"type": "boolean"},
     },
     "required": ["name", "rows"],
 }
@@ -100,6 +84,19 @@ def _sheet_name(raw: Any, index: int, used: set[str]) -> str:
     return name
 
 
+def _header_first(raw: Any) -> Any:
+    """A sheet without `columns` has its header as first row; with `columns` (the older form,
+    where a column may be {header, type}) its rows are all data."""
+    if not isinstance(raw, dict) or "columns" in raw or not isinstance(raw.get("rows"), list):
+        return raw
+    rows = raw["rows"]
+    if not rows:
+        return {**raw, "columns": []}
+    if not isinstance(rows[0], list):
+        raise ContentError("rows must be a list of lists: the header row first, then one list per row")
+    return {**raw, "columns": rows[0], "rows": rows[1:]}
+
+
 def parse_workbook(args: dict[str, Any]) -> list[Sheet]:
     raw_sheets = args.get("sheets")
     if raw_sheets is None and "rows" in args:
@@ -109,8 +106,10 @@ def parse_workbook(args: dict[str, Any]) -> list[Sheet]:
                 **{k: args[k] for k in ("columns", "rows", "totals") if k in args},
             }
         ]
+    if isinstance(raw_sheets, list):
+        raw_sheets = [_header_first(raw) for raw in raw_sheets]
     if not isinstance(raw_sheets, list) or not raw_sheets:
-        raise ContentError("sheets must be a non-empty list of {name, columns, rows}")
+        raise ContentError("sheets must be a non-empty list of {name, rows}, the header as first row")
     if len(raw_sheets) > MAX_SHEETS:
         raise ContentError(f"{len(raw_sheets)} sheets, at most {MAX_SHEETS}: merge some sheets")
     used: set[str] = set()
@@ -160,45 +159,9 @@ def parse_workbook(args: dict[str, Any]) -> list[Sheet]:
 
 # --- values -------------------------------------------------------------------------------------
 
-_NUMBER = re.compile(r"^[+-]?(\d{1,3}([ .,]\d{3})+|\d+)([.,]\d+)?$")
-_UNITS = re.compile(r"\s*(FCFA|F\s?CFA|XOF|CFA|EUR|€|F)\s*$", re.I)
-
-
-def parse_number(value: Any) -> float | int | None:
-    """A number from a JSON number or a text as people write it: "1 250 000", "12,5", "1.250.000 FCFA"."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return value
-    if not isinstance(value, str):
-        return None
-    text = _UNITS.sub("", value.replace("\u00a0", " ").replace("\u202f", " ").strip())
-    if not _NUMBER.match(text):
-        return None
-    digits = text.lstrip("+-")
-    if len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
-        return None  # "0707..." is a phone number or a code, not a quantity
-    sign = -1 if text.startswith("-") else 1
-    body = digits.replace(" ", "")
-    if "," in body and "." in body:
-        decimal = "," if body.rfind(",") > body.rfind(".") else "."
-        body = body.replace("." if decimal == "," else ",", "").replace(decimal, ".")
-    elif body.count(",") == 1 and len(body.split(",")[1]) != 3:
-        body = body.replace(",", ".")
-    elif body.count(".") == 1 and len(body.split(".")[1]) != 3:
-        pass
-    else:
-        body = body.replace(",", "").replace(".", "")
-    number = float(body) * sign
-    return int(number) if number.is_integer() and "." not in body else number
-
-
-def parse_percent(value: Any) -> float | None:
-    if isinstance(value, str) and value.strip().endswith("%"):
-        number = parse_number(value.strip()[:-1].strip())
-        return None if number is None else number / 100
-    number = parse_number(value)
-    return None if number is None else float(number)
+# Numbers as people write them are read by the shared content model, so a column is typed the
+# same way in a workbook as in a PDF or Word table.
+__all__ = ["parse_number", "parse_percent"]
 
 
 _DATE_FORMATS = ("%Y-%m-%d", "%d/%m/%Y", "%d-%m-%Y", "%d.%m.%Y", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M")
@@ -240,21 +203,9 @@ def _formula(value: Any, where: str) -> str | None:
 
 
 def _auto_type(sheet: Sheet, col: int) -> str:
-    # A sample decides; a later cell that does not fit the type is kept as text (see _convert).
-    values = [r[col] for r in sheet.rows[:500] if r[col] not in (None, "") and not _is_formula(r[col])]
-    if not values:
-        return "text"
-    if all(parse_date(v) is not None for v in values):
-        return "date"
-    if all(isinstance(v, str) and v.strip().endswith("%") and parse_percent(v) is not None for v in values):
-        return "percent"
-    numbers = [parse_number(v) for v in values]
-    if all(n is not None for n in numbers):
-        header = sheet.columns[col].header.upper()
-        if "FCFA" in header or "XOF" in header or "CFA" in header:
-            return "fcfa"
-        return "integer" if all(float(n).is_integer() for n in numbers) else "number"  # type: ignore[arg-type]
-    return "text"
+    """The column's type from all its values (bot.documents.content.column_type)."""
+    kind = column_type(sheet.columns[col].header, [r[col] for r in sheet.rows], first_column=col == 0)
+    return kind if kind in COLUMN_TYPES else "text"
 
 
 def _is_formula(value: Any) -> bool:
@@ -262,6 +213,8 @@ def _is_formula(value: Any) -> bool:
 
 
 def _convert(value: Any, kind: str) -> Any:
+    """The value a cell stores: a number in a numeric column (a percentage there becomes a
+    fraction, see _cell_format), a date in a date column, else the text as written."""
     if value is None or value == "":
         return None
     kind_of_value = type(value)
@@ -272,6 +225,10 @@ def _convert(value: Any, kind: str) -> Any:
     if kind_of_value is float and kind in ("number", "eur", "percent"):
         return value
     if kind in NUMERIC_TYPES:
+        if kind_of_value is str and value.rstrip().endswith("%"):
+            fraction = parse_percent(value)
+            if fraction is not None:
+                return Percent(fraction)
         number = parse_number(value)
         if number is not None:
             return (
@@ -280,9 +237,9 @@ def _convert(value: Any, kind: str) -> Any:
                 else number
             )
     elif kind == "percent":
-        number = parse_percent(value)
-        if number is not None:
-            return number
+        fraction = parse_percent(value)
+        if fraction is not None:
+            return fraction
     elif kind == "date":
         parsed = parse_date(value)
         if parsed is not None:
@@ -293,6 +250,10 @@ def _convert(value: Any, kind: str) -> Any:
     if len(text) > MAX_CELL_CHARS:
         raise ContentError(f"a cell holds {len(text)} characters, Excel allows {MAX_CELL_CHARS}: shorten it")
     return text
+
+
+class Percent(float):
+    """A percentage met in a column of amounts: stored as a fraction, shown as a percentage."""
 
 
 _UNIT_WIDTH = {"fcfa": 5, "xof": 4, "eur": 2, "percent": 2}
@@ -318,99 +279,252 @@ def _column_width(header: str, values: list[Any], kind: str) -> float:
 
 # --- workbook -----------------------------------------------------------------------------------
 
+FONT_NAME = "Calibri"  # the workbook's body font: header and total rows name it too
+FONT_SIZE = 11
+# Column width units (characters of the body font): about 90 fit across a portrait A4 page with
+# Excel's default margins. Sheets are always fit to the page width; one wider than this, which
+# would print at less than three quarters of its size in portrait, is printed in landscape.
+PORTRAIT_WIDTH_UNITS = 120
 
-def build_xlsx(title: str, sheets: list[Sheet]) -> bytes:
-    from openpyxl import Workbook
+
+def _rows(sheet: Sheet, kinds: list[str]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    # Each distinct text of a column is converted once: dates, rates and codes repeat.
+    seen: list[dict[str, Any]] = [{} for _ in kinds]
+    for r, raw in enumerate(sheet.rows):
+        row = []
+        for c, value in enumerate(raw):
+            if type(value) is not str:
+                row.append(_convert(value, kinds[c]))
+            elif value.startswith("="):
+                row.append(xml_safe(_formula(value, f"sheet {sheet.name!r} row {r + 1}") or value))
+            elif value in seen[c]:
+                row.append(seen[c][value])
+            else:
+                row.append(seen[c].setdefault(value, _convert(value, kinds[c])))
+        rows.append(row)
+    return rows
+
+
+def _widths(sheet: Sheet, rows: list[list[Any]], kinds: list[str]) -> list[float]:
+    widths = []
+    for c in range(len(sheet.columns)):
+        values = [row[c] for row in rows]
+        formulas = any(type(v) is str and v.startswith("=") for v in values)
+        plain_values = [v for v in values if not (type(v) is str and v.startswith("="))]
+        width = max(_column_width(sheet.columns[c].header, plain_values, kinds[c]), 12 if formulas else 0)
+        widths.append(min(max(width + 2, 8), 60))
+    return widths
+
+
+def _sum_ranges(letter: str, first: int, skipped: list[int], last: int) -> str:
+    """SUM over first..last leaving out the rows that are subtotals themselves."""
+    ranges, start = [], first
+    for row in [*skipped, last + 1]:
+        if row > start:
+            ranges.append(f"{letter}{start}:{letter}{row - 1}" if row - 1 > start else f"{letter}{start}")
+        start = row + 1
+    if not ranges:
+        return "0"
+    # Excel takes at most 255 arguments per function.
+    return "+".join(f"SUM({','.join(ranges[i:i + 200])})" for i in range(0, len(ranges), 200))
+
+
+def _page_setup(ws: Any, widths: list[float], has_header: bool) -> None:
+    """A4, every column on the page width (as many pages down as needed), the header row
+    repeated on each printed page, landscape when the columns are too wide for portrait."""
+    from openpyxl.worksheet.properties import PageSetupProperties
+
+    ws.page_setup.paperSize = 9  # A4 in the spreadsheet paper-size table
+    ws.page_setup.orientation = "landscape" if sum(widths) > PORTRAIT_WIDTH_UNITS else "portrait"
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+    ws.sheet_properties.pageSetUpPr = PageSetupProperties(fitToPage=True)
+    if has_header:
+        ws.print_title_rows = "1:1"
+
+
+def _styles(wb: Any) -> dict[str, Any]:
+    """Style arrays built once and shared by cells: setting fonts and formats cell by cell is
+    slow over ten thousand rows."""
     from openpyxl.cell import Cell
     from openpyxl.styles import Alignment, Border, Font, PatternFill, Side
-    from openpyxl.styles.cell_style import StyleArray
+
+    thin = Side(style="thin", color="B0B7C3")
+    ws = wb.active  # a scratch sheet to make cells on; removed before the real ones are added
+    out: dict[str, Any] = {}
+
+    def make(name: str, number_format: str | None = None, **attrs: Any) -> None:
+        cell = Cell(ws)
+        for key, value in attrs.items():
+            setattr(cell, key, value)
+        if number_format:
+            cell.number_format = number_format
+        out[name] = cell._style
+
+    make(
+        "header",
+        font=Font(name=FONT_NAME, size=FONT_SIZE, bold=True, color="FFFFFF"),
+        fill=PatternFill("solid", fgColor="1F3A5F"),
+        alignment=Alignment(horizontal="center", vertical="center", wrap_text=True),
+        border=Border(bottom=thin, top=thin, left=thin, right=thin),
+    )
+    make("wrap", alignment=Alignment(wrap_text=True, vertical="top"))
+    total_font = Font(name=FONT_NAME, size=FONT_SIZE, bold=True)
+    make("total", font=total_font, border=Border(top=thin))
+    # Right-aligned as numbers are, so that a « — » or a note in a column of amounts sits under
+    # them rather than against the next column.
+    right = Alignment(horizontal="right")
+    for kind, fmt in FORMATS.items():
+        align = {"alignment": right} if kind != "date" else {}
+        make(kind, fmt, **align)
+        make("total:" + kind, fmt, font=total_font, border=Border(top=thin), **align)
+    wb.remove(ws)
+    return out
+
+
+_EPOCH = date(1899, 12, 30)  # day 0 of spreadsheet dates (1900 system, after the 1900 leap bug)
+_XML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def _cell_xml(ref: str, value: Any, style_id: int) -> str:
+    """One <c> element, as openpyxl writes it (inline strings), for the rows written in bulk."""
+    s = f' s="{style_id}"' if style_id else ""
+    kind = type(value)
+    if kind is str:
+        if value.startswith("="):
+            return f'<c r="{ref}"{s}><f>{value[1:].translate(_XML_ESCAPES)}</f><v></v></c>'
+        space = ' xml:space="preserve"' if value != value.strip() else ""
+        return f'<c r="{ref}"{s} t="inlineStr"><is><t{space}>{value.translate(_XML_ESCAPES)}</t></is></c>'
+    if kind is bool:
+        return f'<c r="{ref}"{s} t="b"><v>{int(value)}</v></c>'
+    if kind is datetime:
+        serial = (value - datetime(1899, 12, 30)).total_seconds() / 86400
+        return f'<c r="{ref}"{s}><v>{serial!r}</v></c>'
+    if kind is date:
+        return f'<c r="{ref}"{s}><v>{(value - _EPOCH).days}</v></c>'
+    if kind is int:
+        return f'<c r="{ref}"{s}><v>{value}</v></c>'
+    return f'<c r="{ref}"{s}><v>{float(value)!r}</v></c>'
+
+
+def _rows_xml(rows: list[list[Any]], first_row: int, column_ids: list[int], ids: dict[str, int]) -> str:
+    """The data rows as sheet XML. openpyxl takes some 15 µs per cell to write one; ten
+    thousand rows of six columns would take about a second, so they are written here."""
     from openpyxl.utils import get_column_letter
+
+    letters = [get_column_letter(c + 1) for c in range(len(column_ids))]
+    date_id, percent_id, wrap_id = ids["date"], ids["percent"], ids["wrap"]
+    out: list[str] = []
+    for r, row in enumerate(rows, start=first_row):
+        cells = []
+        for c, value in enumerate(row):
+            if value is None:
+                continue
+            style_id = column_ids[c]
+            kind = type(value)
+            if kind is Percent:
+                style_id = percent_id
+            elif not style_id and (kind is date or kind is datetime):
+                style_id = date_id
+            elif not style_id and kind is str and "\n" in value:
+                style_id = wrap_id
+            cells.append(_cell_xml(f"{letters[c]}{r}", value, style_id))
+        out.append(f'<row r="{r}">{"".join(cells)}</row>')
+    return "".join(out)
+
+
+def _write_sheet(wb: Any, sheet: Sheet, styles: dict[str, Any]) -> tuple[Any, str, bool, str]:
+    """The sheet with its header, total row and settings; its data rows as XML to put in it,
+    whether it has a header row, and the range it fills."""
+    from openpyxl.utils import get_column_letter
+
+    ws = wb.create_sheet(sheet.name)
+    ncols = len(sheet.columns)
+    kinds = [c.type if c.type != "auto" else _auto_type(sheet, i) for i, c in enumerate(sheet.columns)]
+    rows = _rows(sheet, kinds)
+    widths = _widths(sheet, rows, kinds)
+    for c, width in enumerate(widths):
+        ws.column_dimensions[get_column_letter(c + 1)].width = width
+    has_header = any(col.header for col in sheet.columns)
+    first_data = 2 if has_header else 1
+    _page_setup(ws, widths, has_header)
+    if has_header:
+        ws.freeze_panes = "A2"
+        if rows:
+            ws.auto_filter.ref = f"A1:{get_column_letter(ncols)}{len(rows) + 1}"
+        for c, col in enumerate(sheet.columns, start=1):
+            ws.cell(row=1, column=c, value=col.header)._style = copy(styles["header"])
+    if sheet.totals and rows:
+        for c, (value, style) in enumerate(_total_row(sheet, kinds, first_data), start=1):
+            cell = ws.cell(row=first_data + len(rows), column=c, value=value)
+            cell._style = copy(styles[style])
+    ids = {name: wb._cell_styles.add(style) for name, style in styles.items()}
+    column_ids = [ids[k] if k in FORMATS else 0 for k in kinds]
+    last_row = max(first_data - 1 + len(rows) + (1 if sheet.totals and rows else 0), 1)
+    dimension = f"A1:{get_column_letter(max(ncols, 1))}{last_row}"
+    return ws, _rows_xml(rows, first_data, column_ids, ids), has_header, dimension
+
+
+def _total_row(sheet: Sheet, kinds: list[str], first_data: int) -> list[tuple[Any, str]]:
+    """(value, style) of the Total row: sums of the numeric columns, leaving out the rows that
+    are subtotals themselves so that nothing is counted twice."""
+    from openpyxl.utils import get_column_letter
+
+    last = first_data + len(sheet.rows) - 1
+    skipped = [first_data + r for r, raw in enumerate(sheet.rows) if is_subtotal_row(raw, kinds)]
+    out: list[tuple[Any, str]] = []
+    for c, kind in enumerate(kinds):
+        if c == 0 and kind not in NUMERIC_TYPES:
+            out.append(("Total", "total"))
+        elif kind in NUMERIC_TYPES:
+            formula = "=" + _sum_ranges(get_column_letter(c + 1), first_data, skipped, last)
+            out.append((formula, "total:" + kind if kind in FORMATS else "total"))
+        else:
+            out.append((None, "total"))
+    return out
+
+
+_DIMENSION = re.compile(r'<dimension ref="[^"]*"\s*/>')
+
+
+def _put_rows(sheet_xml: str, rows_xml: str, has_header: bool, dimension: str) -> str:
+    """The sheet XML openpyxl wrote, with the data rows after the header row (or first)."""
+    sheet_xml = _DIMENSION.sub(f'<dimension ref="{dimension}"/>', sheet_xml, count=1)
+    if has_header:
+        at = sheet_xml.index("</row>") + len("</row>")
+        return sheet_xml[:at] + rows_xml + sheet_xml[at:]
+    if "<sheetData/>" in sheet_xml or "<sheetData />" in sheet_xml:
+        return re.sub(r"<sheetData\s*/>", f"<sheetData>{rows_xml}</sheetData>", sheet_xml, count=1)
+    at = sheet_xml.index("<sheetData>") + len("<sheetData>")
+    return sheet_xml[:at] + rows_xml + sheet_xml[at:]
+
+
+def build_xlsx(title: str, sheets: list[Sheet], language: str = "fr") -> bytes:
+    """The workbook: openpyxl writes its structure, styles and settings, and the data rows are
+    then put in each sheet's XML (see _rows_xml)."""
+    import zipfile
+
+    from openpyxl import Workbook
     from openpyxl.workbook.properties import CalcProperties
 
     wb = Workbook()
-    wb.remove(wb.active)
     wb.properties.title = title
     wb.properties.creator = "Deblo"
+    wb.properties.language = language_tag(language)
     # Formulas are written without cached values: ask Excel/LibreOffice to compute them on open.
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
-    header_font = Font(bold=True, color="FFFFFF")
-    header_fill = PatternFill("solid", fgColor="1F3A5F")
-    header_align = Alignment(horizontal="center", vertical="center", wrap_text=True)
-    thin = Side(style="thin", color="B0B7C3")
-    header_border = Border(bottom=thin, top=thin, left=thin, right=thin)
-    wrap = Alignment(wrap_text=True, vertical="top")
-
-    for sheet in sheets:
-        ws = wb.create_sheet(sheet.name)
-        ncols = len(sheet.columns)
-        kinds = [c.type if c.type != "auto" else _auto_type(sheet, i) for i, c in enumerate(sheet.columns)]
-        rows: list[list[Any]] = []
-        for r, raw in enumerate(sheet.rows):
-            row = []
-            for c, value in enumerate(raw):
-                if type(value) is str and value.startswith("="):
-                    row.append(xml_safe(_formula(value, f"sheet {sheet.name!r} row {r + 1}") or value))
-                else:
-                    row.append(_convert(value, kinds[c]))
-            rows.append(row)
-        for c in range(ncols):
-            values = [row[c] for row in rows]
-            formulas = any(type(v) is str and v.startswith("=") for v in values)
-            plain = [v for v in values if not (type(v) is str and v.startswith("="))]
-            width = max(_column_width(sheet.columns[c].header, plain, kinds[c]), 12 if formulas else 0)
-            ws.column_dimensions[get_column_letter(c + 1)].width = min(max(width + 2, 8), 60)
-        has_header = any(col.header for col in sheet.columns)
-        first_data = 2 if has_header else 1
-        if has_header:
-            ws.freeze_panes = "A2"
-            if rows:
-                ws.auto_filter.ref = f"A1:{get_column_letter(ncols)}{len(rows) + 1}"
-            for c, col in enumerate(sheet.columns, start=1):
-                cell = ws.cell(row=1, column=c, value=col.header)
-                cell.font, cell.fill, cell.alignment, cell.border = (
-                    header_font,
-                    header_fill,
-                    header_align,
-                    header_border,
-                )
-        formats = [FORMATS.get(k) for k in kinds]
-        # One style per column, built once and copied: setting number_format cell by cell is slow.
-        column_styles: list[StyleArray | None] = []
-        for fmt in formats:
-            if fmt is None:
-                column_styles.append(None)
-            else:
-                template = Cell(ws)
-                template.number_format = fmt
-                column_styles.append(template._style)
-        wrap_style: StyleArray | None = None
-        for r, row in enumerate(rows, start=first_data):
-            for c, value in enumerate(row):
-                if value is None:
-                    continue
-                cell = ws.cell(row=r, column=c + 1, value=value)
-                style = column_styles[c]
-                if style is not None:
-                    cell._style = copy(style)
-                elif type(value) is str and "\n" in value:
-                    if wrap_style is None:
-                        cell.alignment = wrap
-                        wrap_style = copy(cell._style)
-                    else:
-                        cell._style = copy(wrap_style)
-        if sheet.totals and rows:
-            last = first_data + len(rows) - 1
-            total_at = last + 1
-            for c in range(ncols):
-                letter = get_column_letter(c + 1)
-                cell = ws.cell(row=total_at, column=c + 1)
-                if c == 0 and kinds[0] not in NUMERIC_TYPES:
-                    cell.value = "Total"
-                elif kinds[c] in NUMERIC_TYPES:
-                    cell.value = f"=SUM({letter}{first_data}:{letter}{last})"
-                    cell.number_format = formats[c] or "General"
-                cell.font = Font(bold=True)
-                cell.border = Border(top=thin)
+    styles = _styles(wb)
+    written = [_write_sheet(wb, sheet, styles) for sheet in sheets]
+    first = io.BytesIO()
+    wb.save(first)
+    parts = {ws.path.lstrip("/"): (rows_xml, header, dim) for ws, rows_xml, header, dim in written}
     out = io.BytesIO()
-    wb.save(out)
+    with zipfile.ZipFile(first) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename in parts:
+                rows_xml, header, dim = parts[info.filename]
+                data = _put_rows(data.decode("utf-8"), rows_xml, header, dim).encode("utf-8")
+            dst.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=6)
     return out.getvalue()

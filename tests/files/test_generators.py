@@ -4,9 +4,11 @@ opened again with its own library to check what it holds."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from datetime import datetime
 from html.parser import HTMLParser
+from typing import Any
 
 import openpyxl
 import pytest
@@ -14,7 +16,7 @@ from docx import Document as DocxDocument
 from pptx import Presentation
 from pypdf import PdfReader
 
-from bot.documents.content import MAX_TABLE_ROWS, ContentError, parse_document
+from bot.documents.content import MAX_TABLE_ROWS, ContentError, column_types, language_tag, parse_document
 from bot.documents.docx import build_docx
 from bot.documents.markdown import build_html, build_md, sanitize_html
 from bot.documents.names import safe_filename
@@ -221,6 +223,15 @@ def test_xlsx_auto_typed_columns_keep_numbers_as_numbers() -> None:
         ("0,75", 0.75),
         ("abc", None),
         ("0707", None),
+        ("(92 700 000)", -92700000),
+        ("\u2212 3 000", -3000),
+        ("\u22123\u00a0000 FCFA", -3000),
+        ("(92 700 000) FCFA", -92700000),
+        ("€ 12,50", 12.5),
+        ("12,50 €", 12.5),
+        ("**1 250 000**", 1250000),
+        ("—", None),
+        ("-0707", None),
     ],
 )
 def test_numbers_as_people_write_them(raw: str, number: float | None) -> None:
@@ -235,13 +246,13 @@ def test_xlsx_at_and_over_the_row_bound() -> None:
     ws = openpyxl.load_workbook(io.BytesIO(data), read_only=True)["A"]
     assert sum(1 for _ in ws.iter_rows()) == MAX_ROWS + 1
     with pytest.raises(ContentError, match="at most 10000 per sheet: summarise"):
-        parse_workbook({"sheets": [{"name": "A", "rows": [*rows, [0, "x", 0]]}]})
+        parse_workbook({"sheets": [{"name": "A", "rows": [["n", "t", "v"], *rows, [0, "x", 0]]}]})
 
 
 @pytest.mark.parametrize("formula", ["=cmd|' /C calc'!A0", "=[1]Feuil1!A1", '=WEBSERVICE("http://x")'])
 def test_xlsx_refuses_formulas_that_reach_outside(formula: str) -> None:
     with pytest.raises(ContentError, match="formulas may not"):
-        build_xlsx("x", parse_workbook({"sheets": [{"name": "A", "rows": [[formula]]}]}))
+        build_xlsx("x", parse_workbook({"sheets": [{"name": "A", "rows": [["Formule"], [formula]]}]}))
 
 
 # --- PPTX -------------------------------------------------------------------------------------------
@@ -449,3 +460,233 @@ def test_markdown_instead_of_blocks() -> None:
     assert "Les fractions simples." in text and "0,5" in text and text.count("Leçon") == 1
     with pytest.raises(ContentError, match="at most 400000"):
         parse_document({"title": "t", "markdown": "x" * 400_001})
+
+
+# --- column types (shared by the PDF, Word and Excel tables) --------------------------------------
+
+
+def test_column_types_are_decided_from_all_the_values() -> None:
+    header = ["Compte", "Libellé", "Montant", "Variation", "Taux", "Année", "Écart"]
+    rows = [
+        ["4452", "État, TVA récupérable", "1 250 000", "(92 700 000)", "18 %", "2023", "12 %"],
+        ["4011", "Fournisseurs", "3 000 000 FCFA", "\u2212 3 000", "5,5 %", "2024", "2 565 600 000"],
+        ["5210", "Banque", "—", "**(1 000)**", "", "2024", "15 000"],
+        ["", "**Total**", "**4 250 000**", "—", "n/a", "", "1 200"],
+    ]
+    assert column_types(header, rows) == [
+        "text",  # account codes are never summed
+        "text",
+        "fcfa",  # a « — » and a bold total do not flip it; one « FCFA » names the unit
+        "integer",
+        "percent",
+        "text",  # years
+        "integer",  # one percentage among amounts does not make the column percent
+    ]
+    # Digits in the first column are item numbers; a column with a few notes stays numeric.
+    assert column_types(["N°", "Prix"], [["101", "5 000"], ["102", "voir note"], ["103", "7 500"]]) == [
+        "text",
+        "integer",
+    ]
+    assert column_types([], [["a", "1,5"], ["b", "2"]]) == ["text", "number"]
+    notes = [["a", "bien"], ["b", "12"], ["c", "passable"]]
+    assert column_types(["Poste", "Note"], notes) == ["text", "text"]
+
+
+def test_language_tags() -> None:
+    assert [language_tag(x) for x in ("fr", "en", "EN-us", "", None, "wo")] == [
+        "fr-FR", "en-GB", "en-GB", "fr-FR", "fr-FR", "fr-FR"
+    ]
+    assert parse_document({"title": "t"}, language="en").language == "en"
+
+
+def test_xlsx_codes_negatives_subtotals_and_page_setup() -> None:
+    rows = [
+        ["2154", "Matériel", "120 000 000", "(92 700 000)"],
+        ["2181", "Mobilier", "8 500 000", "\u2212 2 125 000"],
+        ["", "Sous-total immobilisations", "128 500 000", "(94 825 000)"],
+        ["5210", "Banque", "45 250 000", "—"],
+    ]
+    columns = ["Compte", "Libellé", "Brut", "Amort."]
+    sheet = {"name": "Bilan", "columns": columns, "rows": rows, "totals": True}
+    sheets = parse_workbook({"sheets": [sheet]})
+    wb = openpyxl.load_workbook(io.BytesIO(build_xlsx("Bilan", sheets, language="en")))
+    ws = wb["Bilan"]
+    assert wb.properties.language == "en-GB"
+    assert ws["A2"].value == "2154" and ws["A2"].data_type == "s"
+    assert ws["D2"].value == -92700000 and ws["D3"].value == -2125000
+    assert ws["D5"].value == "—" and ws["D5"].alignment.horizontal == "right"
+    assert [c.value for c in ws[6]] == ["Total", None, "=SUM(C2:C3,C5)", "=SUM(D2:D3,D5)"]
+    assert ws["A1"].font.name == ws["C6"].font.name == "Calibri" and ws["C6"].font.b
+    setup = ws.page_setup
+    assert (setup.paperSize, setup.orientation, setup.fitToWidth, setup.fitToHeight) == (9, "portrait", 1, 0)
+    assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.print_title_rows == "$1:$1"
+
+
+def test_xlsx_wide_sheet_prints_landscape_and_a_sheet_without_header_has_its_rows() -> None:
+    wide = {"name": "Large", "columns": [f"Colonne {i}" for i in range(14)], "rows": [[1_000_000] * 14]}
+    bare = {"name": "Brut", "columns": [], "rows": [["a", 1], ["b", 2]]}  # the older form, no header
+    wb = openpyxl.load_workbook(io.BytesIO(build_xlsx("x", parse_workbook({"sheets": [wide, bare]}))))
+    assert wb["Large"].page_setup.orientation == "landscape"
+    assert [[c.value for c in r] for r in wb["Brut"].iter_rows()] == [["a", 1], ["b", 2]]
+    assert wb["Brut"].print_title_rows is None
+
+
+def test_pdf_wide_table_is_laid_out_in_landscape_and_amounts_keep_their_width() -> None:
+    from bot.documents.pdf import frame_widths, table_layout
+
+    row = ["601100", "Achats de marchandises", *(["12 345 678"] * 11)]
+    block = parse_document({"title": "t", "blocks": [{"type": "table", "rows": [row] * 3}]}).blocks[0]
+    kinds = column_types(block.columns, block.rows)
+    landscape, size, widths = table_layout(block, kinds, *frame_widths())
+    assert landscape and size <= 9 and sum(widths) == pytest.approx(frame_widths()[1])
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    amount = stringWidth("12\u00a0345\u00a0678", "DocSans", size) + 12
+    assert all(w >= amount for w in widths[2:])
+    narrow = parse_document({"title": "t", "blocks": [{"type": "table", "rows": [["a", "1 000"]]}]}).blocks[0]
+    assert table_layout(narrow, ["text", "integer"], *frame_widths())[0] is False
+
+
+def test_docx_table_widths_follow_content_and_amounts_are_right_aligned() -> None:
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+
+    doc = parse_document(
+        {
+            "title": "Bilan",
+            "blocks": [
+                {
+                    "type": "table",
+                    "columns": ["Réf.", "Libellé", "Montant"],
+                    "rows": [
+                        ["AD", "Immobilisations incorporelles", "120 000 000"],
+                        ["AZ", "**Total**", "**—**"],
+                    ],
+                }
+            ],
+        }
+    )
+    table = DocxDocument(io.BytesIO(build_docx(doc))).tables[0]
+    widths = [c.width for c in table.columns]
+    assert widths[0] < widths[2] < widths[1]
+    for row in table.rows:
+        assert row.cells[2].paragraphs[0].alignment == WD_ALIGN_PARAGRAPH.RIGHT
+        assert row.cells[1].paragraphs[0].alignment is None
+
+
+# --- the compact forms the tool schemas offer --------------------------------------------------------
+
+LESSON_MD = (
+    f"## Définition\n\nUne **fraction** représente une *partie* d'un tout. {FRENCH}\n\n"
+    "- Le numérateur est en haut\n- Le dénominateur est en bas\n\n1. Réduire\n2. Comparer\n\n"
+    "| Fraction | Décimal | Pourcentage |\n|---|---|---|\n| 1/2 | 0.5 | 50 % |\n| 3/4 | 0.75 | 75 % |\n"
+)
+
+
+def test_markdown_gives_the_same_document_as_blocks() -> None:
+    from_blocks = parse_document(lesson())
+    from_markdown = parse_document({**lesson(), "blocks": None, "markdown": LESSON_MD})
+    assert from_markdown == from_blocks
+    paged = parse_document({"title": "t", "markdown": "Page 1\n\n---\n\nPage 2"})
+    assert [b.type for b in paged.blocks] == ["paragraph", "page_break", "paragraph"]
+
+
+def test_markdown_tables_over_the_bounds_are_errors() -> None:
+    wide = "| " + " | ".join(["c"] * 21) + " |\n"
+    with pytest.raises(ContentError, match="21 columns, at most 20: drop or merge"):
+        parse_document({"title": "t", "markdown": wide + "|---|\n"})
+    long = "| a |\n|---|\n" + "| x |\n" * (MAX_TABLE_ROWS + 1)
+    with pytest.raises(ContentError, match="5001 rows, at most 5000: summarise or split"):
+        parse_document({"title": "t", "markdown": long})
+
+
+DECK_MD = """# Le bilan comptable
+- L'**actif** : ce que possède l'entreprise
+  - immobilisations
+- Le passif « €, FCFA »
+
+Notes: Insister sur l'équilibre.
+
+---
+
+# Exemple chiffré
+
+| Poste | Montant |
+|---|---|
+| Caisse | 50 000 |
+"""
+
+
+def test_slides_as_markdown_are_the_same_slides() -> None:
+    old = {
+        "slides": [
+            {
+                "title": "Le bilan comptable",
+                "bullets": [
+                    "L'**actif** : ce que possède l'entreprise",
+                    "- immobilisations",
+                    "Le passif « €, FCFA »",
+                ],
+                "notes": "Insister sur l'équilibre.",
+            },
+            {
+                "title": "Exemple chiffré",
+                "table": {"columns": ["Poste", "Montant"], "rows": [["Caisse", "50 000"]]},
+            },
+        ]
+    }
+    assert parse_slides({"markdown": DECK_MD}) == parse_slides(old)
+    # Without ---, each "# " title starts a slide; numbered items keep their numbers.
+    slides = parse_slides({"markdown": "# Un\n1. a\n2. b\n# Deux\nTexte"})
+    assert [(s.title, s.bullets) for s in slides] == [
+        ("Un", ((0, "1. a"), (0, "2. b"))),
+        ("Deux", ((0, "Texte"),)),
+    ]
+
+
+def test_bad_slides_markdown_says_what_to_change() -> None:
+    two_tables = "# T\n\n| a |\n|---|\n| 1 |\n\ntexte\n\n| b |\n|---|\n| 2 |\n"
+    with pytest.raises(ContentError, match="slide 1 has two tables"):
+        parse_slides({"markdown": two_tables})
+    with pytest.raises(ContentError, match="give the slides as markdown"):
+        parse_slides({"markdown": "  \n---\n "})
+    with pytest.raises(ContentError, match="at most 60: merge or drop"):
+        parse_slides({"markdown": "\n---\n".join(["# s"] * (MAX_SLIDES + 1))})
+
+
+def test_sheet_rows_with_the_header_first_are_the_same_sheet() -> None:
+    rows = [["Awa", "15,5"], ["Koffi", 12]]
+    header_first = {"name": "Notes", "rows": [["Élève", "Note"], *rows], "totals": True}
+    old = {"name": "Notes", "columns": ["Élève", "Note"], "rows": rows, "totals": True}
+    sheets = parse_workbook({"sheets": [header_first]})
+    assert sheets == parse_workbook({"sheets": [old]})
+    ws = openpyxl.load_workbook(io.BytesIO(build_xlsx("Notes", sheets)))["Notes"]
+    assert [c.value for c in ws[1]] == ["Élève", "Note"] and ws["B2"].value == 15.5
+    with pytest.raises(ContentError, match="header row first"):
+        parse_workbook({"sheets": [{"name": "A", "rows": ["Élève", "Note"]}]})
+
+
+async def test_a_turn_fills_the_compact_forms_and_the_user_gets_the_files(harness: Any) -> None:
+    """Through a real turn: the model is offered the compact schemas, writes a deck as Markdown and
+    a sheet as rows, and both files are made and sent; the older slide list is refused by the schema
+    with an error the model can act on."""
+    h, phone = harness, "+2250733333333"
+    await h.make_user(phone, mode="pro")
+    sheet = {"name": "Budget", "rows": [["Poste", "Montant (FCFA)"], ["Fournitures", 125000]], "totals": True}
+    # One call per model response: the files go out one after the other, as a user would see them.
+    h.llm.push_tool_calls(("generate_pptx", {"title": "Formation SYSCOHADA", "markdown": DECK_MD}))
+    h.llm.push_tool_calls(("generate_xlsx", {"title": "Budget", "sheets": [sheet]}))
+    h.llm.push_tool_calls(("generate_pptx", {"title": "Ancien", "slides": [{"title": "s"}]}))
+    h.llm.push_text("Voici la présentation et le budget.")
+    await h.inbound(phone, "Fais-moi une présentation et un budget")
+    await h.settle(timeout_s=30)
+    offered = {t["function"]["name"]: t["function"]["parameters"] for t in h.llm.requests[0]["tools"]}
+    pptx = offered["generate_pptx"]
+    assert pptx["required"] == ["title", "markdown"] and "slides" not in pptx["properties"]
+    results = [
+        json.loads(m["content"]) for m in h.llm.requests[3]["messages"] if m["role"] == "tool"
+    ]
+    assert [r["success"] for r in results] == [True, True, False]
+    assert results[0]["slides"] == 3 and results[1]["sheets"] == [{"name": "Budget", "rows": 1}]
+    assert "markdown" in results[2]["error"] and "required" in results[2]["error"]
+    assert results[0]["name"] == "Formation SYSCOHADA.pptx" and results[1]["name"] == "Budget.xlsx"
+    assert all(r["delivered"] is True for r in results[:2]), results
