@@ -3,7 +3,8 @@
 Every hop (the first URL and each redirect) is resolved here, every address it resolves to must be
 public, and the connection goes to the address we checked: the URL is rewritten to that IP, with
 the original name kept in `Host` and in TLS SNI/certificate checks, so a second DNS answer (DNS
-rebinding) is never used. Bodies are read up to a byte cap and the whole fetch is time-boxed.
+rebinding) is never used. Bodies are read up to a byte cap and the whole fetch is time-boxed;
+compressed bodies are inflated piece by piece within that cap, so a gzip bomb costs about the cap.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import asyncio
 import ipaddress
 import re
 import socket
+import zlib
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -104,25 +107,38 @@ def _literal_ip(host: str) -> IPAddress | None:
         return None
 
 
+def _numeric_ipv4(host: str) -> IPAddress | None:
+    """Numeric forms resolvers read as IPv4 (2130706433, 0x7f.1, 0177.0.0.1, 127.1), whatever
+    the resolver in use makes of them."""
+    if not re.fullmatch(r"[0-9a-fA-Fx.]+", host) or not re.match(r"[0-9]", host):
+        return None
+    try:
+        return ipaddress.ip_address(socket.inet_aton(host))
+    except OSError:
+        return None
+
+
 def refuse_obviously_private(url: str) -> None:
-    """A check without DNS, for URLs handed to a remote reader (Jina) that fetches them itself."""
+    """A check without DNS (names are not resolved): `check_public_url` is the full one."""
     _scheme, host, _port = check_url_shape(url)
     if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
         raise FetchRefused(f"{host} is a private address")
-    ip = _literal_ip(host)
-    if ip is None and re.fullmatch(r"[0-9x.]+", host):
-        # Numeric forms such as 2130706433 or 0x7f.1 that resolvers read as IPv4.
-        try:
-            ip = ipaddress.ip_address(socket.inet_aton(host))
-        except OSError:
-            ip = None
+    ip = _literal_ip(host) or _numeric_ipv4(host)
     if ip is not None and not is_public_address(ip):
         raise FetchRefused(f"{host} is a private address")
 
 
+async def check_public_url(url: str, settings: Settings) -> None:
+    """The checks of a direct fetch's first hop, for a URL a remote reader (Jina) fetches itself:
+    the name is resolved here and every address must be public, so the reader is never sent to a
+    private address, however the address is spelled."""
+    _scheme, host, port = check_url_shape(url)
+    await resolve_checked(host, port, settings)
+
+
 async def resolve_checked(host: str, port: int, settings: Settings) -> IPAddress:
     """The address to connect to; refuses if ANY address the name resolves to is not public."""
-    literal = _literal_ip(host)
+    literal = _literal_ip(host) or _numeric_ipv4(host)
     if literal is not None:
         addresses = [literal]
     else:
@@ -161,7 +177,7 @@ def _pinned_request(
     host_header = host if port == default_port else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
         host_header = f"[{host}]" if port == default_port else f"[{host}]:{port}"
-    headers = {"Host": host_header, "User-Agent": USER_AGENT,
+    headers = {"Host": host_header, "User-Agent": USER_AGENT, "Accept-Encoding": accept_encoding(),
                "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.5"}
     extensions = {"sni_hostname": host} if scheme == "https" and _literal_ip(host) is None else {}
     return client.build_request("GET", target, headers=headers, extensions=extensions)
@@ -218,15 +234,96 @@ async def _fetch(url: str, settings: Settings, cap: int) -> Fetched:
     raise FetchFailed(f"more than {MAX_REDIRECTS} redirects")
 
 
+class _Inflater:
+    """Decompresses a body piece by piece, never producing more than asked for.
+
+    httpx's own decoders inflate each network chunk whole: a few hundred KB of gzip can become
+    gigabytes before any cap is checked. Here every call is bounded by `limit`.
+    """
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self.brotli: Any = None
+        self.zlib: Any = None
+        self.raw_deflate_tried = False
+        if encoding == "br" and _brotli_module() is not None:
+            self.brotli = _brotli_module().Decompressor()
+        elif encoding in ("gzip", "x-gzip"):
+            self.zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self.zlib = zlib.decompressobj()
+        elif encoding not in ("", "identity"):
+            raise FetchFailed(f"the site sent an unsupported encoding ({encoding[:40]})")
+
+    def feed(self, data: bytes, limit: int) -> bytes:
+        """At most about `limit` bytes of output for `data` (the rest of it is dropped with the cap)."""
+        if self.brotli is not None:
+            try:
+                return bytes(self.brotli.process(data, output_buffer_limit=max(1, limit)))
+            except _brotli_module().error:
+                raise FetchFailed("the site sent a damaged compressed body") from None
+        if self.zlib is None:
+            return data[:limit]
+        try:
+            out = self.zlib.decompress(data, max(1, limit))
+        except zlib.error:
+            if self.encoding != "deflate" or self.raw_deflate_tried:
+                raise FetchFailed("the site sent a damaged compressed body") from None
+            # Some servers send raw deflate without the zlib header that HTTP's "deflate" means.
+            self.raw_deflate_tried = True
+            self.zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+            return self.feed(data, limit)
+        self.raw_deflate_tried = True
+        if self.zlib.eof and self.zlib.unused_data and len(out) < limit and self.encoding != "deflate":
+            rest = self.zlib.unused_data  # the next member of a multi-member gzip body
+            self.zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += self.feed(rest, limit - len(out))
+        return bytes(out)
+
+
+    def finish(self) -> None:
+        """At the end of the body: a compressed stream must have ended too."""
+        ended = True
+        if self.brotli is not None:
+            ended = bool(self.brotli.is_finished())
+        elif self.zlib is not None:
+            ended = bool(self.zlib.eof)
+        if not ended:
+            raise FetchFailed("the site sent a damaged compressed body (it ends too early)")
+
+
+def _brotli_module() -> Any:
+    """The brotli module when it can bound its output (brotli >= 1.2), else None."""
+    try:
+        import brotli
+    except ImportError:
+        return None
+    if "output_buffer_limit" not in (getattr(brotli.Decompressor.process, "__doc__", "") or ""):
+        return None
+    return brotli
+
+
+def accept_encoding() -> str:
+    return "gzip, deflate, br" if _brotli_module() is not None else "gzip, deflate"
+
+
 async def _read_capped(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        chunks.append(chunk)
-        size += len(chunk)
-        if size >= cap:
-            return b"".join(chunks)[:cap], True
-    return b"".join(chunks), False
+    """The body decoded, at most `cap` bytes of it, reading the wire raw so a compression bomb
+    costs about `cap` of memory; compressed input is capped at `cap` bytes as well."""
+    encodings = [e.strip() for e in response.headers.get("content-encoding", "").lower().split(",")]
+    encodings = [e for e in encodings if e not in ("", "identity")]
+    if len(encodings) > 1:
+        raise FetchFailed(f"the site sent a body encoded {len(encodings)} times; it is not read")
+    inflater = _Inflater(encodings[0] if encodings else "")
+    body = bytearray()
+    received = 0
+    async for raw in response.aiter_raw():
+        received += len(raw)
+        body += inflater.feed(raw, cap + 1 - len(body))
+        if len(body) > cap or received > cap:
+            return bytes(body[:cap]), True
+    inflater.finish()
+    return bytes(body), False
 
 
 def charset_of(content_type: str) -> str | None:

@@ -38,25 +38,9 @@ def _unavailable(settings: Settings) -> str | None:
 TOOL = Tool(
     name="bash_execute",
     description=(
-        "Run a shell command in an isolated Linux sandbox and return its stdout, stderr and exit code. "
-        "python3 and the usual command-line tools are available; there is NO network access, the "
-        "working directory /work is empty and erased after each call (nothing persists between calls), "
-        "and each run is limited to 30 seconds. Output is capped at 4,000 characters per stream. "
-        "Use it for calculations, data processing or checking code."
+        "Shell in a sandbox: python3, no network, nothing kept, 30 s."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "command": {
-                "type": "string",
-                "description": (
-                    "The shell command line, run with /bin/sh -c (e.g. \"python3 -c 'print(2**10)'\")"
-                ),
-            },
-        },
-        "required": ["command"],
-        "additionalProperties": False,
-    },
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
     modes=modes_for("bash_execute"),
     run=run,
     progress_note={"fr": "J'exécute le code…", "en": "Running the code…"},

@@ -14,13 +14,27 @@ MAX_BODY = 256 * 1024
 PATH = "/payments/webhook/{provider}"
 
 
+async def read_body(request: web.Request, cap: int) -> bytes | None:
+    """The whole body, however many TCP segments it came in (None above `cap` bytes).
+
+    `request.content.read(n)` returns what has arrived so far, so a signed body sent in two
+    segments would be cut and fail its HMAC; `request.read()` waits for the end (chunked bodies
+    too) and stops at the app's client_max_size.
+    """
+    if request.content_length is not None and request.content_length > cap:
+        return None
+    try:
+        body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return None
+    return body if len(body) <= cap else None
+
+
 async def payment_webhook(request: web.Request) -> web.Response:
     from bot.web import services_of  # late: bot.web builds the app that mounts this route
 
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        return web.json_response({"ok": False, "error": "body too large"}, status=413)
-    body = await request.content.read(MAX_BODY + 1)
-    if len(body) > MAX_BODY:
+    body = await read_body(request, MAX_BODY)
+    if body is None:
         return web.json_response({"ok": False, "error": "body too large"}, status=413)
     outcome = await handle_webhook(
         services_of(request), request.match_info["provider"], request.headers, body

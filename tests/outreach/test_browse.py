@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import gzip
+import ipaddress
+import socket
+import zlib
+from collections.abc import Callable
 
+import brotli
 import pytest
 from aiohttp import web
 
 from bot.toolspec import ToolContext
-from bot.web_fetch import FetchRefused, fetch
+from bot.web_fetch import FetchFailed, FetchRefused, _Inflater, fetch, is_public_address
 from tests.outreach.conftest import free_port
 from tools.browse_url import MAX_CONTENT
 from tools.browse_url import TOOL as BROWSE
@@ -227,15 +234,24 @@ def _jina(app: web.Application, _requests: list) -> None:
     app.router.add_get("/{tail:.*}", read)
 
 
+def jina_env(jina, closed_port: int) -> dict[str, str]:
+    """Jina's stand-in, and a host the Jina path may name: `localhost` on a closed port, allowed as
+    test addresses, so the name resolves with no DNS and the direct fallback is refused at once."""
+    allowed = f"127.0.0.1:{closed_port},[::1]:{closed_port}"
+    return {"JINA_API_KEY": "jina_test", "JINA_BASE_URL": jina.base_url,
+            "BROWSE_ALLOW_ADDRS_FOR_TESTS": allowed}
+
+
 async def test_jina_reader(make_services, http_stub):
     jina = await http_stub(_jina)
-    services = await make_services(JINA_API_KEY="jina_test", JINA_BASE_URL=jina.base_url)
-    result = await _browse(services, "https://example.com/cours?id=3")
+    port = free_port()
+    services = await make_services(**jina_env(jina, port))
+    result = await _browse(services, f"https://localhost:{port}/cours?id=3")
     assert result["success"] is True, result
     assert result["title"] == "Page via Jina" and "lue par Jina" in result["content"]
-    assert jina.requests[0]["path_qs"] == "/https://example.com/cours?id=3"
+    assert jina.requests[0]["path_qs"] == f"/https://localhost:{port}/cours?id=3"
     assert jina.requests[0]["headers"]["Accept"] == "application/json"
-    long = await _browse(services, "https://example.com/long")
+    long = await _browse(services, f"https://localhost:{port}/long")
     assert long["truncated"] is True and len(long["content"]) <= MAX_CONTENT + 20
 
 
@@ -250,13 +266,136 @@ async def test_jina_never_asked_for_private_addresses(make_services, http_stub):
 
 async def test_jina_errors_and_slowness_give_error_results(make_services, http_stub):
     jina = await http_stub(_jina)
-    services = await make_services(JINA_API_KEY="jina_test", JINA_BASE_URL=jina.base_url,
-                                   BROWSE_TIMEOUT_S="0.5")
-    # Jina fails; the direct fallback cannot resolve the .invalid name either.
-    broken = await _browse(services, "https://broken.invalid/")
+    port = free_port()
+    services = await make_services(**jina_env(jina, port), BROWSE_TIMEOUT_S="0.5")
+    # Jina fails; the direct fallback finds nothing listening there either.
+    broken = await _browse(services, f"https://localhost:{port}/broken")
     assert broken["success"] is False and "422" in broken["error"]
-    slow = await _browse(services, "https://slow.invalid/")
+    slow = await _browse(services, f"https://localhost:{port}/slow")
     assert slow["success"] is False
-    bad_key = await make_services(JINA_API_KEY="wrong", JINA_BASE_URL=jina.base_url)
-    denied = await _browse(bad_key, "https://example.invalid/")
+    bad_key = await make_services(**{**jina_env(jina, port), "JINA_API_KEY": "wrong"})
+    denied = await _browse(bad_key, f"https://localhost:{port}/page")
     assert denied["success"] is False and "401" in denied["error"]
+    unresolvable = await _browse(services, "https://example.invalid/")
+    assert unresolvable["success"] is False and "could not be resolved" in unresolvable["error"]
+    assert not [r for r in jina.requests if "example.invalid" in r["path_qs"]]
+
+
+# --- compressed bodies: inflated within the cap ---------------------------------------------------
+
+BOMB_BYTES = 16 * 1024 * 1024  # what the small compressed bodies below expand to
+CAP = 200_000
+
+
+def _deflate_raw(data: bytes) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+BOMBS: dict[str, Callable[[bytes], bytes]] = {
+    "gzip": lambda d: gzip.compress(d, 9),
+    "deflate": lambda d: zlib.compress(d, 9),
+    "deflate-raw": _deflate_raw,
+    "br": lambda d: brotli.compress(d, quality=5),
+}
+
+
+@functools.cache
+def bombs() -> dict[str, bytes]:
+    return {name: pack(b"a" * BOMB_BYTES) for name, pack in BOMBS.items()}
+
+
+def _compressed(app: web.Application, _requests: list) -> None:
+    made = bombs()
+    article = ARTICLE.encode()
+
+    async def bomb(r: web.Request) -> web.Response:
+        name = r.match_info["name"]
+        encoding = "deflate" if name == "deflate-raw" else name
+        headers = {"Content-Type": "text/plain", "Content-Encoding": encoding}
+        return web.Response(body=made[name], headers=headers)
+
+    async def page(r: web.Request) -> web.Response:
+        body = gzip.compress(article[:400]) + gzip.compress(article[400:])  # two gzip members
+        return web.Response(body=body, headers={"Content-Type": "text/html; charset=utf-8",
+                                                "Content-Encoding": "gzip"})
+
+    async def odd(r: web.Request) -> web.Response:
+        encoding = r.query["encoding"]
+        body = b"\x1f\x8b\x08\x00garbage" if encoding == "gzip" else gzip.compress(gzip.compress(b"x"))
+        return web.Response(body=body, headers={"Content-Type": "text/plain", "Content-Encoding": encoding})
+
+    app.router.add_get("/bomb/{name}", bomb)
+    app.router.add_get("/page", page)
+    app.router.add_get("/odd", odd)
+
+
+@pytest.fixture
+async def packed(http_stub):
+    return await http_stub(_compressed)
+
+
+async def test_compression_bombs_stop_at_the_cap(make_services, packed):
+    services = await make_services(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{packed.port}",
+                                   BROWSE_MAX_BYTES=str(CAP))
+    for name in BOMBS:
+        assert len(bombs()[name]) < CAP  # small on the wire, 16 MB once inflated
+        fetched = await fetch(f"{packed.base_url}/bomb/{name}", services.settings)
+        assert fetched.truncated is True, name
+        assert fetched.body == b"a" * CAP, name
+    assert "br" in packed.requests[0]["headers"]["Accept-Encoding"]
+    result = await _browse(services, f"{packed.base_url}/bomb/gzip")
+    assert result["success"] is True and result["truncated"] is True
+    assert len(result["content"]) <= MAX_CONTENT + 20
+
+
+def test_each_inflate_step_is_bounded() -> None:
+    """One network chunk holding a whole bomb still yields no more than asked for."""
+    for name, body in bombs().items():
+        inflater = _Inflater("deflate" if name == "deflate-raw" else name)
+        assert len(inflater.feed(body, 1000)) <= 64 * 1024, name  # brotli may round up to a block
+
+
+async def test_compressed_page_reads_whole(make_services, packed):
+    services = await make_services(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{packed.port}")
+    result = await _browse(services, f"{packed.base_url}/page")
+    assert result["success"] is True, result
+    assert result["title"] == "Les fractions" and "cinq sixièmes" in result["content"]
+    fetched = await fetch(f"{packed.base_url}/page", services.settings)
+    assert fetched.body == ARTICLE.encode() and fetched.truncated is False
+
+
+async def test_odd_encodings_give_clear_errors(make_services, packed):
+    services = await make_services(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{packed.port}")
+    cases = {"zstd": "unsupported encoding", "compress": "unsupported encoding",
+             "gzip, gzip": "encoded 2 times", "gzip": "damaged compressed body",
+             "br": "damaged compressed body"}
+    for encoding, message in cases.items():
+        result = await _browse(services, f"{packed.base_url}/odd?encoding={encoding}")
+        assert result["success"] is False and message in result["error"], (encoding, result)
+
+
+# --- the Jina path checks hosts as the direct path does -------------------------------------------
+
+SPELLED_PRIVATE = [
+    "http://0x7f.1/", "http://2130706433/", "http://0177.0.0.1/", "http://0x7f000001/", "http://127.1/",
+    "http://0/", "http://017700000001/", "http://0xa9.0xfe.0xa9.0xfe/latest/meta-data/", "http://3232235777/",
+    "http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/", "http://[::ffff:a9fe:a9fe]/",
+    "http://[64:ff9b::a00:1]/", "http://[::127.0.0.1]/", "http://[2002:7f00:1::]/",
+    "http://localhost./", "http://LOCALHOST:8080/", "http://ip6-localhost/",
+]
+
+
+async def test_jina_path_refuses_private_addresses_however_spelled(make_services, http_stub):
+    jina = await http_stub(_jina)
+    services = await make_services(JINA_API_KEY="jina_test", JINA_BASE_URL=jina.base_url)
+    own_name = socket.gethostname()  # a plain name that resolves (hosts file) to a private address
+    resolved = {info[4][0] for info in socket.getaddrinfo(own_name, 80, type=socket.SOCK_STREAM)}
+    assert resolved and not any(is_public_address(ipaddress.ip_address(a.split("%")[0])) for a in resolved)
+    for url in [*SPELLED_PRIVATE, f"http://{own_name}/", f"https://{own_name}:8443/x"]:
+        result = await _browse(services, url)
+        assert result["success"] is False, (url, result)
+        assert result.get("refused") is True or "could not be resolved" in result["error"], (url, result)
+        with pytest.raises((FetchRefused, FetchFailed)):
+            await fetch(url, services.settings)
+    assert jina.requests == []

@@ -19,6 +19,7 @@ from bot.db import make_engine, make_sessionmaker
 from bot.services import Services
 from bot.state import make_state
 from bot.toolspec import ToolContext
+from tests.sandbox.conftest import cgroup_name
 from tools import for_mode
 from tools.bash_execute import TOOL as BASH
 
@@ -31,6 +32,7 @@ def make_settings(tmp_path: Path, **env: str) -> Settings:
         "SECRET_KEY": "test-secret",
         "TWILIO_AUTH_TOKEN": "token",
         "LLM_API_KEY": "llm-key-that-must-not-leak",
+        "SANDBOX_CGROUP": cgroup_name(),
     }
     return load_settings(values | env)
 
@@ -274,7 +276,7 @@ async def test_cancelled_call_leaves_nothing_running(services) -> None:
 
 
 async def test_model_runs_code_for_a_pro_user_through_the_webhook(make_harness) -> None:
-    h = await make_harness(SANDBOX_TIMEOUT_S="5")
+    h = await make_harness(SANDBOX_TIMEOUT_S="4", SANDBOX_CGROUP=cgroup_name())
     await h.make_user("+2250700000020", mode="pro")
     h.llm.push_tool_calls(("bash_execute", {"command": "python3 -c 'print(6*7)'; cat /etc/shadow"}))
     h.llm.push_text("Le résultat est 42.")
