@@ -1,0 +1,102 @@
+"""VOCAL / VOICE: answers also come as an OGG/Opus voice note on WhatsApp; not offered on SMS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.models import CreditEntry, TurnRecord
+from tests.fakes.speech import FakeSpeech
+from tests.harness import Harness
+from tests.media.conftest import SPEECH_KEY
+
+PHONE = "+2250700000001"
+MakeHarness = Callable[..., Awaitable[Harness]]
+ANSWER = "Une fraction, c'est une part d'un tout : un demi, c'est une part sur deux."
+
+
+async def ffprobe(data: bytes) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "voice"
+        path.write_bytes(data)
+        proc = await asyncio.create_subprocess_exec(
+            "ffprobe", "-v", "error", "-show_format", "-show_streams", "-of", "json", str(path),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return json.loads(out)
+
+
+async def _say(h: Harness, body: str, channel: str = "whatsapp") -> list[str]:
+    before = len(await h.texts_to(PHONE))
+    await h.inbound(PHONE, body, channel=channel)
+    await h.settle()
+    return (await h.texts_to(PHONE))[before:]
+
+
+async def test_vocal_sends_the_answer_with_an_ogg_opus_voice_note(
+    media_harness: MakeHarness, speech: FakeSpeech
+) -> None:
+    h = await media_harness(TTS_VOICE="nova", SPEECH_CHARS_PER_CREDIT="50")
+    user = await h.make_user(PHONE)
+    [on] = await _say(h, "vocal")
+    assert "note vocale" in on
+    assert (await h.user(PHONE)).voice_replies is True  # type: ignore[union-attr]
+
+    h.llm.push_text(ANSWER)
+    sent_before = len(h.twilio.to(PHONE))
+    await _say(h, "C'est quoi une fraction ?")
+    messages = h.twilio.to(PHONE)[sent_before:]
+    assert [m.get("Body", "") for m in messages] == [ANSWER, ""]
+    media_url = messages[-1]["MediaUrl"]
+    [fetched] = [f for f in h.twilio.fetched if f["url"] == media_url]
+    assert fetched["content_type"] == "audio/ogg"  # WhatsApp plays OGG/Opus sent as audio/ogg as a voice note
+    probe = await ffprobe(fetched["body"])
+    assert probe["format"]["format_name"] == "ogg"
+    assert [s["codec_name"] for s in probe["streams"]] == ["opus"]
+    assert float(probe["format"]["duration"]) > 0.3
+
+    [request] = speech.speech_requests
+    assert request["model"] == "tts-1" and request["voice"] == "nova" and request["input"] == ANSWER
+    assert speech.speech_headers[0]["Authorization"] == f"Bearer {SPEECH_KEY}"
+    async with h.services.sessions() as db:
+        [charge] = (await db.scalars(select(CreditEntry).where(CreditEntry.reason == "speech_output"))).all()
+        turn = await db.scalar(select(TurnRecord))
+    assert charge.user_id == user.id and charge.delta == -2  # 74 characters at 50 per credit
+    assert turn is not None and turn.detail["media"]["speech_chars"] == len(ANSWER)
+
+    [off] = await _say(h, "VOICE OFF")
+    assert "seulement en texte" in off
+    h.llm.push_text("Texte seul.")
+    assert await _say(h, "Et un tiers ?") == ["Texte seul."]
+    assert len(speech.speech_requests) == 1
+
+
+async def test_when_speech_fails_the_text_still_goes(media_harness: MakeHarness, speech: FakeSpeech) -> None:
+    h = await media_harness()
+    await h.make_user(PHONE, voice_replies=True)
+    speech.speech_failures.append(503)
+    h.llm.push_text(ANSWER)
+    sent_before = len(h.twilio.to(PHONE))
+    await _say(h, "C'est quoi une fraction ?")
+    messages = h.twilio.to(PHONE)[sent_before:]
+    assert [m.get("Body") for m in messages] == [ANSWER] and "MediaUrl" not in messages[0]
+    async with h.services.sessions() as db:
+        charges = (await db.scalars(select(CreditEntry).where(CreditEntry.reason == "speech_output"))).all()
+    assert charges == []
+
+
+async def test_vocal_is_not_offered_on_sms(media_harness: MakeHarness, speech: FakeSpeech) -> None:
+    h = await media_harness()
+    await h.make_user(PHONE, last_channel="sms")
+    [reply] = await _say(h, "VOCAL", channel="sms")
+    assert "que sur WhatsApp" in reply
+    assert (await h.user(PHONE)).voice_replies is False  # type: ignore[union-attr]
+    assert speech.speech_requests == []
