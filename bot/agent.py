@@ -10,7 +10,10 @@
 Caps (bot.config.Limits): at most `max_iterations` model calls, the last one sent with
 `tool_choice: "none"`; one deadline for the whole turn shared by the model and the tools, with a
 reserve kept for the final answer (near the deadline the loop goes straight to the forced call);
-each tool under min(tool timeout, time left before the reserve). The user always gets text.
+each tool under min(tool timeout, time left before the reserve); at most
+`max_tool_calls_per_response` calls run from one response. With a `Budget`, no model call is made
+that would take the turn's tokens past what the user can pay for (the user is told), and each
+call's tokens are reported as soon as it returns. The user always gets text.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import Limits
+from bot.effects import EffectStore
 from bot.executor import CallOutcome, TurnMemory, complete_outcomes, execute_calls
-from bot.llm import LLMClient, LLMError, LLMResponse
+from bot.llm import ImagesRefused, LLMClient, LLMError, LLMResponse
 from bot.sse import ToolCall, repair_ids
 from bot.toolspec import Tool, ToolContext
-from bot.truncation import fit_context
+from bot.truncation import fit_context, total_tokens
+from bot.untrusted import TurnSources
 
 ANSWERED = "answered"
 FORCED_MAX_ITERATIONS = "forced_max_iterations"
@@ -35,6 +40,7 @@ FORCED_DEADLINE = "forced_deadline"
 PROVIDER_ERROR = "provider_error"
 EMPTY_ANSWER = "empty_answer"
 ABORTED = "aborted"
+OVER_BUDGET = "over_budget"
 
 FALLBACK_TEXT = {
     PROVIDER_ERROR: {
@@ -47,7 +53,16 @@ FALLBACK_TEXT = {
         "fr": "Désolé, je n'ai pas réussi à formuler une réponse. Peux-tu reformuler ta question ?",
         "en": "Sorry, I couldn't put an answer together. Could you rephrase your question?",
     },
+    OVER_BUDGET: {
+        "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qu'il te reste. "
+        "Envoie **ACHETER** pour en obtenir, ou **NOUVEAU** pour repartir d'une conversation "
+        "plus courte, qui coûte moins.",
+        "en": "I have to stop here: going on would cost more than the credits you have left. "
+        "Send **BUY** to get more, or **NEW** to start a shorter conversation, which costs less.",
+    },
 }
+# Tokens an answer is assumed to take when a model call's cost is estimated beforehand.
+COMPLETION_ALLOWANCE = 512
 _DONE: dict[str, Any] = {"type": "_done"}  # the executor finished (put on the event queue)
 DEFAULT_PROGRESS = {"fr": "⏳ Je travaille dessus, un instant…", "en": "⏳ Working on it, one moment…"}
 
@@ -69,6 +84,14 @@ class TurnOutcome:
 
     def detail(self) -> dict[str, Any]:
         return {"iterations": self.iterations, "tools": self.tool_runs}
+
+
+@dataclass
+class Budget:
+    """The most tokens a turn may use (None: no ceiling), and who is told what each call used."""
+
+    tokens: int | None = None
+    spend: Callable[[int], Awaitable[None]] | None = None
 
 
 def _tools_tokens(schemas: Sequence[dict[str, Any]]) -> int:
@@ -106,11 +129,17 @@ async def run_turn(
     on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None,
     taken_ids: set[str] | None = None,
     redact_arguments: Callable[[str, str], str] | None = None,
+    budget: Budget | None = None,
+    effects: EffectStore | None = None,
+    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Runs one turn from `messages` (system prompt, history and the user's message).
 
     `redact_arguments(name, arguments)` rewrites a call's arguments as history keeps them, after
     the tool ran with the real ones (a quiz's answer must not travel again to the model).
+    `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
+    `without_images(messages)` gives the messages with their images replaced by text (OCR): used
+    once, in the same turn, when the provider refuses image input.
     """
     limits = limits or Limits()
     lang = "en" if language == "en" else "fr"
@@ -127,9 +156,12 @@ async def run_turn(
         else {c.get("id", "") for m in messages for c in (m.get("tool_calls") or [])}
     )
     memory = TurnMemory()
+    # Where browse_url may go and whether third-party text was read: what save_memory looks at.
+    sources = TurnSources.for_turn(messages)
     outcome = TurnOutcome(exit_reason=ANSWERED, text="")
     shown: list[str] = []
     progress_sent = False
+    position = 0  # tool calls of this turn so far: the key of a side effect is its position
 
     def ctx_for(call: ToolCall) -> ToolContext:
         if make_context is None:
@@ -157,6 +189,16 @@ async def run_turn(
         shown.append(text)
         return {"type": "text", "text": text}
 
+    def affordable(request: list[dict[str, Any]], with_tools: bool) -> bool:
+        if budget is None or budget.tokens is None:
+            return True
+        estimate = total_tokens(request, tools_tokens if with_tools else 0) + COMPLETION_ALLOWANCE
+        return outcome.total_tokens + estimate <= budget.tokens
+
+    async def spent(resp: LLMResponse) -> None:
+        if budget is not None and budget.spend is not None:
+            await budget.spend(resp.prompt_tokens + resp.completion_tokens)
+
     async def persist(new: list[dict[str, Any]]) -> None:
         outcome.new_messages.extend(new)
         if on_messages is not None:
@@ -177,6 +219,11 @@ async def run_turn(
             if tools and not forced and left <= 2:
                 request = [*history, _steps_left_note(left + 1, lang)]
             request = fit_context(request, context_tokens, tools_tokens)
+            if not affordable(request, bool(schemas)):
+                record(n, None, forced, {"over_budget": True})
+                outcome.exit_reason = OVER_BUDGET
+                yield say(FALLBACK_TEXT[OVER_BUDGET][lang])
+                break
             call_deadline = deadline if forced else deadline - reserve
             try:
                 resp = await llm.chat(
@@ -187,6 +234,11 @@ async def run_turn(
                 )
             except LLMError as exc:
                 record(n, None, forced, {"error": str(exc), "attempts": exc.attempts})
+                if isinstance(exc, ImagesRefused) and without_images is not None:
+                    history = await without_images(history)
+                    without_images = None
+                    n -= 1  # the same step again, with the photos' text instead of the photos
+                    continue
                 if not forced and time.monotonic() >= call_deadline - 0.05:
                     # The model call ran into the reserve: answer with what we have, now.
                     force_now = True
@@ -195,13 +247,20 @@ async def run_turn(
                 yield say(FALLBACK_TEXT[PROVIDER_ERROR][lang])
                 break
             record(n, resp, forced)
+            await spent(resp)
             calls = resp.tool_calls
             if forced and calls:
                 # Asked for text but got tool calls: drop them and ask once more without tools.
                 if not resp.content.strip():
+                    retry = fit_context(history, context_tokens)
+                    if not affordable(retry, False):
+                        outcome.exit_reason = OVER_BUDGET
+                        yield say(FALLBACK_TEXT[OVER_BUDGET][lang])
+                        break
                     try:
-                        resp = await llm.chat(fit_context(history, context_tokens), deadline=deadline)
+                        resp = await llm.chat(retry, deadline=deadline)
                         record(n, resp, True, {"retry_without_tools": True})
+                        await spent(resp)
                     except LLMError as exc:
                         record(n, None, True, {"error": str(exc), "retry_without_tools": True})
                         outcome.exit_reason = PROVIDER_ERROR
@@ -229,12 +288,18 @@ async def run_turn(
             queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
             into: list[CallOutcome | None] = [None] * len(calls)
 
-            def make(call: ToolCall, _queue: asyncio.Queue[dict[str, Any]] = queue) -> ToolContext:
+            shown_images: list[dict[str, Any]] = []  # image parts tools asked the model to see
+
+            def make(call: ToolCall, _queue: asyncio.Queue[dict[str, Any]] = queue,
+                     _images: list[dict[str, Any]] = shown_images) -> ToolContext:
                 ctx = ctx_for(call)
+                ctx.extra["images"] = _images
                 tool = by_name.get(call.name)
 
                 if ctx.progress is None:
                     ctx.progress = _progress_sender(_queue, call.name)
+                if ctx.turn is None:
+                    ctx.turn = sources
                 ctx.extra.setdefault("progress_default", (tool.progress_note or {}) if tool else {})
                 return ctx
 
@@ -249,8 +314,12 @@ async def run_turn(
                     memory=memory,
                     emit=queue.put_nowait,
                     into=into,
+                    max_calls=limits.max_tool_calls_per_response,
+                    effects=effects,
+                    first_position=position,
                 )
             )
+            position += len(calls)
             task.add_done_callback(lambda _task, _queue=queue: _queue.put_nowait(_DONE))
             batch_started = time.monotonic()
             try:
@@ -300,6 +369,10 @@ async def run_turn(
             new = [assistant, *(o.message() for o in outcomes)]
             history.extend(new)
             await persist(new)
+            if shown_images:
+                # Seen in this turn only: history keeps the file reference, never the bytes.
+                note = "[Images requested with read_user_file, in order:]"
+                history.append({"role": "user", "content": [{"type": "text", "text": note}, *shown_images]})
     finally:
         outcome.text = "\n\n".join(shown)
         outcome.latency_ms = int((time.monotonic() - started) * 1000)

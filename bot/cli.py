@@ -1,4 +1,4 @@
-"""The composition root: `python -m bot serve|worker|chat|db upgrade|users set-mode`.
+"""The composition root: `python -m bot serve|worker|chat|db upgrade|users …`.
 
 This module (with bot/__main__.py) is the only part of `bot` that imports `handlers` and the
 modules owning periodic jobs and extra web routes; the rest of `bot` receives them from here.
@@ -14,7 +14,7 @@ import signal
 import sys
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
 
@@ -40,6 +40,9 @@ def registered_jobs() -> list[Any]:
     from bot.tasks import reminder_jobs
 
     jobs += reminder_jobs()
+    from bot.retention import retention_jobs
+
+    jobs += retention_jobs()
     return jobs
 
 
@@ -54,9 +57,11 @@ def registered_routes() -> list[Any]:
 
 def startup_checks(settings: Settings) -> None:
     """Says at start-up what is off, so an operator is not surprised by a missing tool."""
+    from bot import vision
     from bot.sandbox import log_availability
 
     log_availability(settings)
+    vision.log_availability(settings)  # Tesseract and ffmpeg: photos read as text, voice notes
     if settings.browse_allow_private or settings.browse_test_allow:
         log.warning("browse_url may reach private addresses: BROWSE_ALLOW_*_FOR_TESTS is for tests only")
 
@@ -198,44 +203,160 @@ async def _wait_done(services: Any, row_id: int) -> None:
     while True:
         async with services.sessions() as db:
             row = await db.get(InboundMessage, row_id)
-            if row is not None and row.status in ("done", "failed"):
+            # None: erased with its user (SUPPRIMER); delivering/undelivered: handled, see bot.outbound.
+            if row is None or row.status in ("done", "failed", "delivering", "undelivered"):
                 return
         await asyncio.sleep(0.05)
 
 
-async def _set_mode(settings: Settings, phone: str, mode: str) -> int:
-    from sqlalchemy import select
+# --- users: the operator's console -------------------------------------------------------------
 
+
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _no_user(number: str, hint: str = "") -> int:
+    print(f"error: no user with the number {number}{hint}", file=sys.stderr)
+    return 1
+
+
+async def _users(settings: Settings, args: argparse.Namespace) -> int:
+    """`users …`: every argument is checked before the database is touched (exit 2, nothing changed)."""
+    from bot.accounts import AccountError
     from bot.inbound import normalise_phone
-    from bot.models import User
     from bot.services import build_services
 
-    number = normalise_phone(phone)
+    number = normalise_phone(args.phone)
     if number is None:
-        print(f"error: {phone!r} is not a phone number with its country code", file=sys.stderr)
-        return 2
+        return _usage_error(f"{args.phone!r} is not a phone number with its country code "
+                            "(e.g. +2250700000001)")
+    if args.users_command == "credit":
+        if args.amount == 0:
+            return _usage_error("N must be a whole number other than 0 (negative takes credits back)")
+        if args.reason is not None and not 0 < len(args.reason.strip()) <= 200:
+            return _usage_error("--reason must be 1 to 200 characters")
+    command = {"set-mode": _users_set_mode, "credit": _users_credit, "show": _users_show,
+               "export": _users_export, "forget": _users_forget}[args.users_command]
     services = await build_services(settings)
     try:
-        async with services.sessions() as db:
-            user = await db.scalar(select(User).where(User.phone == number))
-            if user is None:
-                print(f"error: no user with the number {number}", file=sys.stderr)
-                return 1
-            user.mode = mode
-            user.onboarding_step = None
-            if mode == "pro":
-                user.role = "pro"
-            elif mode == "child" and user.role not in ("student", "parent"):
-                user.role = "student"
-            await db.commit()
-        print(f"{number}: mode {mode}")
-        return 0
+        return await command(services, number, args)
+    except AccountError as exc:
+        return _usage_error(str(exc))
     finally:
         await services.close()
 
 
+async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) -> int:
+    from sqlalchemy.exc import IntegrityError
+
+    from bot import accounts
+
+    for attempt in range(2):
+        try:
+            async with services.sessions() as db:
+                user, created, granted = await accounts.enrol(
+                    db, number, args.mode, services.settings.signup_credits, services.clock())
+                await db.commit()
+            break
+        except IntegrityError:
+            if attempt:  # the number was created by its own first message at that very moment
+                raise
+    what = [f"{number}: mode {user.mode}, role {user.role or '-'}"]
+    if created:
+        what.append("new user, ready to use")
+    if granted is not None:
+        what.append(f"signup credits +{services.settings.signup_credits}")
+    what.append(f"balance {granted if granted is not None else user.credit_balance}")
+    print("; ".join(what))
+    return 0
+
+
+async def _users_credit(services: Any, number: str, args: argparse.Namespace) -> int:
+    from bot import accounts
+
+    async with services.sessions() as db:
+        user = await accounts.find_user(db, number)
+        if user is None:
+            return _no_user(number, " (enrol it first: users set-mode PHONE guest|child|pro)")
+        applied, balance = await accounts.credit(db, user, args.amount, args.reason and args.reason.strip())
+        await db.commit()
+    if applied == 0:
+        print("warning: nothing taken back: the balance is already 0 (it never goes below 0)",
+              file=sys.stderr)
+    elif applied != args.amount:
+        print(f"warning: only {-applied} of the {-args.amount} credits were taken back: a balance never "
+              "goes below 0", file=sys.stderr)
+    print(f"{number}: {applied:+d} credit{'s' if abs(applied) != 1 else ''}; balance {balance}")
+    return 0
+
+
+async def _users_show(services: Any, number: str, args: argparse.Namespace) -> int:
+    import json
+
+    from bot import accounts
+
+    async with services.sessions() as db:
+        user = await accounts.find_user(db, number)
+        if user is None:
+            return _no_user(number)
+        info = await accounts.describe(db, user)
+    print(json.dumps(info, ensure_ascii=False, indent=2, default=str) if args.json
+          else accounts.describe_text(info))
+    return 0
+
+
+async def _users_export(services: Any, number: str, args: argparse.Namespace) -> int:
+    import json
+
+    from bot import accounts
+
+    async with services.sessions() as db:
+        user = await accounts.find_user(db, number)
+        if user is None:
+            return _no_user(number)
+        document = await accounts.export(db, user, services.clock())
+    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
+    return 0
+
+
+async def _users_forget(services: Any, number: str, args: argparse.Namespace) -> int:
+    from bot import accounts
+
+    try:
+        report = await accounts.forget_number(services, number)
+    except accounts.AccountBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not report.anything:
+        return _no_user(number, "; nothing kept about it")
+    deleted = ", ".join(f"{n} {name}" for name, n in sorted(report.deleted.items()) if n) or "no rows"
+    who = f"user {report.user_id}" if report.user_id is not None else "no user, only records of the number"
+    print(f"{number}: erased ({who}): {deleted}; {report.files_deleted} stored file(s) deleted")
+    redacted = ", ".join(f"{n} {table}" for table, n in sorted(report.redacted.items()) if n)
+    if redacted:
+        print(f"  number removed from other people's records: {redacted}")
+    if report.kept:
+        print("  kept for accounting, now on anonymous placeholder user "
+              f"{report.placeholder_id}: " + ", ".join(f"{n} {k}" for k, n in report.kept.items())
+              + (f"; {report.written_off} unused credits written off" if report.written_off else ""))
+    if report.files_left:
+        print(f"error: {len(report.files_left)} stored file(s) could not be deleted: "
+              + ", ".join(report.files_left), file=sys.stderr)
+        return 1
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """A wrong argument is one clear line and exit code 2 (scripts read it; no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bot", description="Deblo bot")
+    parser = _Parser(prog="python -m bot", description="Deblo bot")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="web server (and the workers, without REDIS_URL)")
     serve.add_argument("--workers", type=int, default=None,
@@ -248,11 +369,22 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply the migrations")
-    users = sub.add_parser("users", help="users")
+    users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget")
     users_sub = users.add_subparsers(dest="users_command", required=True)
-    set_mode = users_sub.add_parser("set-mode", help="set a user's mode")
-    set_mode.add_argument("phone")
+    set_mode = users_sub.add_parser("set-mode", help="enrol a number (ready to use) or change its mode")
+    set_mode.add_argument("phone", help="with its country code, e.g. +2250700000001")
     set_mode.add_argument("mode", choices=("guest", "child", "pro"))
+    credit = users_sub.add_parser("credit", help="add N credits through the ledger (negative N takes back)")
+    credit.add_argument("phone")
+    credit.add_argument("amount", metavar="N", type=int)
+    credit.add_argument("--reason", default=None, help="why, kept with the ledger row")
+    show = users_sub.add_parser("show", help="profile, mode, balance, activity, delivery state, links")
+    show.add_argument("phone")
+    show.add_argument("--json", action="store_true")
+    export = users_sub.add_parser("export", help="everything kept about the person, as JSON on stdout")
+    export.add_argument("phone")
+    forget = users_sub.add_parser("forget", help="erase the person (the anonymised ledger stays)")
+    forget.add_argument("phone")
     return parser
 
 
@@ -265,7 +397,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup(settings.log_level)
         asyncio.run(_serve(settings, args.workers))
     elif args.command == "worker":
-        settings = _settings()
+        # Workers sign file links that `serve` checks: they need the same SECRET_KEY.
+        settings = _settings(("SECRET_KEY",))
         logs.setup(settings.log_level)
         if settings.single_process:
             print("error: a separate worker needs REDIS_URL (without it, `serve` runs the workers itself); "
@@ -285,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("database is up to date")
     elif args.command == "users":
         settings = _settings()
-        logs.setup(settings.log_level)
-        return asyncio.run(_set_mode(settings, args.phone, args.mode))
+        # Only problems on stderr: stdout may be a JSON document (show --json, export).
+        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+        return asyncio.run(_users(settings, args))
     return 0

@@ -6,6 +6,7 @@ Every error names the variable at fault so that an operator can fix it without r
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,6 +27,7 @@ REQUIRED_FOR_SERVE = (
     "TWILIO_ACCOUNT_SID",
     "TWILIO_AUTH_TOKEN",
     "LLM_API_KEY",
+    "SECRET_KEY",
 )
 
 
@@ -38,6 +40,8 @@ class Limits:
     turn_timeout_s: float = 180.0
     final_answer_reserve_s: float = 20.0
     progress_note_after_s: float = 8.0
+    # Calls run from one model response; the others get a result saying they were not run.
+    max_tool_calls_per_response: int = 8
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class Settings:
     signup_credits: int
     tokens_per_credit: int
     guest_daily_messages: int
+    notice_interval_s: int  # at most one "no credits" / "guest limit" notice per user per interval
     bonus_max_awards_per_day: int
     bonus_max_credits_per_day: int
     quiz_ttl_s: int
@@ -117,10 +122,18 @@ class Settings:
     sandbox_workspace_mb: int = 64
     sandbox_uid: int = 65534  # who the sandbox runs as when the bot runs as root
     sandbox_concurrency: int = 4
+    # Memory of all sandboxes together (a parent control group); fewer run at once when it is small.
+    sandbox_total_memory_mb: int = 2048
+    sandbox_shm_mb: int = 16  # the size of the sandbox's /dev/shm
+    sandbox_cpus: float = 1.0  # CPU quota per sandbox
+    sandbox_limiter: str = "auto"  # auto | cgroup2 | cgroup1 | rlimits (per-process limits only)
+    sandbox_cgroup: str = "deblo-sandbox"  # name of the parent control group
     # Credit packs: (credits, price in PAYMENT_CURRENCY), offered in this order.
     credit_packs: tuple[tuple[int, int], ...] = ((100, 500), (250, 1000), (600, 2000))
     payment_currency: str = "XOF"
     payment_timeout_s: float = 20.0
+    # How far below zero a turn may take a balance: a turn stops calling the model before it would.
+    turn_overdraft_credits: int = 5
     # LLM retries (429, 5xx, connection errors before anything was streamed).
     llm_max_retries: int = 2
     llm_retry_base_s: float = 0.5
@@ -133,7 +146,48 @@ class Settings:
     twilio_backoff_s: float = 0.5
     twilio_timeout_s: float = 15.0
     jobs_enabled: bool = True
+    # Proactive sends (reminders, summaries, parents' digests): retries of a failed send (bot.scheduler).
+    scheduled_send_attempts: int = 5
+    scheduled_send_backoff_s: float = 60.0
+    scheduled_send_claim_s: float = 300.0
+    # The outbox (bot.outbound): a reply Twilio did not take is retried in the background with
+    # backoff from OUTBOX_BACKOFF_S doubling up to OUTBOX_BACKOFF_MAX_S, for at most OUTBOX_MAX_AGE_S.
+    outbox_backoff_s: float = 2.0
+    outbox_backoff_max_s: float = 300.0
+    outbox_max_age_s: float = 86400.0
+    outbox_poll_s: float = 1.0
+    # The inbound spool (bot.spool): a webhook not stored within SPOOL_AFTER_S (database down) is
+    # kept in DATA_DIR/spool and replayed every SPOOL_REPLAY_S; beyond SPOOL_MAX_BYTES, 503.
+    spool_after_s: float = 5.0
+    spool_replay_s: float = 2.0
+    spool_max_bytes: int = 100 * 1024 * 1024
+    parent_digest_hour: int = 7  # local hour of a parent's daily digest of their children's tasks
+    max_open_tasks: int = 50  # open tasks one user may have; create_task refuses more (bot.tasks)
+    # Messages, inbound payloads, outbound rows, tool effects and files older than this are purged
+    # (bot.retention); the credit ledger is kept.
+    retention_days: int = 365
+    # Outbound (bot.outbound, bot.links): links a person opens later (SMS, e-mail, template) last
+    # longer than the WhatsApp media links Twilio fetches at once (file_link_ttl_s).
+    file_link_sms_ttl_s: int = 7 * 86400
+    twilio_template_link_variable: str = ""  # the template variable that takes a file link, if any
+    delivery_block_after: int = 3  # consecutive permanent failures before proactive sends stop
     redis_key_prefix: str = "deblo:"
+    # Photos and voice notes (bot.vision, bot.speech); "" base URLs and keys mean the LLM's.
+    llm_vision: bool = True
+    llm_vision_model: str = ""
+    transcribe_base_url: str = ""
+    transcribe_api_key: str = field(default="", repr=False)
+    transcribe_model: str = "whisper-1"
+    transcribe_max_seconds: int = 180
+    tts_base_url: str = ""
+    tts_api_key: str = field(default="", repr=False)
+    tts_model: str = "tts-1"
+    tts_voice: str = "alloy"
+    speech_timeout_s: float = 60.0
+    # Rates: credits per image the model sees, audio seconds and spoken characters per credit.
+    image_input_credits: int = 1
+    audio_seconds_per_credit: int = 60
+    speech_chars_per_credit: int = 500
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -177,6 +231,95 @@ def _url(env: Mapping[str, str], name: str, default: str = "") -> str:
     if raw and not raw.startswith(("http://", "https://")):
         raise ConfigError(f"{name} must start with http:// or https://, got {raw!r}")
     return raw
+
+
+def _scheduled_sends(env: Mapping[str, str]) -> dict[str, float]:
+    """SCHEDULED_SEND_ATTEMPTS / _BACKOFF_S / _CLAIM_S and PARENT_DIGEST_HOUR, checked."""
+    attempts = _int(env, "SCHEDULED_SEND_ATTEMPTS", 5)
+    backoff = _float(env, "SCHEDULED_SEND_BACKOFF_S", 60.0)
+    claim = _float(env, "SCHEDULED_SEND_CLAIM_S", 300.0)
+    hour = _int(env, "PARENT_DIGEST_HOUR", 7)
+    if attempts < 1:
+        raise ConfigError(f"SCHEDULED_SEND_ATTEMPTS must be 1 or more, got {attempts}")
+    if backoff < 0 or claim <= 0:
+        raise ConfigError("SCHEDULED_SEND_BACKOFF_S must be 0 or more and SCHEDULED_SEND_CLAIM_S more than 0")
+    if not 0 <= hour <= 23:
+        raise ConfigError(f"PARENT_DIGEST_HOUR must be an hour from 0 to 23, got {hour}")
+    return {"scheduled_send_attempts": attempts, "scheduled_send_backoff_s": backoff,
+            "scheduled_send_claim_s": claim, "parent_digest_hour": hour}
+
+
+def _outbound(env: Mapping[str, str]) -> dict[str, object]:
+    """FILE_LINK_SMS_TTL_S, TWILIO_TEMPLATE_LINK_VARIABLE and DELIVERY_BLOCK_AFTER, checked."""
+    ttl = _int(env, "FILE_LINK_SMS_TTL_S", 7 * 86400)
+    variable = env.get("TWILIO_TEMPLATE_LINK_VARIABLE", "").strip()
+    block_after = _int(env, "DELIVERY_BLOCK_AFTER", 3)
+    if ttl <= 0:
+        raise ConfigError(f"FILE_LINK_SMS_TTL_S must be more than 0 seconds, got {ttl}")
+    # Variable 1 carries the message text; a Content API variable key is at most 16 characters.
+    if variable and (variable == "1" or len(variable) > 16 or not variable.isalnum()):
+        raise ConfigError("TWILIO_TEMPLATE_LINK_VARIABLE must be a template variable other than 1 "
+                          f"(letters or digits, at most 16), got {variable!r}")
+    if block_after < 1:
+        raise ConfigError(f"DELIVERY_BLOCK_AFTER must be 1 or more, got {block_after}")
+    return {"file_link_sms_ttl_s": ttl, "twilio_template_link_variable": variable,
+            "delivery_block_after": block_after}
+
+
+def _media(env: Mapping[str, str], llm_base_url: str, llm_api_key: str, llm_model: str) -> dict[str, object]:
+    """LLM_VISION*, TRANSCRIBE_*, TTS_* and the media rates, checked; URLs and keys default to the LLM's."""
+    vision = env.get("LLM_VISION", "on").strip().lower() or "on"
+    if vision not in ("on", "off", "true", "false", "1", "0", "yes", "no"):
+        raise ConfigError(f"LLM_VISION must be on or off, got {vision!r}")
+    values: dict[str, object] = {
+        "llm_vision": vision in ("on", "true", "1", "yes"),
+        "llm_vision_model": env.get("LLM_VISION_MODEL", "").strip() or llm_model,
+        "transcribe_base_url": _url(env, "TRANSCRIBE_BASE_URL") or llm_base_url,
+        "transcribe_api_key": env.get("TRANSCRIBE_API_KEY", "").strip() or llm_api_key,
+        "transcribe_model": env.get("TRANSCRIBE_MODEL", "").strip() or "whisper-1",
+        "transcribe_max_seconds": _at_least(env, "TRANSCRIBE_MAX_SECONDS", 180, 1),
+        "tts_base_url": _url(env, "TTS_BASE_URL") or llm_base_url,
+        "tts_api_key": env.get("TTS_API_KEY", "").strip() or llm_api_key,
+        "tts_model": env.get("TTS_MODEL", "").strip() or "tts-1",
+        "tts_voice": env.get("TTS_VOICE", "").strip() or "alloy",
+        "speech_timeout_s": _float(env, "SPEECH_TIMEOUT_S", 60.0),
+        "image_input_credits": _at_least(env, "IMAGE_INPUT_CREDITS", 1, 0),
+        "audio_seconds_per_credit": _at_least(env, "AUDIO_SECONDS_PER_CREDIT", 60, 1),
+        "speech_chars_per_credit": _at_least(env, "SPEECH_CHARS_PER_CREDIT", 500, 1),
+    }
+    return values
+
+
+def _outbox_and_spool(env: Mapping[str, str]) -> dict[str, float]:
+    """OUTBOX_* and SPOOL_* settings, each more than 0."""
+    values: dict[str, float] = {}
+    for name, default in (("OUTBOX_BACKOFF_S", 2.0), ("OUTBOX_BACKOFF_MAX_S", 300.0),
+                          ("OUTBOX_MAX_AGE_S", 86400.0), ("OUTBOX_POLL_S", 1.0), ("SPOOL_AFTER_S", 5.0),
+                          ("SPOOL_REPLAY_S", 2.0)):
+        value = _float(env, name, default)
+        if value <= 0:
+            raise ConfigError(f"{name} must be more than 0, got {value}")
+        values[name.lower()] = value
+    values["spool_max_bytes"] = _at_least(env, "SPOOL_MAX_BYTES", 100 * 1024 * 1024, 4096)
+    return values
+
+
+def _at_least(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    value = _int(env, name, default)
+    if value < minimum:
+        raise ConfigError(f"{name} must be {minimum} or more, got {value}")
+    return value
+
+
+def _secret_key(env: Mapping[str, str]) -> str:
+    """SECRET_KEY signs file links and must be the bot's own: never the Twilio auth token, which
+    Twilio and whoever manages the Twilio account also know. Without it (the `chat` command), a
+    random key of this process only: its links are not meant to outlive it."""
+    key = env.get("SECRET_KEY", "").strip()
+    if key and key == env.get("TWILIO_AUTH_TOKEN", "").strip():
+        raise ConfigError("SECRET_KEY must be its own secret, not the value of TWILIO_AUTH_TOKEN: "
+                          "set a long random value (e.g. `openssl rand -hex 32`)")
+    return key or secrets.token_hex(32)
 
 
 def _credit_packs(env: Mapping[str, str]) -> tuple[tuple[int, int], ...]:
@@ -234,12 +377,16 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
     if smtp_security not in ("starttls", "tls", "none"):
         raise ConfigError(f"SMTP_SECURITY must be starttls, tls or none, got {smtp_security!r}")
     port = _int(env, "PORT", 8080)
+    notice_interval_s = _int(env, "NOTICE_INTERVAL_S", 3600)
+    if notice_interval_s < 0:
+        raise ConfigError(f"NOTICE_INTERVAL_S must be 0 or more seconds, got {notice_interval_s}")
     limits = Limits(
         max_iterations=_int(env, "AGENT_MAX_ITERATIONS", 10),
         tool_timeout_s=_float(env, "AGENT_TOOL_TIMEOUT_S", 60.0),
         turn_timeout_s=_float(env, "AGENT_TURN_TIMEOUT_S", 180.0),
         final_answer_reserve_s=_float(env, "AGENT_FINAL_RESERVE_S", 20.0),
         progress_note_after_s=_float(env, "AGENT_PROGRESS_NOTE_AFTER_S", 8.0),
+        max_tool_calls_per_response=_at_least(env, "MAX_TOOL_CALLS_PER_RESPONSE", 8, 1),
     )
     return Settings(
         data_dir=data_dir,
@@ -267,10 +414,12 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         outbound_part_wait_s=_float(env, "OUTBOUND_PART_WAIT_S", 3.0),
         media_max_bytes=_int(env, "MEDIA_MAX_BYTES", 16 * 1024 * 1024),
         file_link_ttl_s=_int(env, "FILE_LINK_TTL_S", 3600),
-        secret_key=env.get("SECRET_KEY", "").strip() or env.get("TWILIO_AUTH_TOKEN", "dev-secret"),
+        secret_key=_secret_key(env),
         signup_credits=_int(env, "SIGNUP_CREDITS", 50),
         tokens_per_credit=_int(env, "TOKENS_PER_CREDIT", 2000),
+        turn_overdraft_credits=_at_least(env, "TURN_OVERDRAFT_CREDITS", 5, 0),
         guest_daily_messages=_int(env, "GUEST_DAILY_MESSAGES", 10),
+        notice_interval_s=notice_interval_s,
         bonus_max_awards_per_day=_int(env, "BONUS_MAX_AWARDS_PER_DAY", 3),
         bonus_max_credits_per_day=_int(env, "BONUS_MAX_CREDITS_PER_DAY", 10),
         quiz_ttl_s=_int(env, "QUIZ_TTL_S", 3600),
@@ -315,6 +464,11 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         sandbox_workspace_mb=_int(env, "SANDBOX_WORKSPACE_MB", 64),
         sandbox_uid=_int(env, "SANDBOX_UID", 65534),
         sandbox_concurrency=_int(env, "SANDBOX_CONCURRENCY", 4),
+        sandbox_total_memory_mb=_int(env, "SANDBOX_TOTAL_MEMORY_MB", 2048),
+        sandbox_shm_mb=_int(env, "SANDBOX_SHM_MB", 16),
+        sandbox_cpus=_float(env, "SANDBOX_CPUS", 1.0),
+        sandbox_limiter=env.get("SANDBOX_LIMITER", "").strip().lower() or "auto",
+        sandbox_cgroup=env.get("SANDBOX_CGROUP", "").strip() or "deblo-sandbox",
         credit_packs=_credit_packs(env),
         payment_currency=env.get("PAYMENT_CURRENCY", "").strip().upper() or "XOF",
         payment_timeout_s=_float(env, "PAYMENT_TIMEOUT_S", 20.0),
@@ -328,6 +482,13 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         twilio_backoff_s=_float(env, "TWILIO_BACKOFF_S", 0.5),
         twilio_timeout_s=_float(env, "TWILIO_TIMEOUT_S", 15.0),
         jobs_enabled=_bool(env, "JOBS_ENABLED", True),
+        max_open_tasks=_at_least(env, "MAX_OPEN_TASKS", 50, 1),
+        retention_days=_at_least(env, "RETENTION_DAYS", 365, 1),
+        **_scheduled_sends(env),
+        **_outbox_and_spool(env),
+        **_outbound(env),
+        **_media(env, _url(env, "LLM_BASE_URL", OPENROUTER_API), env.get("LLM_API_KEY", "").strip(),
+                 env.get("LLM_MODEL", "").strip() or "openai/gpt-4o-mini"),
         redis_key_prefix=env.get("REDIS_KEY_PREFIX", "").strip() or "deblo:",
         extra={k: v for k, v in env.items() if k.startswith("DEBLO_")},
     )
@@ -336,5 +497,5 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
 def describe(settings: Settings) -> dict[str, object]:
     """Settings safe to log: secrets are left out."""
     hidden = {"twilio_auth_token", "llm_api_key", "smtp_password", "tavily_api_key", "jina_api_key",
-              "payment_secret", "secret_key", "extra"}
+              "payment_secret", "secret_key", "extra", "transcribe_api_key", "tts_api_key"}
     return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name not in hidden}

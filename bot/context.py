@@ -30,7 +30,12 @@ class Incoming:
         """French first, English for users who chose it."""
         return en if self.lang == "en" else fr
 
-    async def reply(self, text: str = "", *, media: UserFile | None = None, kind: str = "reply") -> None:
+    async def reply(self, text: str = "", *, media: UserFile | None = None, kind: str = "reply") -> Any:
+        """Sends to this user on this channel; returns the outbound result (bot.outbound.SendResult)."""
         from bot.outbound import send_to_user  # late: outbound imports this module's types
 
-        await send_to_user(self.services, self.user, text=text, media=media, channel=self.channel, kind=kind)
+        prefix = self.extra.pop("reply_prefix", "") if text.strip() else ""
+        if prefix:  # the first reply to a voice note starts with what was heard
+            text = f"{prefix}\n\n{text}"
+        return await send_to_user(self.services, self.user, text=text, media=media, channel=self.channel,
+                                  kind=kind)

@@ -6,13 +6,19 @@ asked for (a payment webhook delivered twice, a turn retried after a crash).
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.models import CreditEntry, User
+from bot.agent import Budget
+from bot.config import Settings
+from bot.models import CreditEntry, InboundMessage, User
+
+log = logging.getLogger(__name__)
 
 
 async def apply(
@@ -74,20 +80,87 @@ def turn_cost(total_tokens: int, tokens_per_credit: int) -> int:
 
 
 async def charge_turn(
-    db: AsyncSession, user_id: int, total_tokens: int, tokens_per_credit: int, ref: str | None
+    db: AsyncSession,
+    user_id: int,
+    total_tokens: int,
+    tokens_per_credit: int,
+    ref: str | None,
+    *,
+    overdraft: int = 0,
+    already_charged: int = 0,
 ) -> tuple[int, int | None]:
-    """Charges a turn's token usage once per `ref`: (credits charged, new balance or None if seen).
+    """Charges what a turn spent beyond `already_charged`: (credits charged, new balance or None).
 
-    The charge never takes the balance below zero: a turn that was allowed to start is paid with
-    what is left, and the next message is refused until the user buys credits.
+    The charge is what was spent, and may take the balance below zero down to `-overdraft`, not
+    further: the turn's budget stops it before that, so a charge cut at the floor means a model
+    call used far more than estimated, and it is logged as such. Once per `ref`.
     """
-    cost = turn_cost(total_tokens, tokens_per_credit)
+    due = turn_cost(total_tokens, tokens_per_credit) - already_charged
+    if due <= 0:
+        return 0, None
     current = await balance(db, user_id)
-    charged = min(cost, max(0, current))
+    charged = min(due, max(0, current + max(0, overdraft)))
+    if charged < due:
+        log.warning(
+            "a turn spent more than the balance and overdraft allow",
+            extra={"user_id": user_id, "tokens": total_tokens, "due": due, "charged": charged,
+                   "uncharged": due - charged},
+        )
     if charged == 0:
         return 0, current
     new_balance = await apply(db, user_id, -charged, "usage", ref)
     return (charged if new_balance is not None else 0), new_balance
+
+
+@dataclass
+class TurnMeter:
+    """Charges a turn as it spends, after each model call, so that a turn cut short (a crash, even
+    after it replied) is paid for what it used; and says how many tokens the turn may still use."""
+
+    user_id: int
+    tokens_per_credit: int
+    overdraft: int
+    ceiling_tokens: int  # what the balance and the overdraft pay for, at the start of the turn
+    ref: str | None  # "turn:<inbound id>:<attempt>": each run of a message's turn pays its own use
+    tokens: int = 0
+    charged: int = 0
+
+    async def spend(self, db: AsyncSession, tokens: int) -> None:
+        self.tokens += max(0, tokens)
+        cost = turn_cost(self.tokens, self.tokens_per_credit)
+        if cost <= self.charged:
+            return
+        ref = f"{self.ref}:{cost}" if self.ref else None
+        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, ref,
+                                     overdraft=self.overdraft, already_charged=self.charged)
+        # What could not be taken (the overdraft floor) is not asked again at the next call.
+        self.charged = cost
+        if taken:
+            await db.commit()
+
+
+async def open_meter(
+    db: AsyncSession, user_id: int, tokens_per_credit: int, overdraft: int, ref: str | None
+) -> TurnMeter:
+    current = await balance(db, user_id)
+    per = max(1, tokens_per_credit)
+    return TurnMeter(user_id, per, max(0, overdraft), max(0, current + max(0, overdraft)) * per, ref)
+
+
+async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
+                      settings: Settings) -> Budget | None:
+    """The budget of one agent turn, charged to the ledger as the turn spends (None for guests,
+    who are served within their daily allowance and not charged)."""
+    if (user.mode or "guest") == "guest":
+        return None
+    # The attempt keeps the refs of a re-run apart from those of the run it replaces.
+    ref = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
+    meter = await open_meter(db, user.id, settings.tokens_per_credit, settings.turn_overdraft_credits, ref)
+
+    async def spend(tokens: int) -> None:
+        await meter.spend(db, tokens)
+
+    return Budget(meter.ceiling_tokens, spend)
 
 
 async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:

@@ -5,6 +5,9 @@ happens: unknown tool, tool not allowed in the user's mode, arguments that are n
 repair is tried first) or do not fit the schema, a timeout, an exception. Calls run concurrently
 unless a tool is `exclusive`; results come back in call order. A side-effect tool asked again with
 the same arguments in the same turn is not run twice: the model gets the earlier result, marked.
+Past `max_calls` calls in one response, the others are not run and their results say so. With an
+`EffectStore`, each side-effect call is keyed by its position in the turn (bot.effects): a re-run
+of the turn gets the stored result instead of doing it again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import jsonschema
 
+from bot.effects import DONE, Earlier, EffectStore
 from bot.sse import ToolCall
 from bot.toolspec import Tool, ToolContext, tool_error
 from bot.truncation import truncate_result
@@ -34,7 +38,9 @@ EventSink = Callable[[dict[str, Any]], None]
 class CallOutcome:
     call: ToolCall  # as stored in history: arguments are valid JSON ("{}" when they were not)
     result: dict[str, Any]
-    status: str  # ok | error | invalid_args | unknown | not_allowed | timeout | duplicate | skipped
+    # ok | error | invalid_args | unknown | not_allowed | timeout | duplicate | skipped | over_limit
+    # | replayed (done by an earlier run of the turn) | interrupted (an earlier run was cut short in it)
+    status: str
     duration_ms: int = 0
 
     def message(self) -> dict[str, Any]:
@@ -128,11 +134,15 @@ async def execute_calls(
     memory: TurnMemory,
     emit: EventSink | None = None,
     into: list[CallOutcome | None] | None = None,
+    max_calls: int | None = None,
+    effects: EffectStore | None = None,
+    first_position: int = 0,
 ) -> list[CallOutcome]:
     """Runs the calls; returns one outcome per call, in the order of `calls`.
 
     `into` (one None per call) is filled as outcomes arrive, so that a caller that aborts the run
     keeps the results already obtained and completes the others with `complete_outcomes`.
+    `first_position` is the position in the turn of the first of these calls (for `effects`).
     """
     emit = emit or (lambda _event: None)
     outcomes: list[CallOutcome | None] = into if into is not None else [None] * len(calls)
@@ -142,6 +152,9 @@ async def execute_calls(
     for i, call in enumerate(calls):
         args, parse_error = parse_arguments(call.arguments)
         stored = replace(call, arguments=json.dumps(args, ensure_ascii=False) if args is not None else "{}")
+        if max_calls is not None and i >= max_calls:
+            outcomes[i] = _over_limit(stored, max_calls, len(calls))
+            continue
         tool = tools.get(call.name)
         if tool is None:
             if call.name in known_names:
@@ -197,7 +210,11 @@ async def execute_calls(
         runnable.append((i, tool, args, stored))
 
     async def run_one(i: int, tool: Tool, args: dict[str, Any], call: ToolCall) -> None:
-        outcomes[i] = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
+        if effects is not None and tool.side_effects:
+            outcomes[i] = await _run_keyed(effects, effects.key(first_position + i, tool.name),
+                                           tool, args, call, make_context, timeout_s, emit)
+        else:
+            outcomes[i] = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
         if tool.side_effects:
             memory.side_effect_results[_key(tool.name, args)] = outcomes[i].result  # type: ignore[union-attr]
 
@@ -237,6 +254,58 @@ def _duplicate(stored: ToolCall, earlier: dict[str, Any]) -> CallOutcome:
     )
 
 
+async def _run_keyed(
+    effects: EffectStore, key: str, tool: Tool, args: dict[str, Any], call: ToolCall,
+    make_context: Callable[[ToolCall], ToolContext], timeout_s: float, emit: EventSink,
+) -> CallOutcome:
+    """Runs a side-effect call once per key: claimed before, its result stored after."""
+    try:
+        earlier = await effects.claim(key, tool.name)
+    except Exception:
+        log.exception("could not record a tool call before running it", extra={"effect_key": key})
+        return CallOutcome(call, tool_error(
+            "the tool was not run: the bot could not record it safely; try again later",
+            code="not_recorded"), "error")
+    if earlier is not None and not (earlier.status != DONE and tool.effect_in_transaction):
+        return _from_earlier(call, earlier)
+    # New, or cut short in a tool that stores its key with its effect: nothing was done, run it.
+    ctx = make_context(call)
+    ctx.effect_key = key
+    outcome = await _run_tool(tool, args, call, ctx, timeout_s, emit)
+    await effects.finish(key, outcome.result)
+    return outcome
+
+
+def _over_limit(stored: ToolCall, limit: int, total: int) -> CallOutcome:
+    return CallOutcome(
+        stored,
+        tool_error(
+            f"not run: at most {limit} tool calls from one response are run, and this response had "
+            f"{total}. Ask for this call again in your next step if it is still needed.",
+            code="too_many_calls",
+        ),
+        "over_limit",
+    )
+
+
+def _from_earlier(call: ToolCall, earlier: Earlier) -> CallOutcome:
+    """The outcome of a call an earlier run of this turn already made (see bot.effects)."""
+    if earlier.status == DONE and earlier.result is not None:
+        note = ("already done when this message was handled before an interruption; not done again "
+                "(this is the result from then)")
+        return CallOutcome(call, {**earlier.result, "note": note}, "replayed")
+    return CallOutcome(
+        call,
+        tool_error(
+            "not run again: this action was started before an interruption and may already have been "
+            "done. It is not repeated, so that it is not done twice; tell the user, who can ask again "
+            "if it is missing.",
+            code="interrupted",
+        ),
+        "interrupted",
+    )
+
+
 def _missing(call: ToolCall) -> CallOutcome:
     args, _ = parse_arguments(call.arguments)
     stored = replace(call, arguments=json.dumps(args, ensure_ascii=False) if args is not None else "{}")
@@ -259,9 +328,12 @@ async def _run_tool(
     try:
         if timeout_s <= 0:
             raise TimeoutError
+        if tool.untrusted_source and ctx.turn is not None:
+            ctx.turn.note_read(tool.name)  # before it runs: what it returns is in the turn, even an error
         async with asyncio.timeout(timeout_s):
             raw = await tool.run(ctx, args)
-        result = truncate_result(tool.name, raw if raw is not None else {"success": True})
+        result = truncate_result(tool.name, raw if raw is not None else {"success": True},
+                                 tool.untrusted_source)
         if isinstance(result, dict) and result.get("success") is False:
             status = "error"
     except TimeoutError:

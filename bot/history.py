@@ -148,3 +148,15 @@ async def user_message_saved(db: AsyncSession, conversation_id: int, inbound_id:
         .limit(1)
     )
     return found is not None
+
+
+async def tool_calls_saved(db: AsyncSession, conversation_id: int, inbound_id: int) -> int:
+    """How many tool calls this inbound message's turn saved so far (earlier runs of the turn)."""
+    rows = await db.scalars(
+        select(Message.tool_calls).where(
+            Message.conversation_id == conversation_id,
+            Message.inbound_id == inbound_id,
+            Message.role == "assistant",
+        )
+    )
+    return sum(len(calls) for calls in rows if calls)

@@ -296,12 +296,23 @@ class InboundWriter:
             user.display_name = values.get("display_name", user.display_name)
             self._remember(user)
 
+    async def _reset_delivery_health(self, conn: AsyncConnection, user_ids: list[int]) -> None:
+        """A message from the user proves the number works: proactive sends to it resume."""
+        users = User.__table__
+        await conn.execute(
+            update(users)
+            .where(users.c.id.in_(user_ids),
+                   or_(users.c.delivery_failures != 0, users.c.delivery_blocked_at.is_not(None)))
+            .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None)
+        )
+
     # --- messages ------------------------------------------------------------------------------
     async def _write(self, batch: list[_Pending]) -> list[tuple[int, int | None]]:
         inbound = InboundMessage.__table__
         conn = await self._connection()
         async with conn.begin():
             users = await self._resolve(conn, batch)
+            await self._reset_delivery_health(conn, sorted({u.id for u in users}))
             rows = [
                 {"message_sid": i.params.message_sid, "user_id": u.id, "channel": i.params.channel,
                  "from_addr": i.params.from_addr, "to_addr": i.params.to_addr, "body": i.params.body,

@@ -289,18 +289,25 @@ async def publish_generated(
         await db.commit()
     caption = caption.strip()[:900] or ("📄 " + row.name)
     delivered = True
+    delivery: dict[str, object] = {}
     try:
         if ctx.channel == "whatsapp" and row.mime not in WHATSAPP_MEDIA_TYPES:
-            # WhatsApp refuses this type as an attachment (HTML, Markdown): send the link instead.
+            # WhatsApp refuses this type as an attachment (HTML, Markdown): send the link instead,
+            # one that lasts: the person may open it days later.
             from bot.links import file_url
 
-            await ctx.send(text=f"{caption}\n{file_url(ctx.services.settings, row)}")
+            sent = await ctx.send(text=f"{caption}\n{file_url(ctx.services.settings, row, read_later=True)}")
         else:
-            await ctx.send(text=caption, media=row)
+            sent = await ctx.send(text=caption, media=row)
+        # Delivered only when the provider accepted it (the outbound result says so and why not).
+        if sent is not None and hasattr(sent, "for_model"):
+            delivery = sent.for_model()
+            delivered = bool(delivery.pop("delivered"))
     except Exception as exc:  # the file is kept; the model can say so and offer it again
         log.warning("delivery of file %s failed: %s", row.id, exc)
         delivered = False
-    result = generated_result(row, delivered=delivered, **extra)
+    result = generated_result(row, delivered=delivered, **delivery, **extra)
     if not delivered:
-        result["note"] = "the file was saved in the user's library but could not be sent now"
+        result["note"] = str(delivery.get("what_user_can_do")
+                             or "the file was saved in the user's library but could not be sent now")
     return result

@@ -24,6 +24,7 @@ import aiohttp
 import httpx
 from httpx_aiohttp import HttpxAiohttpClient
 
+from bot import vision
 from bot.config import Settings
 from bot.sse import Assembler, SSEParser, StreamResult, ToolCall
 
@@ -36,6 +37,10 @@ class LLMError(Exception):
     def __init__(self, message: str, attempts: list[dict[str, Any]]) -> None:
         super().__init__(message)
         self.attempts = attempts
+
+
+class ImagesRefused(LLMError):
+    """The provider answered that the model takes no image input (HTTP 400 naming images)."""
 
 
 @dataclass
@@ -104,9 +109,13 @@ class LLMClient:
         if self._own_http:
             await self.http.aclose()
 
-    def models(self) -> list[str]:
+    def models(self, images: bool = False) -> list[str]:
+        """The models to try in order; a request carrying images starts with LLM_VISION_MODEL."""
         seen: list[str] = []
-        for m in (self.settings.llm_model, *self.settings.llm_fallback_models):
+        first = self.settings.llm_model
+        if images:
+            first = self.settings.llm_vision_model or first
+        for m in (first, *self.settings.llm_fallback_models):
             if m and m not in seen:
                 seen.append(m)
         return seen
@@ -129,7 +138,8 @@ class LLMClient:
         started = time.monotonic()
         attempts: list[dict[str, Any]] = []
         retries = max(0, self.settings.llm_max_retries)
-        for model in self.models():
+        images = vision.has_images(list(messages))
+        for model in self.models(images):
             for attempt in range(retries + 1):
                 body: dict[str, Any] = {
                     "model": model,
@@ -148,6 +158,10 @@ class LLMClient:
                     result = await self._stream_once(body, deadline, on_text, forwarded)
                 except _Retryable as exc:
                     attempts.append({"model": model, "error": exc.reason})
+                    if images and vision.refuses_images(400 if exc.reason.startswith("HTTP 400") else 0,
+                                                        exc.reason):
+                        # The caller reads the photos' text instead, in the same turn.
+                        raise ImagesRefused(f"images refused by {model}", attempts) from None
                     if exc.reason == "deadline":
                         raise LLMError("deadline reached during the model call", attempts) from None
                     if not exc.same_model:

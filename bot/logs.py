@@ -14,14 +14,35 @@ log_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Context
     "log_context", default=None
 )
 
-# E.164 numbers, with or without the whatsapp: prefix; BSUIDs like CI.1234567890.
-_PHONE = re.compile(r"(?<![\w])(\+?)(\d{2,4})(\d{3,10})(\d{2})(?![\w])")
+# A phone number as people and systems write it: E.164 with or without the whatsapp: prefix,
+# or grouped with spaces (also the narrow ones French text uses), dots or hyphens, with the country
+# or area code in parentheses: « +225 07 00 00 00 01 », « +225-07-00-… », « (225) 07 … ».
+# Separators are dropped before the digits are counted, so grouping cannot hide a number.
+_SEP = r"[ \u00a0\u202f.\-]{1,2}"
+_PHONE = re.compile(
+    r"(?<![\w])(?!\d{4}-\d{2}-\d{2}(?!\d))"  # not inside a word or number; not an ISO date
+    r"(?:\+|\(\+?)?\d+\)?"  # first group: +225, (225), (+225), 07…
+    r"(?:(?:" + _SEP + r"|(?<=\)))\(?\d{2,}\)?)*"  # more groups of two digits or more
+    r"(?![\w])"
+)
 _BSUID = re.compile(r"\b([A-Z]{2})\.(\d{3,})(\d{2})\b")
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
+MIN_DIGITS = 7
+
+
+def _mask_number(match: re.Match[str]) -> str:
+    written = match.group(0)
+    digits = re.sub(r"\D", "", written)
+    if len(digits) < MIN_DIGITS:
+        return written
+    keep = min(4, len(digits) - 5)
+    plus = "+" if written.lstrip("(").startswith("+") else ""
+    close = ")" if written.count(")") > written.count("(") else ""  # "f(…)": the caller's bracket
+    return f"{plus}{digits[:keep]}{'*' * (len(digits) - keep - 2)}{digits[-2:]}{close}"
 
 
 def mask(text: str) -> str:
-    text = _PHONE.sub(lambda m: f"{m.group(1)}{m.group(2)}{'*' * len(m.group(3))}{m.group(4)}", text)
+    text = _PHONE.sub(_mask_number, text)
     return _BSUID.sub(lambda m: f"{m.group(1)}.{'*' * len(m.group(2))}{m.group(3)}", text)
 
 

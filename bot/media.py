@@ -55,19 +55,20 @@ async def download(services: Services, url: str) -> tuple[bytes, str]:
 
 
 async def store(
-    services: Services, db: AsyncSession, user_id: int, name: str, mime: str, data: bytes
+    services: Services, db: AsyncSession, user_id: int, name: str, mime: str, data: bytes,
+    origin: str = "upload",
 ) -> UserFile:
-    """Keeps the bytes as one of the user's files (origin "upload")."""
+    """Keeps the bytes as one of the user's files (origin "upload", or "generated" for a spoken reply)."""
     try:
         from bot import library  # extracts the text for search, when the file library exists
     except ImportError:
         library = None  # type: ignore[assignment]
     add_file = getattr(library, "add_file", None)
     if add_file is not None:
-        return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin="upload")
+        return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin=origin)
     key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"
     await services.files.put(key, data)
-    row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin="upload", storage_key=key,
+    row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin=origin, storage_key=key,
                    created_at=services.clock())
     db.add(row)
     await db.flush()

@@ -75,6 +75,19 @@ class User(Base):
     last_whatsapp_inbound_at: Mapped[datetime | None]
     last_channel: Mapped[str | None] = mapped_column(String(16))
     delivery_failures: Mapped[int] = mapped_column(Integer, default=0)
+    # Set after repeated permanent send failures (bot.outbound): proactive messages stop until the
+    # user writes again. Reason like "21610 sms: unsubscribed (STOP to the carrier)".
+    delivery_blocked_reason: Mapped[str | None] = mapped_column(String(160))
+    delivery_blocked_at: Mapped[datetime | None]
+    # A change of address asked by SMS (spoofable) and proven at the new address: the code mailed to
+    # the previous confirmed address that approves it (handlers/email_commands).
+    email_approval_code: Mapped[str | None] = mapped_column(String(16))
+    # VOCAL / VOICE: answers also come as a WhatsApp voice note (handlers/voice_commands).
+    voice_replies: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Wrong parent-link codes (OUI 1234) in a row, and until when answers are refused after too many
+    # (handlers/parents): a spoofed SMS sender cannot try every code.
+    parent_code_failures: Mapped[int] = mapped_column(Integer, default=0)
+    parent_code_locked_until: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -134,7 +147,8 @@ class OutboundMessage(Base):
     __tablename__ = "outbound_messages"
 
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    # Indexed: a user's latest sends are read to judge their delivery health (bot.outbound).
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
     channel: Mapped[str] = mapped_column(String(16))
     to_addr: Mapped[str] = mapped_column(String(160))
     body: Mapped[str] = mapped_column(Text, default="")
@@ -149,6 +163,18 @@ class OutboundMessage(Base):
     inbound_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime | None]
+    # The outbox (bot.outbound): a row without sid in status `queued` waits for the background
+    # sender, which retries it (attempts, next_attempt_at, last_error) until Twilio takes it
+    # (status: Twilio's) or refuses it for good (`failed`). `payload` holds the fields to send.
+    # One logical message has one idempotency key (inbound id + part index): a replayed step
+    # finds its row instead of sending again.
+    idempotency_key: Mapped[str | None] = mapped_column(String(120), unique=True)
+    payload: Mapped[dict[str, Any] | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime | None] = mapped_column(index=True)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    # When the user was told that this message never went out (on their next successful send).
+    failure_told_at: Mapped[datetime | None]
 
 
 class TurnRecord(Base):
@@ -180,8 +206,25 @@ class CreditEntry(Base):
     delta: Mapped[int] = mapped_column(Integer)
     reason: Mapped[str] = mapped_column(String(32))  # signup | usage | ai_bonus | purchase | ...
     ref: Mapped[str | None] = mapped_column(String(128))  # idempotency reference, e.g. payment id
+    note: Mapped[str | None] = mapped_column(String(200))  # why, in words (an operator's --reason)
     balance_after: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ToolEffect(Base):
+    """A tool call with side effects, keyed by its inbound message and position in the turn
+    (bot.effects): a turn run again after a crash gets the stored result instead of a repeat."""
+
+    __tablename__ = "tool_effects"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(160), unique=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    tool: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="started")  # started | done
+    result: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
 
 
 class ExerciseResult(Base):
@@ -212,6 +255,22 @@ class UserFile(Base):
     storage_key: Mapped[str] = mapped_column(String(512))
     text: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PendingDelivery(Base):
+    """A file that could not reach the user yet (WhatsApp's 24 h window closed, no other way):
+    sent when they next write (bot.outbound.deliver_waiting_files), then `sent_at` is set."""
+
+    __tablename__ = "pending_deliveries"
+    __table_args__ = (Index("ix_pending_deliveries_user", "user_id", "sent_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    file_id: Mapped[int] = mapped_column(ForeignKey("user_files.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text, default="")
+    kind: Mapped[str] = mapped_column(String(32), default="file")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None]
 
 
 class Memory(Base):
@@ -250,6 +309,36 @@ class ParentLink(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     confirmed_at: Mapped[datetime | None]
     last_summary_at: Mapped[datetime | None]
+    # The request's own confirmation code (OUI 4821 / NON 4821), random, valid until code_expires_at;
+    # invited_at: when Twilio accepted the SMS carrying this code (None: it never left).
+    code: Mapped[str | None] = mapped_column(String(8))
+    code_expires_at: Mapped[datetime | None]
+    invited_at: Mapped[datetime | None]
+
+
+class ScheduledSend(Base):
+    """One proactive message (a task reminder, a weekly summary, a parent's daily digest), see
+    bot.scheduler: `key` makes it unique, a claim (status "sending" until `claimed_until`) is taken
+    before sending and released with a later `next_attempt_at` when the send fails."""
+
+    __tablename__ = "scheduled_sends"
+    __table_args__ = (Index("ix_scheduled_sends_due", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(160), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))  # reminder_lead | reminder_due | parent_summary | …
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    link_id: Mapped[int | None] = mapped_column(ForeignKey("parent_links.id", ondelete="CASCADE"))
+    slot_at: Mapped[datetime]  # the moment the message is about (due time, summary slot, digest time)
+    # pending | sending (claimed) | sent | skipped | failed | unknown (may have reached Twilio)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    claimed_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(String(300))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime | None]
 
 
 class Payment(Base):

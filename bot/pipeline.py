@@ -26,7 +26,15 @@ from bot import logs, metrics
 from bot.clock import system_now
 from bot.context import Incoming
 from bot.models import Conversation, InboundMessage, OutboundMessage, User
-from bot.outbound import current_inbound, current_session, send_to_user
+from bot.outbound import (
+    SendKeys,
+    current_inbound,
+    current_keys,
+    current_session,
+    inbound_outcome,
+    run_outbox,
+    send_to_user,
+)
 from bot.scheduler import Job, run_jobs
 from bot.services import Services
 from bot.state import is_unavailable
@@ -94,6 +102,8 @@ class Pipeline:
             asyncio.create_task(self._worker(n), name=f"worker-{n}") for n in range(self.concurrency)
         ]
         self._tasks.append(asyncio.create_task(self._sweeper(), name="sweeper"))
+        # Replies Twilio did not take at once are retried from the outbox (bot.outbound).
+        self._tasks.append(asyncio.create_task(run_outbox(self.services, self._stopping), name="outbox"))
         if self.jobs and self.services.settings.jobs_enabled:
             self._tasks.append(asyncio.create_task(run_jobs(self.services, self.jobs, self._stopping),
                                                    name="scheduler"))
@@ -339,20 +349,23 @@ class Pipeline:
         if user is None:
             return
         token = current_inbound.set(inbound_id)
+        keys = current_keys.set(SendKeys(f"in:{inbound_id}:system"))
         try:
             await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
         except Exception:
             log.exception("could not tell the user", extra={"user_id": user.id})
         finally:
+            current_keys.reset(keys)
             current_inbound.reset(token)
 
     async def _process(self, row_id: int) -> bool:
         """Handles one row; False when it was postponed (the shared state did not answer)."""
-        from bot import media
+        from bot import media, speech
 
         services = self.services
         started = time.perf_counter()
         inbound_token = current_inbound.set(row_id)
+        keys_token = current_keys.set(SendKeys(f"in:{row_id}"))  # a replayed turn's sends are found
         log_token = logs.bind(inbound_id=row_id)
         try:
             async with services.sessions() as db:
@@ -385,10 +398,14 @@ class Pipeline:
                             "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
                             "I could not receive your file. Could you send it again?",
                         ), kind="system")
-                    if msg.text or received or not failed:
+                    # A voice note's words become the message's text for every handler.
+                    await speech.hear(msg)
+                    unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
+                    if (msg.text or received or not failed) and not unheard:
                         taken_by = await self.dispatch(msg)
                         log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
-                    row.status, row.processed_at = "done", system_now()
+                    # done, or delivering while an answer waits in the outbox (see bot.outbound).
+                    row.status, row.processed_at = await inbound_outcome(db, row_id), system_now()
                     await db.commit()
                     metrics.TURNS.labels("done").inc()
                 except asyncio.CancelledError:
@@ -407,6 +424,7 @@ class Pipeline:
         finally:
             metrics.TURN_SECONDS.observe(time.perf_counter() - started)
             logs.reset(log_token)
+            current_keys.reset(keys_token)
             current_inbound.reset(inbound_token)
         return True
 

@@ -14,13 +14,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.models import ExerciseResult, ParentLink, User
-from bot.scheduler import Job
+from bot.models import ExerciseResult, ParentLink, ScheduledSend, User
+from bot.scheduler import Job, Outgoing, deliver_due, plan
 from bot.services import Services
 
 log = logging.getLogger("deblo.progress")
 
 WEEK = timedelta(days=7)
+SUMMARY = "parent_summary"
 
 
 @dataclass
@@ -136,11 +137,22 @@ def latest_summary_slot(now: datetime, weekday: int, hour: int, timezone: str) -
     return slot.astimezone(now.tzinfo)
 
 
+def stop_line(language: str) -> str:
+    """What STOP really does (handlers/optout.py): everything stops, on every channel, until START."""
+    return _t(language,
+              "Répondez STOP pour ne plus recevoir aucun message de Deblo (résumés et rappels compris), "
+              "START pour reprendre.",
+              "Reply STOP to get no more messages from Deblo at all (summaries and reminders included), "
+              "START to resume.")
+
+
 def weekly_text(stats: list[SubjectStats], name: str, language: str) -> str:
     week = [s for s in stats if s.last7_total]
     if not week:
-        return _t(language, f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la !",
-                  f"Deblo: {name} did no exercise this week. Give them some encouragement!")
+        stop = stop_line(language)
+        return _t(language,
+                  f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la ! {stop}",
+                  f"Deblo: {name} did no exercise this week. Give them some encouragement! {stop}")
     total = sum(s.last7_total for s in week)
     right = sum(s.last7_correct for s in week)
     parts = ", ".join(f"{_label(s, language)} {s.last7_correct}/{s.last7_total}" for s in week)
@@ -157,14 +169,14 @@ def weekly_text(stats: list[SubjectStats], name: str, language: str) -> str:
         language,
         f"Deblo : cette semaine, {name} a répondu à {total} question{plural}, "
         f"{_percent(right, total)} % justes"
-        f"{compare}. {parts}. Répondez STOP pour ne plus recevoir ce résumé.",
+        f"{compare}. {parts}. {stop_line(language)}",
         f"Deblo: this week {name} answered {total} question{plural}, {_percent(right, total)}% right"
-        f"{compare}. {parts}. Reply STOP to stop these summaries.",
+        f"{compare}. {parts}. {stop_line(language)}",
     )
 
 
-async def _claim(services: Services, link_id: int, slot: datetime, now: datetime) -> bool:
-    """Marks the link as summarised for this slot; only one worker wins the UPDATE."""
+async def _plan(services: Services, link_id: int, parent_id: int, slot: datetime, now: datetime) -> bool:
+    """Marks the link as summarised for this slot and plans the send; only one worker wins the UPDATE."""
     async with services.sessions() as db:
         result = await db.execute(
             update(ParentLink)
@@ -175,26 +187,45 @@ async def _claim(services: Services, link_id: int, slot: datetime, now: datetime
             )
             .values(last_summary_at=now)
         )
+        won = result.rowcount == 1  # type: ignore[attr-defined]
+        if won:
+            await plan(db, now, key=f"summary:{link_id}:{slot:%Y-%m-%dT%H}", kind=SUMMARY, user_id=parent_id,
+                       link_id=link_id, slot_at=slot)
         await db.commit()
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return won
+
+
+async def _render_summary(services: Services, db: AsyncSession, row: ScheduledSend,
+                          now: datetime) -> Outgoing | None:
+    link = await db.get(ParentLink, row.link_id) if row.link_id is not None else None
+    if link is None or link.status != "confirmed":
+        return None  # refused or stopped since it was planned
+    parent = await db.get(User, link.parent_id)
+    student = await db.get(User, link.student_id)
+    if parent is None or student is None:
+        return None
+    # The week that ended at the slot, however late a retry goes out.
+    stats = await subject_stats(db, student.id, row.slot_at)
+    text = weekly_text(stats, student_name(student, parent.language), parent.language)
+    return Outgoing(user=parent, text=text, kind="parent_summary")
 
 
 async def send_weekly_summaries(services: Services, now: datetime) -> int:
-    """The periodic job: one SMS per confirmed link, once per weekly slot; returns how many were sent.
+    """The periodic job: one summary per confirmed link, once per weekly slot; returns how many were sent.
 
-    Idempotent across workers: a link is claimed by an atomic UPDATE of `last_summary_at` before
-    anything is sent. A link confirmed after the slot waits for the next one. Opted-out parents
-    (STOP) are skipped, and the outbound path refuses them too.
+    Idempotent across workers: a link is claimed by an atomic UPDATE of `last_summary_at`, and its
+    send planned in the same transaction (bot.scheduler sends it, retrying a failed send). A link
+    confirmed after the slot waits for the next one. Opted-out parents (STOP) are skipped, and the
+    outbound path refuses them too. The parent's last channel is used (SMS for a parent who never
+    wrote to the bot).
     """
-    from bot.outbound import send_to_user  # late: outbound is the message path's, loaded at run time
-
     settings = services.settings
     slot = latest_summary_slot(now, settings.parent_summary_weekday, settings.parent_summary_hour,
                                settings.default_timezone)
     async with services.sessions() as db:
         due = (
             await db.execute(
-                select(ParentLink.id, ParentLink.student_id, ParentLink.parent_id)
+                select(ParentLink.id, ParentLink.parent_id)
                 .join(User, User.id == ParentLink.parent_id)
                 .where(
                     ParentLink.status == "confirmed",
@@ -205,25 +236,9 @@ async def send_weekly_summaries(services: Services, now: datetime) -> int:
                 .order_by(ParentLink.id)
             )
         ).all()
-    sent = 0
-    for link_id, student_id, parent_id in due:
-        if not await _claim(services, link_id, slot, now):
-            continue
-        async with services.sessions() as db:
-            parent = await db.get(User, parent_id)
-            student = await db.get(User, student_id)
-            if parent is None or student is None or parent.opted_out:
-                continue
-            stats = await subject_stats(db, student_id, now)
-        text = weekly_text(stats, student_name(student, parent.language), parent.language)
-        try:
-            result = await send_to_user(services, parent, text=text, channel="sms", kind="parent_summary")
-        except Exception:
-            log.exception("weekly summary for link %s not sent", link_id)
-            continue
-        if not getattr(result, "skipped", None):
-            sent += 1
-    return sent
+    for link_id, parent_id in due:
+        await _plan(services, link_id, parent_id, slot, now)
+    return await deliver_due(services, now, {SUMMARY: _render_summary})
 
 
 async def weekly_summary_job(services: Services, now: datetime) -> None:
@@ -231,6 +246,6 @@ async def weekly_summary_job(services: Services, now: datetime) -> None:
     await send_weekly_summaries(services, now)
 
 
-def weekly_summary_jobs() -> list[Job]:
+def weekly_summary_jobs(interval_s: float = 300) -> list[Job]:
     """For the composition root: the job that sends parents their weekly summaries."""
-    return [Job(name="parent_weekly_summary", interval_s=300, fn=weekly_summary_job)]
+    return [Job(name="parent_weekly_summary", interval_s=interval_s, fn=weekly_summary_job)]

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from bot.config import Settings
     from bot.models import UserFile
     from bot.services import Services
+    from bot.untrusted import TurnSources
 
 ToolResult = dict[str, Any]
 
@@ -29,15 +30,23 @@ class ToolContext:
     mode: str  # guest | child | pro
     language: str  # fr | en
     tool_call_id: str = ""
-    # Sends text and/or a file to the current user right now, through the outbound path.
-    deliver: Callable[..., Awaitable[None]] | None = None
+    # The call's side-effect key (bot.effects), for tools that store it with their effect.
+    effect_key: str = ""
+    # Sends text and/or a file to the current user right now, through the outbound path; returns
+    # its result (bot.outbound.SendResult), so that a tool never reports a send that did not happen.
+    deliver: Callable[..., Awaitable[Any]] | None = None
     # Sends one short progress note ("⏳ …") at most; the loop decides whether it is needed.
     progress: Callable[[str], Awaitable[None]] | None = None
+    # This turn's record of where URLs may come from and of third-party text read (bot.untrusted);
+    # the agent loop sets it. None outside a turn (a tool called directly): nothing to check against.
+    turn: TurnSources | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    async def send(self, text: str = "", media: UserFile | None = None) -> None:
-        if self.deliver is not None:
-            await self.deliver(text=text, media=media)
+    async def send(self, text: str = "", media: UserFile | None = None) -> Any:
+        """The outbound result (`ok`, `reason`, `for_model()`), or None when there is no channel."""
+        if self.deliver is None:
+            return None
+        return await self.deliver(text=text, media=media)
 
 
 def always_available(_settings: Settings) -> str | None:
@@ -55,6 +64,12 @@ class Tool:
     side_effects: bool = False
     # Touches state shared with other calls of the same response: run alone, not concurrently.
     exclusive: bool = False
+    # The effect is only in the database and the tool marks `ctx.effect_key` done in the same
+    # transaction (bot.effects.mark_done): a run cut short left nothing behind and may run again.
+    effect_in_transaction: bool = False
+    # The result carries third-party text, named here ("web page", "file"): the executor wraps it
+    # as data, not instructions, and marks the turn as having read such text (bot.untrusted).
+    untrusted_source: str = ""
     # Shown once to the user when the tool runs long, e.g. {"fr": "Je prépare ton fichier PDF…"}.
     progress_note: dict[str, str] | None = None
     # Returns why the tool cannot be offered with these settings (None when it can).

@@ -4,6 +4,8 @@
 browse_url 8,000 characters of content, web_search 5 results of 1,500, bash_execute 4,000 of stdout
 (head and tail: errors are at the end), read_user_file 8,000. Other tools get a generic cap. Every
 cut leaves a visible marker saying how much was cut, so the model knows the text is partial.
+For a tool whose result carries third-party text (`Tool.untrusted_source`), that text is then put
+in an envelope marking it as data (bot.untrusted); every later cut keeps envelopes closed.
 
 `fit_context` applies the whole-context budget (LLM_CONTEXT_TOKENS) before each model call: the
 oldest tool results shrink first, then the oldest exchanges go, a tool call always together with
@@ -15,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from bot import untrusted
+
 MAX_BROWSE = 8_000
 MAX_SEARCH_RESULTS = 5
 MAX_SEARCH_ITEM = 1_500
@@ -23,6 +27,8 @@ MAX_FILE = 8_000
 # Any other string field of any other tool: enough for a document summary, not for a dump.
 MAX_GENERIC_FIELD = 8_000
 MAX_GENERIC_TOTAL = 16_000
+# String fields of a result that hold third-party text (at any depth: search results are a list).
+UNTRUSTED_FIELDS = frozenset({"title", "content", "snippet", "raw_content", "text", "result"})
 # What an old tool result shrinks to when the context budget is tight.
 SHRUNK_RESULT = 600
 
@@ -34,7 +40,7 @@ def marker(shown: int, total: int) -> str:
 def cut_head(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + "\n" + marker(limit, len(text))
+    return untrusted.close_envelopes(text[:limit]) + "\n" + marker(limit, len(text))
 
 
 def cut_head_tail(text: str, limit: int) -> str:
@@ -45,12 +51,18 @@ def cut_head_tail(text: str, limit: int) -> str:
     return f"{text[:head]}\n{marker(limit, len(text))} (start and end kept)\n{text[-tail:]}"
 
 
-def truncate_result(name: str, result: Any) -> Any:
-    """The result as the model will see it. Never modifies the caller's object."""
+def truncate_result(name: str, result: Any, untrusted_source: str = "") -> Any:
+    """The result as the model will see it. Never modifies the caller's object.
+
+    `untrusted_source` (e.g. "web page") says the result carries third-party text: it is wrapped."""
     if not isinstance(result, dict):
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        return {"result": cut_head(text, MAX_GENERIC_TOTAL)}
-    result = dict(result)
+        capped = {"result": cut_head(text, MAX_GENERIC_TOTAL)}
+        return _generic_cap(mark_untrusted(capped, untrusted_source)) if untrusted_source else capped
+    return _generic_cap(mark_untrusted(_per_tool(name, dict(result)), untrusted_source))
+
+
+def _per_tool(name: str, result: dict[str, Any]) -> dict[str, Any]:
     if name == "browse_url" and isinstance(result.get("content"), str):
         result["content"] = cut_head(result["content"], MAX_BROWSE)
     elif name == "web_search" and isinstance(result.get("results"), list):
@@ -76,7 +88,28 @@ def truncate_result(name: str, result: Any) -> Any:
         for key in ("content", "text"):
             if isinstance(result.get(key), str):
                 result[key] = cut_head(result[key], MAX_FILE)
-    return _generic_cap(result)
+    return result
+
+
+def mark_untrusted(result: dict[str, Any], source: str) -> dict[str, Any]:
+    """Third-party text fields wrapped in one envelope id per result, with a notice naming it."""
+    if not source:
+        return result
+    envelope_id = untrusted.new_id()
+
+    def walk(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, key) for v in value]
+        if isinstance(value, str) and value and key in UNTRUSTED_FIELDS:
+            return untrusted.wrap(value, source, envelope_id)
+        return value
+
+    wrapped = walk(result)
+    if wrapped != result:
+        wrapped["untrusted_data"] = untrusted.notice(source, envelope_id)
+    return wrapped
 
 
 def _generic_cap(result: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +163,7 @@ def _shrink(out: list[dict[str, Any]], positions: list[int], budget_tokens: int,
         content = out[i].get("content") or ""
         if len(content) > SHRUNK_RESULT + 200:
             out[i]["content"] = (
-                content[:SHRUNK_RESULT]
+                untrusted.close_envelopes(content[:SHRUNK_RESULT])
                 + "\n"
                 + marker(SHRUNK_RESULT, len(content))
                 + " (older tool output shortened to fit the conversation)"

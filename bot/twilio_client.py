@@ -121,6 +121,12 @@ class TwilioClient:
         base = self.settings.twilio_backoff_s * (2 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
+    async def find_sent(self, fields: dict[str, Any], since: datetime) -> SentMessage | None:
+        """The message with these fields sent since `since`, if Twilio has one (best effort)."""
+        if not self.configured:
+            return None
+        return await self._find_sent(fields, since)
+
     async def _find_sent(self, fields: dict[str, Any], since: datetime) -> SentMessage | None:
         try:
             recent = await self._get().messages.list_async(

@@ -2,15 +2,22 @@
 
 The inbound webhook only checks, stores and enqueues: the turn runs in a worker and answers
 through the REST API, so Twilio gets its 200 in milliseconds whatever the model does.
+
+With the database down, a checked webhook (inbound message or status callback) that is not stored
+within SPOOL_AFTER_S is kept in the local spool (bot.spool) and still answered 200; a background
+task of the app replays the spool in order once the database answers. Only a full spool
+(SPOOL_MAX_BYTES) or a disk that refuses the write gets 503.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
+import re
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -22,8 +29,10 @@ from twilio.request_validator import RequestValidator
 from bot import metrics
 from bot.inbound import InboundWriter, MalformedWebhook, parse_params
 from bot.links import check_link
-from bot.models import OutboundMessage, User, UserFile
+from bot.models import OutboundMessage, UserFile
+from bot.outbound import note_status
 from bot.services import Services
+from bot.spool import Spool, SpoolEntry
 
 log = logging.getLogger("bot.web")
 
@@ -82,13 +91,19 @@ async def inbound(request: web.Request) -> web.Response:
         log.warning("malformed webhook", extra={"error": str(exc)})
         metrics.INBOUND.labels("unknown", "malformed").inc()
         return web.Response(status=400, text=f"malformed webhook: {exc}")
-    try:
-        user_id, inbound_id = await request.app[WRITER].submit(params, services.clock())
-    except Exception:
-        # Not stored, so not acknowledged: Twilio reports the failure and its fallback URL applies.
-        log.exception("inbound message could not be stored", extra={"message_sid": params.message_sid})
-        metrics.INBOUND.labels(params.channel, "error").inc()
-        return web.Response(status=503, text="temporarily unavailable")
+    received_at = services.clock()
+    spool = request.app[SPOOL]
+    stored: tuple[int, int | None] | None = None
+    if not spool.pending:  # else behind what is spooled already: a user's messages keep their order
+        try:
+            stored = await asyncio.wait_for(request.app[WRITER].submit(params, received_at),
+                                            services.settings.spool_after_s)
+        except Exception as exc:
+            log.warning("inbound message not stored, spooling it",
+                        extra={"message_sid": params.message_sid, "error": repr(exc)[:300]})
+    if stored is None:
+        return await _spool(request, SpoolEntry("inbound", received_at, list(form.items())), params.channel)
+    user_id, inbound_id = stored
     if inbound_id is None:
         log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
         metrics.INBOUND.labels(params.channel, "duplicate").inc()
@@ -103,40 +118,153 @@ async def inbound(request: web.Request) -> web.Response:
     return twiml()
 
 
-async def status(request: web.Request) -> web.Response:
-    services = services_of(request)
-    form = await _signed_form(request, services)
-    if isinstance(form, web.Response):
-        return form
+async def _spool(request: web.Request, entry: SpoolEntry, channel: str) -> web.Response:
+    """Keeps a checked webhook on disk and acknowledges it; 503 only when even that fails."""
+    try:
+        await request.app[SPOOL].append(entry)
+    except Exception:
+        log.exception("webhook could not be spooled", extra={"kind": entry.kind})
+        metrics.INBOUND.labels(channel, "error").inc()
+        return web.Response(status=503, text="temporarily unavailable")
+    metrics.INBOUND.labels(channel, "spooled").inc()
+    request.app[REPLAY_NOW].set()
+    return twiml()
+
+
+def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
     sid = form.get("MessageSid") or form.get("SmsSid") or ""
     new_status = (form.get("MessageStatus") or form.get("SmsStatus") or "").lower()
-    if not sid or new_status not in STATUS_RANK:
-        return web.Response(status=400, text="malformed status callback")
-    metrics.STATUS_CALLBACKS.labels(new_status).inc()
+    return (sid, new_status) if sid and new_status in STATUS_RANK else None
+
+
+async def record_status(services: Services, form: MultiDict[str]) -> None:
+    """Records a (checked, well-formed) status callback on its outbound row."""
+    fields = _status_fields(form)
+    assert fields is not None
+    sid, new_status = fields
     error_code = form.get("ErrorCode") or None
     async with services.sessions() as db:
         row = await db.scalar(select(OutboundMessage).where(OutboundMessage.sid == sid))
         if row is None:
             log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
-            return twiml()
+            return
         if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0) or (error_code and not row.error_code):
             if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0):
                 row.status = new_status
             row.error_code = error_code or row.error_code
             row.updated_at = services.clock()
-            if row.user_id is not None and new_status in FAILED:
-                user = await db.get(User, row.user_id)
-                if user is not None:
-                    user.delivery_failures += 1
-            elif row.user_id is not None and new_status in ("delivered", "read"):
-                user = await db.get(User, row.user_id)
-                if user is not None and user.delivery_failures:
-                    user.delivery_failures = 0
+            # Counts towards the user's delivery health: repeated permanent failures stop proactive sends.
+            await note_status(services, db, row, new_status)
         await db.commit()
-    await services.state.kv_set(f"outstatus:{sid}", new_status, STATUS_KEY_TTL_S)
     if new_status in FAILED:
         log.warning("message not delivered", extra={"sid": sid, "error_code": error_code})
-    return twiml()
+
+
+async def status(request: web.Request) -> web.Response:
+    services = services_of(request)
+    form = await _signed_form(request, services)
+    if isinstance(form, web.Response):
+        return form
+    fields = _status_fields(form)
+    if fields is None:
+        return web.Response(status=400, text="malformed status callback")
+    sid, new_status = fields
+    metrics.STATUS_CALLBACKS.labels(new_status).inc()
+    try:
+        # First, for the sender waiting to send the next part (it reads the shared state only).
+        await services.state.kv_set(f"outstatus:{sid}", new_status, STATUS_KEY_TTL_S)
+    except Exception:
+        log.warning("could not share a message status", extra={"sid": sid})
+    if not request.app[SPOOL].pending:
+        # Not cancelled when late: a session cut in the middle of a locked SQLite write would wait
+        # for the lock anyway to give its connection back. Left to finish; the spooled copy is
+        # recorded again later, harmlessly (a status only moves forward).
+        task = asyncio.create_task(record_status(services, form))
+        request.app[BACKGROUND].add(task)
+        task.add_done_callback(request.app[BACKGROUND].discard)
+        await asyncio.wait({task}, timeout=services.settings.spool_after_s)
+        if task.done() and task.exception() is None:
+            return twiml()
+        error = repr(task.exception()) if task.done() else "timed out"
+        log.warning("status not recorded, spooling it", extra={"sid": sid, "error": error[:300]})
+    return await _spool(request, SpoolEntry("status", services.clock(), list(form.items())), "status")
+
+
+async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
+    """Stores one spooled webhook as if it had just been received (at its own arrival time)."""
+    services = app[SERVICES]
+    form: MultiDict[str] = MultiDict(entry.form)
+    if entry.kind == "status":
+        if _status_fields(form) is not None:
+            await record_status(services, form)
+        return
+    try:
+        params = parse_params(form)
+    except MalformedWebhook as exc:  # checked before it was spooled: only a hand-edited file
+        log.warning("spooled webhook skipped", extra={"error": str(exc)})
+        return
+    user_id, inbound_id = await app[WRITER].submit(params, entry.received_at)
+    if inbound_id is not None:
+        metrics.INBOUND.labels(params.channel, "accepted").inc()
+        with contextlib.suppress(Exception):  # the sweeper queues it otherwise
+            await services.state.push_user(user_id)
+
+
+async def _replayer(app: web.Application) -> None:
+    """Replays the spool whenever something is in it, every SPOOL_REPLAY_S until it works."""
+    spool, wake = app[SPOOL], app[REPLAY_NOW]
+    interval = app[SERVICES].settings.spool_replay_s
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval)
+        wake.clear()
+        if not spool.pending:
+            continue
+        try:
+            count = await spool.replay(lambda entry: replay_entry(app, entry))
+            if count:
+                log.warning("spooled webhooks stored", extra={"entries": count})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("spool not replayed yet", extra={"error": repr(exc)[:300]})
+
+
+# Types a browser shows without running anything of the file on our origin. Everything else (HTML,
+# SVG, XML, scripts, unknown types) is a download in a sandbox with no script and no same-origin.
+INLINE_TYPES = frozenset({
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "image/gif",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "application/msword",
+    "application/vnd.ms-excel",
+    "application/vnd.ms-powerpoint",
+})
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_headers(mime: str, name: str) -> dict[str, str]:
+    """Headers of a served file: inline only for INLINE_TYPES; otherwise an attachment with
+    `Content-Security-Policy: sandbox`, so an uploaded HTML or SVG never runs on this domain even
+    if a browser shows it. The declared type is kept (Twilio checks it against the media)."""
+    base = mime.split(";", 1)[0].strip().lower()
+    safe_name = _SAFE_NAME.sub("_", name)[:120] or "file"
+    headers = {
+        "Content-Type": mime,
+        "Cache-Control": "private, max-age=300",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if base in INLINE_TYPES:
+        headers["Content-Disposition"] = f'inline; filename="{safe_name}"'
+    else:
+        headers["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+        headers["Content-Security-Policy"] = "sandbox"
+    return headers
 
 
 async def serve_file(request: web.Request) -> web.StreamResponse:
@@ -149,12 +277,7 @@ async def serve_file(request: web.Request) -> web.StreamResponse:
         row = await db.get(UserFile, file_id)
     if row is None:
         return web.Response(status=404, text="file not found")
-    headers = {
-        "Content-Type": row.mime,
-        "Content-Disposition": f'inline; filename="{m["name"]}"',
-        "Cache-Control": "private, max-age=300",
-        "X-Content-Type-Options": "nosniff",
-    }
+    headers = file_headers(row.mime, m["name"])
     if request.method == "HEAD":
         headers["Content-Length"] = str(row.size)
         return web.Response(status=200, headers=headers)
@@ -191,6 +314,9 @@ async def metrics_view(_request: web.Request) -> web.Response:
 
 VALIDATOR: web.AppKey[RequestValidator] = web.AppKey("validator", RequestValidator)
 WRITER: web.AppKey[InboundWriter] = web.AppKey("inbound_writer", InboundWriter)
+SPOOL: web.AppKey[Spool] = web.AppKey("spool", Spool)
+REPLAY_NOW: web.AppKey[asyncio.Event] = web.AppKey("replay_now", asyncio.Event)
+BACKGROUND: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("background", set)
 
 
 def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
@@ -200,10 +326,23 @@ def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.A
     app[SERVICES] = services
     app[VALIDATOR] = RequestValidator(services.settings.twilio_auth_token)
     app[WRITER] = InboundWriter(services.engine)
+    app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes)
+    app[REPLAY_NOW] = asyncio.Event()
+    app[BACKGROUND] = set()
 
     async def stop_writer(app: web.Application) -> None:
         await app[WRITER].close()
 
+    async def replayer(app: web.Application) -> AsyncIterator[None]:
+        # Started with the server: webhooks spooled before a restart are stored at once.
+        app[REPLAY_NOW].set()
+        task = asyncio.create_task(_replayer(app), name="spool-replayer")
+        yield
+        for pending in [task, *app[BACKGROUND]]:
+            pending.cancel()
+        await asyncio.gather(task, *app[BACKGROUND], return_exceptions=True)
+
+    app.cleanup_ctx.append(replayer)
     app.on_cleanup.append(stop_writer)
     app.router.add_post("/twilio/inbound", inbound)
     app.router.add_post("/twilio/status", status)

@@ -15,7 +15,9 @@ Handler = Callable[[Incoming], Awaitable[bool]]
 
 
 def chain() -> list[Handler]:
+    from bot.outbound import deliver_waiting_files
     from handlers import (
+        account,
         agent_turn,
         commands,
         credits_choice,
@@ -27,16 +29,23 @@ def chain() -> list[Handler]:
         progress,
         quiz_answer,
         task_commands,
+        voice_commands,
     )
 
     return [
         optout.handle,
+        # Files that waited for this message (WhatsApp's window was closed) go out first; the
+        # message then goes on down the chain.
+        deliver_waiting_files,
+        # Before parents: OUI confirms the user's own deletion request when one is pending.
+        account.handle,
         parents.handle,
         quiz_answer.handle,
         credits_choice.handle,
         commands.handle,
         progress.handle,
         memory_commands.handle,
+        voice_commands.handle,
         task_commands.handle,
         email_commands.handle,
         onboarding.handle,

@@ -1,24 +1,27 @@
 """The last handler: whatever no other handler took goes to the agent loop.
 
-It checks the user can be served (credits, or the guests' daily allowance), saves the user's
+It checks the user can be served (credits, or the guests' daily allowance; the notice saying
+why not goes out at most once per NOTICE_INTERVAL_S), saves the user's
 message, builds the prompt and history, runs the loop with the tools of the user's mode, and turns
 the loop's events into what the user sees on WhatsApp/SMS: text written before tool calls goes out
 at once, one short progress note when a tool runs long, then the answer. Everything the loop does
-is saved as it happens; the turn's record and its credit charge are written at the end.
+is saved as it happens; each model call is charged as it returns, the turn's record is written
+at the end.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
-from bot import credits, history
+from bot import credits, history, menus, speech, vision
 from bot.agent import run_turn
 from bot.context import Incoming
+from bot.effects import for_turn
 from bot.models import Memory, TurnRecord, UserFile
 from bot.prompts import build_system_prompt
 from bot.quiz import redact_tool_arguments
@@ -70,6 +73,66 @@ async def _files_note(msg: Incoming) -> str:
     return head + "\n" + "\n".join(lines)
 
 
+def _photos(msg: Incoming) -> list[UserFile]:
+    """The photos sent with this message, in order."""
+    return [f for f in msg.extra.get("files") or [] if isinstance(f, UserFile) and vision.is_image(f.mime)]
+
+
+def _speaks(msg: Incoming) -> bool:
+    """VOCAL is on and the answer can go as a WhatsApp voice note (not offered on SMS)."""
+    return bool(getattr(msg.user, "voice_replies", False)) and msg.channel == "whatsapp"
+
+
+async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
+    """Charges the photos the model saw (IMAGE_INPUT_CREDITS each) and notes the media on the turn."""
+    usage = msg.extra.setdefault("media_usage", {})
+    count = 0 if seen["refused"] else seen["parts"]
+    if seen["parts"]:
+        usage["images"], usage["images_refused"] = count, seen["refused"]
+    due = count * msg.services.settings.image_input_credits
+    if due and (msg.user.mode or "guest") != "guest" and msg.inbound is not None:
+        ref = f"image:{msg.inbound.id}:{msg.inbound.attempts}"
+        taken = await credits.apply(msg.db, msg.user.id, -due, "image_input", ref)
+        usage["image_credits"] = due if taken is not None else 0
+
+
+async def _notice(msg: Incoming, kind: str, text: str) -> bool:
+    """Sends a refusal notice at most once per NOTICE_INTERVAL_S per user and kind: someone who
+    keeps writing is not sent (and the operator not billed for) the same text at every message.
+    The messages themselves are kept as received either way. True when it was sent."""
+    services = msg.services
+    interval = services.settings.notice_interval_s
+    key = f"notice:{kind}:{msg.user.id}"
+    now = services.clock()
+    if interval > 0:
+        last = await services.state.kv_get(key)
+        try:
+            last_at = datetime.fromisoformat(last) if last else None
+        except ValueError:
+            last_at = None
+        if last_at is not None and timedelta(0) <= now - last_at < timedelta(seconds=interval):
+            log.info("notice not repeated", extra={"user_id": msg.user.id, "notice": kind})
+            return False
+    await msg.reply(text, kind="notice")
+    if interval > 0:
+        # The time is kept in the value, not left to the key's expiry: the service clock decides.
+        await services.state.kv_set(key, now.isoformat(), interval)
+    return True
+
+
+def guest_limit_text(msg: Incoming) -> str:
+    settings = msg.services.settings
+    limit, gift = settings.guest_daily_messages, settings.signup_credits
+    return msg.t(
+        f"Tu as utilisé tes {limit} messages gratuits d'aujourd'hui. Pour continuer tout de suite, "
+        "crée ton profil : réponds **1** (Élève), **2** (Parent) ou **3** (Pro)"
+        + (f" et reçois {gift} crédits." if gift > 0 else ".") + " Sinon, à demain !",
+        f"You have used your {limit} free messages for today. To go on right away, create your "
+        "profile: reply **1** (Student), **2** (Parent) or **3** (Pro)"
+        + (f" and get {gift} credits." if gift > 0 else ".") + " Otherwise, see you tomorrow!",
+    )
+
+
 async def _can_serve(msg: Incoming) -> bool:
     settings = msg.services.settings
     if (msg.user.mode or "guest") == "guest":
@@ -77,19 +140,15 @@ async def _can_serve(msg: Incoming) -> bool:
             msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages
         )
         if not allowed:
-            await msg.reply(
-                msg.t(
-                    f"Tu as utilisé tes {settings.guest_daily_messages} messages gratuits d'aujourd'hui. "
-                    "Reviens demain, ou crée ton compte pour continuer : envoie **MENU**.",
-                    f"You have used your {settings.guest_daily_messages} free messages for today. "
-                    "Come back tomorrow, or create your account to continue: send **MENU**.",
-                ),
-                kind="notice",
-            )
+            if await _notice(msg, "guest_limit", guest_limit_text(msg)):
+                # The « 1 » the notice asks for must choose a profile, not answer an older menu.
+                await menus.clear_menu(msg.services.state, msg.conversation.id)
             return False
         return True
     if await credits.balance(msg.db, msg.user.id) <= 0:
-        await msg.reply(
+        await _notice(
+            msg,
+            "no_credits",
             msg.t(
                 "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. "
                 "Pour en obtenir, envoie **ACHETER** : tu verras les offres "
@@ -97,7 +156,6 @@ async def _can_serve(msg: Incoming) -> bool:
                 "You have no credits left, so I can't answer this message. "
                 "To get more, send **BUY**: you'll see the packs and can pay by Mobile Money.",
             ),
-            kind="notice",
         )
         return False
     return True
@@ -116,11 +174,20 @@ async def handle(msg: Incoming) -> bool:
     conversation_id = msg.conversation.id
     inbound_id = msg.inbound.id if msg.inbound is not None else None
     retry = inbound_id is not None and await history.user_message_saved(db, conversation_id, inbound_id)
+    photos = _photos(msg)
     if not retry:
         content = msg.text
         note = await _files_note(msg)
         if note:
             content = f"{content}\n\n{note}" if content else note
+        if photos and not settings.llm_vision:  # the photos' text, read here, is what the model gets
+            texts = [await vision.read_text(services, db, p) for p in photos]
+            if not any(texts) and not msg.text and len(photos) == len(msg.extra.get("files") or []):
+                await db.commit()
+                await msg.reply(vision.unreadable_reply(msg.lang))
+                return True
+            notes = [vision.photo_text_note(p.name, t, msg.lang) for p, t in zip(photos, texts, strict=True)]
+            content = "\n\n".join([content, *notes])
         await history.save(db, conversation_id, [{"role": "user", "content": content}], inbound_id)
     await db.commit()
 
@@ -132,18 +199,34 @@ async def handle(msg: Incoming) -> bool:
         user=user,
         language=user.language or "fr",
         memories=memories,
-        today=_day(services.clock()),
+        now=services.clock(),
+        timezone=user.timezone or settings.default_timezone,
     )
     past = await history.load(db, conversation_id, int(settings.llm_context_tokens * HISTORY_SHARE))
     messages = [{"role": "system", "content": system}, *past]
+    # The photos go with this turn only: history keeps the file references, not the bytes.
+    seen: dict[str, Any] = {"parts": 0, "refused": False}
+    parts = await vision.photo_parts(services, photos) if photos and settings.llm_vision else []
+    if parts:
+        messages, seen["parts"] = vision.with_parts(messages, parts), len(parts)
+
+    async def without_images(request: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The provider refused the photos: their OCR text instead, in the same turn."""
+        seen["refused"] = True
+        notes = await vision.photo_notes(services, db, photos, msg.lang)
+        await db.commit()
+        return vision.without_images(request, notes)
     offered, known = _tools_for(msg)
     taken_ids = await history.used_tool_call_ids(db, conversation_id)
+    budget = await credits.turn_budget(db, user, msg.inbound, settings)
+    effects = await for_turn(db, services.sessions, user_id=user.id, conversation_id=conversation_id,
+                             inbound_id=inbound_id, clock=services.clock)
     # End the read transaction: while tools run, sends from a tool and from this handler happen
     # concurrently, and the outbound path commits the turn's session when it has one open.
     await db.commit()
 
-    async def deliver(text: str = "", media: Any = None) -> None:
-        await msg.reply(text, kind="tool", media=media)
+    async def deliver(text: str = "", media: Any = None) -> Any:
+        return await msg.reply(text, kind="tool", media=media)
 
     progress_sent = False
 
@@ -175,6 +258,7 @@ async def handle(msg: Incoming) -> bool:
         await db.commit()
 
     outcome = None
+    answer = ""
     async for event in run_turn(
         services.llm,
         messages,
@@ -188,15 +272,29 @@ async def handle(msg: Incoming) -> bool:
         on_messages=on_messages,
         taken_ids=taken_ids,
         redact_arguments=redact_tool_arguments,
+        budget=budget,
+        effects=effects,
+        without_images=without_images if settings.llm_vision else None,
     ):
         kind = event["type"]
-        if kind == "text":
+        if kind == "text" and _speaks(msg):
+            # The last text is the answer: it goes out with its voice note once the turn ends.
+            if answer:
+                await msg.reply(answer)
+            answer = event["text"]
+        elif kind == "text":
             await msg.reply(event["text"])
         elif kind == "tool_progress":
             await progress(event["note"])
         elif kind == "final":
             outcome = event["outcome"]
     assert outcome is not None
+    if answer:
+        await speech.reply_spoken(msg, answer)
+    await _charge_photos(msg, seen)
+    detail = outcome.detail()
+    if msg.extra.get("media_usage"):
+        detail["media"] = msg.extra["media_usage"]  # images, audio seconds, spoken characters
     db.add(
         TurnRecord(
             conversation_id=conversation_id,
@@ -207,17 +305,10 @@ async def handle(msg: Incoming) -> bool:
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=outcome.completion_tokens,
             latency_ms=outcome.latency_ms,
-            detail=outcome.detail(),
+            detail=detail,
         )
     )
-    if (user.mode or "guest") != "guest" and outcome.total_tokens > 0:
-        await credits.charge_turn(
-            db,
-            user.id,
-            outcome.total_tokens,
-            settings.tokens_per_credit,
-            ref=f"turn:{inbound_id}" if inbound_id is not None else None,
-        )
+    # The tokens were charged as they were spent, by `budget`.
     await db.commit()
     log.info(
         "turn ended: %s after %d call(s), %d tokens",

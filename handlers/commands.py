@@ -1,4 +1,4 @@
-"""One-word commands: MENU, NOUVEAU/NEW (a fresh conversation), CREDITS, LANGUE/LANGUAGE."""
+"""One-word commands: MENU (every command), NOUVEAU/NEW (a fresh conversation), CREDITS, LANGUE/LANGUAGE."""
 
 from __future__ import annotations
 
@@ -16,23 +16,69 @@ LANGUAGE_WORDS = ("LANGUE", "LANGUAGE")
 LANGUAGES = {"FR": "fr", "FRANCAIS": "fr", "FRENCH": "fr", "EN": "en", "ENGLISH": "en", "ANGLAIS": "en"}
 
 
-def menu_text(msg: Incoming) -> str:
+# Every command a user can send, in the user's language, for MENU and AIDE/HELP. Kept short so
+# that the list, once transliterated to GSM-7, is one SMS of at most two segments (306 characters).
+COMMANDS = {
+    "fr": ("PROGRES, TACHES, MEMOIRE, CREDITS, ACHETER\n"
+           "NOUVEAU : autre sujet\n"
+           "LANGUE EN : anglais\n"
+           "EMAIL adresse : tes fichiers\n"
+           "PARENT numéro : lier un parent\n"
+           "SUPPRIMER : tes données\n"
+           "STOP : plus de messages"),
+    "en": ("PROGRESS, TASKS, MEMORY, CREDITS, BUY\n"
+           "NEW: new topic\n"
+           "LANGUAGE FR: French\n"
+           "EMAIL address: your files\n"
+           "PARENT number: link a parent\n"
+           "DELETE: erase your data\n"
+           "STOP: no more messages"),
+}
+
+
+def profile_line(msg: Incoming) -> str:
+    """The exact reply that opens a profile, for someone who has none yet."""
+    gift = msg.services.settings.signup_credits
     return msg.t(
-        "*Menu Deblo*\n"
-        "Pose-moi ta question directement, ou envoie une photo de ton exercice.\n\n"
-        "NOUVEAU : commencer une nouvelle conversation\n"
-        "CREDITS : voir ton solde de crédits\n"
-        "LANGUE : passer en anglais (LANGUAGE EN) ou en français (LANGUE FR)\n"
-        "AIDE : ce qu'est Deblo\n"
-        "STOP : ne plus recevoir de messages",
-        "*Deblo menu*\n"
-        "Ask your question directly, or send a photo of your exercise.\n\n"
-        "NEW: start a new conversation\n"
-        "CREDITS: see your credit balance\n"
-        "LANGUAGE: switch to French (LANGUE FR) or English (LANGUAGE EN)\n"
-        "HELP: what Deblo is\n"
-        "STOP: receive no more messages",
+        "Profil : réponds 1 Élève, 2 Parent, 3 Pro" + (f" (+{gift} crédits)" if gift > 0 else ""),
+        "Profile: reply 1 Student, 2 Parent, 3 Pro" + (f" (+{gift} credits)" if gift > 0 else ""),
     )
+
+
+def is_guest(msg: Incoming) -> bool:
+    return (msg.user.mode or "guest") == "guest"
+
+
+def command_list(msg: Incoming, head: str) -> str:
+    """`head`, the profile choice for a guest, then the commands. Plain words and `**bold**` only:
+    no `_` or single `*` that WhatsApp would turn into italics."""
+    guest = is_guest(msg)
+    lines = [head, profile_line(msg)] if guest else [head]
+    lines.append(COMMANDS["en" if msg.lang == "en" else "fr"])
+    if msg.user.role == "parent" and not guest:  # a guest's list has the profile line instead
+        lines.append(msg.t("ENFANTS : progrès de ton enfant", "CHILDREN: your child's progress"))
+    return "\n".join(lines)
+
+
+def menu_text(msg: Incoming) -> str:
+    return command_list(msg, msg.t("**Menu Deblo** : pose ta question ou envoie une photo.",
+                                   "**Deblo menu**: ask your question or send a photo."))
+
+
+def help_text(msg: Incoming) -> str:
+    return command_list(msg, msg.t("Deblo t'aide à l'école et au travail. Pose ta question !",
+                                   "Deblo helps with school and work. Ask your question!"))
+
+
+async def show_commands(msg: Incoming, text: str) -> None:
+    """A guest now sees the profile choice: a pending numbered menu (credit packs) would take the
+    « 1 » they are told to send, so it is put aside, and the first-contact welcome is not needed."""
+    if is_guest(msg):
+        await menus.clear_menu(msg.services.state, msg.conversation.id)
+        if msg.user.onboarding_step == "new":
+            msg.user.onboarding_step = "profile"
+            await msg.db.flush()
+    await msg.reply(text)
 
 
 async def new_conversation(msg: Incoming) -> Conversation:
@@ -53,7 +99,7 @@ async def new_conversation(msg: Incoming) -> Conversation:
 async def handle(msg: Incoming) -> bool:
     word = keyword(msg.text)
     if word in MENU_WORDS:
-        await msg.reply(menu_text(msg))
+        await show_commands(msg, menu_text(msg))
         return True
     if word in NEW_WORDS:
         await new_conversation(msg)

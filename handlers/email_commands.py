@@ -4,10 +4,16 @@ The confirmed address is the only one `send_email_to_user` will ever write to, s
 a six-digit code goes to the address and only that code, typed back here before it expires, makes it
 the user's. Codes are a word plus six digits, never a bare number, so they cannot be taken for a
 quiz answer. A sentence that merely starts with "email" is left to the agent.
+
+An SMS sender can be spoofed, so a change asked by SMS is not applied on the code alone: it needs
+the same code typed on WhatsApp, or a second code mailed to the previous confirmed address. Until
+then the address files are mailed to stays what it was. Whenever the confirmed address changes or
+is removed, the previous one is told.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from datetime import timedelta
@@ -27,6 +33,10 @@ _CODE = re.compile(r"^(?:code|e-?mail|courriel)\s*[:=]?\s*(\d{6})$", re.I)
 _REMOVE_WORDS = {"supprimer", "effacer", "retirer", "delete", "remove"}
 MAX_WRONG_CODES = 5
 MAX_CODES_PER_HOUR = 5
+# The channel whose sender can be spoofed: a change asked there needs a second proof.
+SPOOFABLE = "sms"
+
+log = logging.getLogger(__name__)
 
 
 async def handle(msg: Incoming) -> bool:
@@ -71,12 +81,13 @@ async def _status(msg: Incoming) -> None:
 
 async def _remove(msg: Incoming) -> None:
     user = msg.user
+    previous = _confirmed(msg)
     user.email = None
     user.email_verified = False
-    user.pending_email = None
-    user.email_code = None
-    user.email_code_expires_at = None
+    _clear_code(msg)
     await _reply(msg, msg.t("Ton adresse e-mail a été retirée.", "Your e-mail address has been removed."))
+    if previous:
+        await _tell_previous(msg, previous, None)
 
 
 async def _register(msg: Incoming, raw: str) -> None:
@@ -129,6 +140,7 @@ async def _register(msg: Incoming, raw: str) -> None:
         return
     user.pending_email = address
     user.email_code = code
+    user.email_approval_code = None
     user.email_code_expires_at = services.clock() + timedelta(seconds=settings.email_code_ttl_s)
     await services.state.kv_delete(f"email-code-wrong:{user.id}")
     await _reply(msg, msg.t(
@@ -155,6 +167,10 @@ async def _confirm(msg: Incoming, code: str) -> None:
             "This code has expired. Send EMAIL your@address.com again to get a new one.",
         ))
         return
+    approval = user.email_approval_code
+    if approval and secrets.compare_digest(code, approval):
+        await _apply(msg)  # the previous address approved the change
+        return
     if not secrets.compare_digest(code, user.email_code):
         wrong = await services.state.incr(f"email-code-wrong:{user.id}", services.settings.email_code_ttl_s)
         if wrong >= MAX_WRONG_CODES:
@@ -167,6 +183,15 @@ async def _confirm(msg: Incoming, code: str) -> None:
         await _reply(msg, msg.t("Code incorrect. Vérifie l'e-mail reçu et réessaie.",
                               "Wrong code. Check the e-mail you received and try again."))
         return
+    if msg.channel == SPOOFABLE:
+        await _ask_approval(msg)
+        return
+    await _apply(msg)
+
+
+async def _apply(msg: Incoming) -> None:
+    services, user = msg.services, msg.user
+    previous = _confirmed(msg)
     user.email = user.pending_email
     user.email_verified = True
     _clear_code(msg)
@@ -175,6 +200,71 @@ async def _confirm(msg: Incoming, code: str) -> None:
         f"C'est confirmé ✅ Je pourrai t'envoyer tes documents à {user.email}.",
         f"Confirmed ✅ I can now send your documents to {user.email}.",
     ))
+    if previous and previous.lower() != (user.email or "").lower():
+        await _tell_previous(msg, previous, user.email)
+
+
+async def _ask_approval(msg: Incoming) -> None:
+    """The new address is proven, but by SMS: WhatsApp or the previous address must approve."""
+    services, user = msg.services, msg.user
+    settings = services.settings
+    previous = _confirmed(msg)
+    if previous and not user.email_approval_code:  # mailed once per change asked
+        approval = f"{secrets.randbelow(1_000_000):06d}"
+        subject = msg.t("Changement d'adresse e-mail demandé", "E-mail change requested")
+        if await _mail(msg, previous, subject, msg.t(
+            f"Bonjour,\n\nQuelqu'un a demandé par SMS de remplacer l'adresse e-mail de ton compte Deblo "
+            f"({previous}) par {user.pending_email}.\n\nSi c'est toi, envoie CODE {approval} dans ta "
+            "conversation avec Deblo pour confirmer. Sinon, ignore ce message : rien ne change.",
+            f"Hello,\n\nSomeone asked by SMS to replace the e-mail address of your Deblo account "
+            f"({previous}) with {user.pending_email}.\n\nIf it was you, send CODE {approval} in your "
+            "conversation with Deblo to confirm. Otherwise, ignore this message: nothing changes.",
+        )):
+            user.email_approval_code = approval
+            user.email_code_expires_at = services.clock() + timedelta(seconds=settings.email_code_ttl_s)
+    other = msg.t(
+        f", ou envoie le code envoyé à ton adresse actuelle {previous}",
+        f", or send the code sent to your current address {previous}",
+    ) if user.email_approval_code else ""
+    await _reply(msg, msg.t(
+        f"Le code est bon, mais pour ta sécurité un changement d'adresse demandé par SMS doit être "
+        f"confirmé : envoie ce même code (CODE suivi des 6 chiffres) depuis WhatsApp{other}. "
+        f"D'ici là, {'ton adresse reste ' + previous if previous else 'aucune adresse n’est enregistrée'}.",
+        f"The code is right, but for your safety an address change asked by SMS must be confirmed: "
+        f"send the same code (CODE followed by the 6 digits) from WhatsApp{other}. "
+        f"Until then, {'your address stays ' + previous if previous else 'no address is registered'}.",
+    ))
+
+
+def _confirmed(msg: Incoming) -> str | None:
+    user = msg.user
+    return user.email if user.email and user.email_verified else None
+
+
+async def _tell_previous(msg: Incoming, previous: str, new: str | None) -> None:
+    """The previous address hears of the change, so that a change its owner did not ask for is seen."""
+    channel = "WhatsApp" if msg.channel == "whatsapp" else msg.channel.upper()
+    what_fr = f"remplacée par {new}" if new else "retirée"
+    what_en = f"replaced with {new}" if new else "removed"
+    subject = msg.t("Ton adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
+    await _mail(msg, previous, subject, msg.t(
+        f"Bonjour,\n\nL'adresse e-mail de ton compte Deblo ({previous}) a été {what_fr}, à la demande "
+        f"reçue par {channel}.\n\nSi ce n'est pas toi, écris à Deblo sur WhatsApp : EMAIL {previous} "
+        "pour la remettre.",
+        f"Hello,\n\nThe e-mail address of your Deblo account ({previous}) was {what_en}, as asked by "
+        f"{channel}.\n\nIf it was not you, write to Deblo on WhatsApp: EMAIL {previous} to put it back.",
+    ))
+
+
+async def _mail(msg: Incoming, to: str, subject: str, body: str) -> bool:
+    settings = msg.services.settings
+    try:
+        await send_message(settings, build_message(from_addr=sender_address(settings), to=[to],
+                                                   subject=subject, body=body))
+        return True
+    except EmailError as exc:
+        log.warning("could not mail the previous address", extra={"user_id": msg.user.id, "error": str(exc)})
+        return False
 
 
 async def _reply(msg: Incoming, text: str) -> None:
@@ -186,4 +276,5 @@ async def _reply(msg: Incoming, text: str) -> None:
 def _clear_code(msg: Incoming) -> None:
     msg.user.pending_email = None
     msg.user.email_code = None
+    msg.user.email_approval_code = None
     msg.user.email_code_expires_at = None

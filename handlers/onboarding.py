@@ -1,4 +1,12 @@
-"""A new number: a welcome, then a numbered profile menu (1 Élève, 2 Parent, 3 Professionnel).
+"""A new number: its first message answered, with a welcome and a numbered profile menu.
+
+The first message of a new number (`onboarding_step == "new"`) is answered as a guest turn, then
+the welcome and the menu (1 Élève, 2 Parent, 3 Professionnel) follow: the answer first because it
+is what the person asked for, the menu last because it is what they are expected to answer next,
+and the last message is the one on screen. A first message with nothing to answer (a greeting, a
+bare « 1 », « 2 » or « 3 » sent before any menu was seen, an emoji) gets only the welcome. A
+number the operator enrolled with a mode before it wrote is answered in that mode, then welcomed
+without the profile question.
 
 Until a profile is chosen the user is a guest: their other messages go on to the agent turn as
 guest chat (text only, no tools). The choice sets the mode:
@@ -12,8 +20,11 @@ The signup credits are granted once, when the profile is chosen (the ledger's re
 
 from __future__ import annotations
 
+import re
+
 from bot import credits
 from bot.context import Incoming
+from handlers import agent_turn
 from handlers.keywords import keyword
 
 PROFILES = {
@@ -22,21 +33,67 @@ PROFILES = {
     "3": ("pro", "pro"), "PROFESSIONNEL": ("pro", "pro"), "PRO": ("pro", "pro"),
     "PROFESSIONAL": ("pro", "pro"),
 }
+PROFILE_NAMES = {"student": ("Élève", "Student"), "parent": ("Parent", "Parent"),
+                 "pro": ("Professionnel", "Professional")}
+# Words of a message that only says hello (compared after `keyword`: upper case, no accents).
+GREETINGS = frozenset({
+    "BONJOUR", "BONSOIR", "SALUT", "SLT", "BJR", "BSR", "COUCOU", "CC", "HELLO", "HI", "HEY", "ALLO",
+    "YO", "SALAM", "SALAMALEKOUM", "BONNE", "JOURNEE", "SOIREE", "GOOD", "MORNING", "EVENING",
+})
+FILLERS = frozenset({"DEBLO", "A", "TOI", "VOUS", "TOUS", "MONSIEUR", "MADAME", "THERE", "ET", "CA", "VA"})
 
 
-def welcome(msg: Incoming) -> str:
+def nothing_to_answer(msg: Incoming) -> bool:
+    """True for a first message the welcome fully answers: a greeting, a bare profile word, nothing."""
+    if msg.extra.get("files"):
+        return False
+    word = keyword(msg.text)
+    if word in PROFILES:
+        return True
+    words = re.findall(r"[A-Z0-9]+", word)
+    return not words or (all(w in GREETINGS or w in FILLERS for w in words)
+                         and any(w in GREETINGS for w in words))
+
+
+def _hello(msg: Incoming) -> str:
     name = (msg.user.display_name or "").split(" ")[0]
-    hello = f"Bienvenue sur Deblo, {name} ! 👋" if name else "Bienvenue sur Deblo ! 👋"
-    hello_en = f"Welcome to Deblo, {name}! 👋" if name else "Welcome to Deblo! 👋"
+    return msg.t(f"Bienvenue sur Deblo, {name} ! 👋" if name else "Bienvenue sur Deblo ! 👋",
+                 f"Welcome to Deblo, {name}! 👋" if name else "Welcome to Deblo! 👋")
+
+
+def welcome(msg: Incoming, answered: bool = False) -> str:
+    """The welcome and the profile menu; `answered`: it follows the answer to a first question."""
+    gift = msg.services.settings.signup_credits
+    if answered:
+        more = msg.t("Pose-moi d'autres questions quand tu veux.", "Ask me more whenever you like.")
+    else:
+        more = msg.t("Tu peux aussi me poser une question tout de suite.",
+                     "You can also ask me a question right away.")
     return msg.t(
-        f"{hello} Je t'aide pour les devoirs, les révisions et le travail, ici et par SMS.\n\n"
-        "Qui es-tu ? Réponds avec le numéro :\n"
+        f"{_hello(msg)} Je t'aide pour les devoirs, les révisions et le travail.\n\n"
+        "Qui es-tu ? Réponds avec le numéro"
+        + (f" ({gift} crédits offerts)" if gift > 0 else "") + " :\n"
         "1 Élève\n2 Parent\n3 Professionnel\n\n"
-        "Tu peux aussi me poser une question tout de suite. Écris STOP pour ne plus recevoir de messages.",
-        f"{hello_en} I help with homework, revision and work, here and by SMS.\n\n"
-        "Who are you? Reply with the number:\n"
+        f"{more} MENU : toutes les commandes. STOP : ne plus rien recevoir.",
+        f"{_hello(msg)} I help with homework, revision and work.\n\n"
+        "Who are you? Reply with the number" + (f" ({gift} free credits)" if gift > 0 else "") + ":\n"
         "1 Student\n2 Parent\n3 Professional\n\n"
-        "You can also ask me a question right away. Send STOP to receive no more messages.",
+        f"{more} MENU: every command. STOP: receive nothing more.",
+    )
+
+
+async def enrolled_welcome(msg: Incoming) -> str:
+    """For a number the operator set up: its profile is chosen, so no menu, just what it has."""
+    balance = await credits.balance(msg.db, msg.user.id)
+    fr, en = PROFILE_NAMES.get(msg.user.role or "", ("", ""))
+    return msg.t(
+        f"{_hello(msg)} Ton compte est prêt" + (f" (profil {fr})" if fr else "")
+        + f" et tu as {balance} crédit{'s' if balance > 1 else ''}. Pose-moi tes questions ou envoie "
+        "la photo d'un exercice. Écris MENU pour voir toutes les commandes, STOP pour ne plus recevoir "
+        "de messages.",
+        f"{_hello(msg)} Your account is ready" + (f" ({en} profile)" if en else "")
+        + f" and you have {balance} credit{'s' if balance != 1 else ''}. Ask me your questions or send a "
+        "photo of an exercise. Send MENU to see every command, STOP to receive no more messages.",
     )
 
 
@@ -55,22 +112,37 @@ def confirmation(msg: Incoming, role: str, balance: int | None) -> str:
                  "Great. Documents, e-mails, calculations, research: tell me what you need.") + gift
 
 
-async def handle(msg: Incoming) -> bool:
+async def first_contact(msg: Incoming) -> bool:
+    """The answer (unless there is nothing to answer), then the welcome. The step moves on only
+    once the welcome went out: a turn that fails leaves it "new", so the next message gets both."""
     user = msg.user
-    if user.onboarding_step is None:
-        return False
-    if user.onboarding_step == "new":
-        user.onboarding_step = "profile"
-        await msg.db.flush()
-        await msg.reply(welcome(msg))
-        return True
-    choice = PROFILES.get(keyword(msg.text))
-    if choice is None:
-        return False  # guest chat until a profile is chosen
-    role, mode = choice
+    enrolled = (user.mode or "guest") != "guest"
+    question = not nothing_to_answer(msg)
+    if question:
+        await agent_turn.handle(msg)
+    await msg.reply(await enrolled_welcome(msg) if enrolled else welcome(msg, answered=question))
+    user.onboarding_step = None if enrolled else "profile"
+    await msg.db.flush()
+    return True
+
+
+async def choose_profile(msg: Incoming, role: str, mode: str) -> None:
+    user = msg.user
     user.role, user.mode, user.onboarding_step = role, mode, None
     await msg.db.flush()
     granted = await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
                                   ref=f"signup:{user.id}")
     await msg.reply(confirmation(msg, role, granted and msg.services.settings.signup_credits))
+
+
+async def handle(msg: Incoming) -> bool:
+    user = msg.user
+    if user.onboarding_step == "new":
+        return await first_contact(msg)
+    # A guest set up by the operator (no onboarding step) is offered the same profile choice.
+    chooses = user.onboarding_step is not None or (user.mode or "guest") == "guest"
+    choice = PROFILES.get(keyword(msg.text)) if chooses else None
+    if choice is None:
+        return False  # guest chat until a profile is chosen
+    await choose_profile(msg, *choice)
     return True

@@ -1,12 +1,14 @@
 """Opt-out first of all: after STOP (or ARRET…) the user gets nothing more of any kind until START.
 
 WhatsApp has no keyword filter of its own, and Twilio's SMS defaults do not include the French
-words, so the bot honours them itself. HELP/AIDE says what the bot is and how to stop it.
+words, so the bot honours them itself. HELP/AIDE says what the bot is and lists every command,
+STOP included.
 """
 
 from __future__ import annotations
 
 from bot.context import Incoming
+from handlers.commands import help_text, show_commands
 from handlers.keywords import keyword
 
 STOP_WORDS = frozenset({"STOP", "ARRET", "STOPALL", "UNSUBSCRIBE"})
@@ -38,13 +40,6 @@ async def handle(msg: Incoming) -> bool:
         ), kind="optout")
         return True
     if word in HELP_WORDS:
-        await msg.reply(msg.t(
-            "Deblo est un assistant qui t'aide pour les devoirs, les révisions et le travail, sur WhatsApp "
-            "et par SMS. Pose ta question, envoie une photo d'exercice, ou écris MENU.\n"
-            "Écris STOP (ou ARRÊT) pour ne plus recevoir de messages, START pour revenir.",
-            "Deblo is an assistant that helps with homework, revision and work, on WhatsApp and by SMS. "
-            "Ask your question, send a photo of an exercise, or send MENU.\n"
-            "Send STOP to receive no more messages, START to come back.",
-        ))
+        await show_commands(msg, help_text(msg))
         return True
     return False

@@ -1,17 +1,34 @@
-"""Linking a parent: `PARENT +225…` from a student, `OUI`/`NON` from the parent.
+"""Linking a parent: `PARENT +225…` from a student, `OUI 4821` / `NON 4821` from the parent.
 
-The parent gets exactly one SMS asking for confirmation and nothing else until they answer OUI
-(then a weekly progress SMS, see bot.progress.send_weekly_summaries). NON refuses for good: the
-same student asking again sends nothing more. A parent who sent STOP (opted out) is never
-contacted. A student can ask at most `MAX_REQUESTS_PER_DAY` times a day and have at most
-`MAX_PENDING_LINKS` unanswered requests, so the command cannot be used to spam numbers.
+The parent gets exactly one SMS asking for confirmation and nothing else until they confirm (then a
+weekly progress summary, see bot.progress.send_weekly_summaries, and at most one message a day about
+the child's tasks, bot.tasks.send_parent_digests).
+
+That SMS goes to a number that has not agreed to anything yet, so it carries no text the requester
+chose (no WhatsApp display name, nothing they typed): fixed words, the requester's masked number and
+the request's own code. Each request has its code (random, valid `CODE_TTL`): `OUI 4821` confirms
+that one request and `NON 4821` refuses it. A bare OUI or NON confirms nothing; it is answered with
+the codes of the pending requests, sent back to the number that wrote (so a spoofed SMS sender
+never sees them). After `MAX_CODE_TRIES` wrong codes in a row, answers are refused for
+`CODE_LOCK`, so the codes cannot be guessed.
+
+The student is told the SMS was sent only when Twilio accepted it; otherwise (no SMS sender, a
+refusal) they are told so, and that the parent can write OUI to the bot themself to get the code.
+Sending PARENT again for a request whose SMS never left, or whose code expired, sends a new code.
+NON refuses for good: the same student asking again sends nothing more. A parent who sent STOP
+(opted out) is never contacted. A student can ask at most `MAX_REQUESTS_PER_DAY` times a day and
+have at most `MAX_PENDING_LINKS` unanswered requests, so the command cannot be used to spam numbers.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
+import secrets
 from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import phonenumbers
 from sqlalchemy import func, select, update
@@ -21,12 +38,21 @@ from bot.context import Incoming
 from bot.models import ParentLink, User
 from bot.quiz import normalise
 
+if TYPE_CHECKING:
+    from bot.outbound import SendResult
+
 log = logging.getLogger("deblo.parents")
 
 MAX_PENDING_LINKS = 3
 MAX_REQUESTS_PER_DAY = 5
+CODE_DIGITS = 4
+CODE_TTL = timedelta(days=3)
+MAX_CODE_TRIES = 5
+CODE_LOCK = timedelta(hours=1)
 
 _COMMAND = re.compile(r"^parent\s*[:=]?\s*([+\d][\d\s().\-/]*)?$", re.IGNORECASE)
+# "oui", "OUI 4821", "Oui, 4821", "non #4821" (after normalise: lower case, no accents).
+_ANSWER = re.compile(r"^(oui|yes|non|no)(?:[\s,:#-]*(\d{1,8}))?$")
 YES_WORDS = frozenset({"oui", "yes"})
 NO_WORDS = frozenset({"non", "no"})
 
@@ -40,6 +66,20 @@ def parse_phone(raw: str, default_region: str | None) -> str | None:
     if not phonenumbers.is_valid_number(number):
         return None
     return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+def masked_number(phone: str | None) -> str | None:
+    """`+225xxxxxx0304`: the country code and the last digits, enough for a parent to recognise the
+    child's number without telling a stranger the whole of it. None for a user with no number."""
+    if not phone:
+        return None
+    try:
+        number = phonenumbers.parse(phone, None)
+    except phonenumbers.NumberParseException:
+        return None
+    national = phonenumbers.national_significant_number(number)
+    keep = 4 if len(national) > 6 else 2
+    return f"+{number.country_code}{'x' * (len(national) - keep)}{national[-keep:]}"
 
 
 def _region_of(phone: str | None) -> str:
@@ -59,9 +99,9 @@ async def handle(msg: Incoming) -> bool:
         await msg.db.commit()
         await add_parent(msg, (command.group(1) or "").strip())
         return True
-    word = normalise(msg.text)
-    if word in YES_WORDS or word in NO_WORDS:
-        return await answer_request(msg, confirm=word in YES_WORDS)
+    answer = _ANSWER.match(normalise(msg.text))
+    if answer:
+        return await answer_request(msg, confirm=answer.group(1) in YES_WORDS, code=answer.group(2))
     return False
 
 
@@ -96,12 +136,23 @@ async def add_parent(msg: Incoming, raw_number: str) -> None:
         await msg.reply(msg.t("Trop de demandes aujourd'hui. Réessaie demain.",
                               "Too many requests today. Try again tomorrow."))
         return
+    await _link_or_retry(msg, phone)
+
+
+async def _link_or_retry(msg: Incoming, phone: str) -> None:
+    """A new request to `phone`, or the existing one: sent again when its SMS never left or its code
+    expired, otherwise the student is told where it stands."""
+    student, now = msg.user, msg.services.clock()
     known = await msg.db.scalar(select(User).where(User.phone == phone))
     if known is not None:
         link = await msg.db.scalar(
             select(ParentLink).where(ParentLink.student_id == student.id, ParentLink.parent_id == known.id)
         )
         if link is not None:
+            stale = link.invited_at is None or not _code_valid(link, now)
+            if link.status == "pending" and not known.opted_out and stale:
+                await _invite(msg, link, known, phone)
+                return
             await msg.reply(_existing_link_text(msg, link.status, known.opted_out))
             return
         if known.opted_out:
@@ -119,16 +170,84 @@ async def add_parent(msg: Incoming, raw_number: str) -> None:
                               "You already have several requests waiting. Wait for a parent to answer."))
         return
     parent = known or await _new_parent_user(msg, phone)
-    msg.db.add(ParentLink(student_id=student.id, parent_id=parent.id, status="pending",
-                          created_at=msg.services.clock()))
-    # The link is durable before the SMS leaves (and sends write in their own sessions).
-    await msg.db.commit()
-    await _ask_parent(msg, parent, phone)
-    await msg.reply(msg.t(
-        f"📨 J'ai envoyé un SMS au {phone} pour confirmer. "
-        "Dès qu'il répond OUI, il recevra tes progrès chaque semaine.",
-        f"📨 I sent an SMS to {phone} to confirm. Once they reply YES, they'll get your progress every week.",
+    link = ParentLink(student_id=student.id, parent_id=parent.id, status="pending", created_at=now)
+    msg.db.add(link)
+    await msg.db.flush()
+    await _invite(msg, link, parent, phone)
+
+
+def _code_valid(link: ParentLink, now: datetime) -> bool:
+    return bool(link.code) and link.code_expires_at is not None and link.code_expires_at > now
+
+
+async def _issue_code(msg: Incoming, link: ParentLink, now: datetime) -> str:
+    """A fresh random code for this request, different from the parent's other pending ones (so
+    that one code names one request)."""
+    taken = set(await msg.db.scalars(
+        select(ParentLink.code).where(ParentLink.parent_id == link.parent_id, ParentLink.status == "pending",
+                                      ParentLink.id != link.id, ParentLink.code.is_not(None))
     ))
+    code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+    while code in taken:
+        code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
+    link.code, link.code_expires_at = code, now + CODE_TTL
+    return code
+
+
+async def _invite(msg: Incoming, link: ParentLink, parent: User, phone: str) -> None:
+    """Sends the invitation with a new code; the student is told it was sent only when Twilio
+    accepted it, and `invited_at` records that it left."""
+    now = msg.services.clock()
+    code = await _issue_code(msg, link, now)
+    link.invited_at = None  # until Twilio accepts the SMS carrying this code
+    # The link and its code are durable before the SMS leaves (and sends write in their own sessions).
+    await msg.db.commit()
+    result = await _ask_parent(msg, parent, phone, code)
+    if result.ok:
+        await msg.db.execute(update(ParentLink).where(ParentLink.id == link.id, ParentLink.code == code)
+                             .values(invited_at=now))
+        await msg.db.commit()
+        await msg.reply(msg.t(
+            f"📨 J'ai envoyé un SMS au {phone} pour confirmer. "
+            "Dès qu'il répond OUI avec le code reçu, il recevra tes progrès chaque semaine.",
+            f"📨 I sent an SMS to {phone} to confirm. "
+            "Once they reply YES with the code they got, they'll get your progress every week.",
+        ))
+        return
+    log.warning("parent invitation not sent", extra={"skipped": result.skipped, "error": result.error})
+    await msg.reply(_not_sent_text(msg, phone, configured=result.skipped != "not_configured"))
+
+
+def _bot_numbers(msg: Incoming) -> list[str]:
+    """Where a parent can write to the bot: its WhatsApp number, and its SMS number if it is one."""
+    settings = msg.services.settings
+    numbers = []
+    if settings.twilio_whatsapp_from:
+        numbers.append(f"{settings.twilio_whatsapp_from.removeprefix('whatsapp:')} (WhatsApp)")
+    if settings.twilio_sms_from.startswith("+"):  # an alphanumeric sender cannot be answered
+        numbers.append(f"{settings.twilio_sms_from} (SMS)")
+    return numbers
+
+
+def _not_sent_text(msg: Incoming, phone: str, *, configured: bool) -> str:
+    what = msg.t(
+        f"⚠️ Je n'ai pas envoyé de SMS au {phone} : ce service n'envoie pas de SMS." if not configured
+        else f"⚠️ Le SMS au {phone} n'a pas pu partir.",
+        f"⚠️ I did not send an SMS to {phone}: this service does not send SMS." if not configured
+        else f"⚠️ The SMS to {phone} could not be sent.",
+    )
+    numbers = msg.t(" ou ", " or ").join(_bot_numbers(msg))
+    where = msg.t(f"au {numbers}", f"to {numbers}") if numbers else msg.t("à ce service", "to this service")
+    todo = msg.t(
+        f" Ta demande est enregistrée : pour la confirmer, ton parent peut écrire OUI {where} "
+        f"depuis le {phone}, puis répondre avec le code qu'il recevra.",
+        f" Your request is saved: to confirm it, your parent can write YES {where} from {phone}, "
+        "then answer with the code they get.",
+    )
+    if configured:
+        todo += msg.t(f" Tu peux aussi renvoyer PARENT {phone} plus tard pour réessayer.",
+                      f" You can also send PARENT {phone} again later to retry.")
+    return what + todo
 
 
 def _existing_link_text(msg: Incoming, status: str, opted_out: bool) -> str:
@@ -160,69 +279,165 @@ async def _new_parent_user(msg: Incoming, phone: str) -> User:
         return found
 
 
-async def _ask_parent(msg: Incoming, parent: User, phone: str) -> None:
+def _who(student_phone: str | None, en: bool) -> str:
+    """The requester as fixed words and a masked number: nothing they could have written."""
+    masked = masked_number(student_phone)
+    if en:
+        return f"a student ({masked})" if masked else "a student"
+    return f"un élève ({masked})" if masked else "un élève"
+
+
+def invitation_text(student_phone: str | None, code: str, language: str) -> str:
+    """The SMS to a number not linked yet: fixed text, the requester's masked number, the code."""
+    days = CODE_TTL.days
+    if language == "en":
+        return (f"Deblo: {_who(student_phone, True)} asks to add you as a parent to follow their "
+                f"schoolwork progress. To accept, reply YES {code}; to refuse, NO {code} "
+                f"(code valid {days} days). Without an answer, nothing more will be sent to you.")
+    return (f"Deblo : {_who(student_phone, False)} demande à vous ajouter comme parent pour suivre ses "
+            f"progrès scolaires. Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
+            f"(code valable {days} jours). Sans réponse, rien d'autre ne vous sera envoyé.")
+
+
+async def _ask_parent(msg: Incoming, parent: User, phone: str, code: str) -> SendResult:
     from bot.outbound import send_to_number
 
-    name = msg.user.display_name or msg.user.phone or "?"
-    number = msg.user.phone or ""
-    who = f"{name} ({number})" if number and number != name else name
-    text = (
-        f"Deblo: {who} wants to add you as a parent to follow their schoolwork progress. "
-        "Reply YES to accept or NO to refuse."
-        if parent.language == "en"
-        else f"Deblo : {who} souhaite vous ajouter comme parent pour suivre ses progrès scolaires. "
-        "Répondez OUI pour accepter ou NON pour refuser."
-    )
-    await send_to_number(msg.services, phone, text=text, channel="sms", kind="parent_confirm")
+    text = invitation_text(msg.user.phone, code, parent.language)
+    return await send_to_number(msg.services, phone, text=text, channel="sms", kind="parent_confirm")
 
 
-async def answer_request(msg: Incoming, *, confirm: bool) -> bool:
-    """OUI/NON from someone with pending parent requests; other OUI/NON go on down the chain."""
-    links = (
+# --- the parent's answer -------------------------------------------------------------------------
+
+
+async def answer_request(msg: Incoming, *, confirm: bool, code: str | None = None) -> bool:
+    """OUI/NON from someone with pending parent requests; other OUI/NON go on down the chain.
+
+    Only a code confirms or refuses, and one code names one request."""
+    links = list((
         await msg.db.scalars(
             select(ParentLink).where(ParentLink.parent_id == msg.user.id, ParentLink.status == "pending")
+            .order_by(ParentLink.id)
         )
-    ).all()
+    ).all())
     if not links:
         return False
     now = msg.services.clock()
-    status = "confirmed" if confirm else "refused"
-    await msg.db.execute(
-        update(ParentLink)
-        .where(ParentLink.id.in_([link.id for link in links]), ParentLink.status == "pending")
-        .values(status=status, confirmed_at=now if confirm else None)
-    )
-    if msg.user.role is None:
-        msg.user.role = "parent"
-    student_ids = [link.student_id for link in links]
-    students = (await msg.db.scalars(select(User).where(User.id.in_(student_ids)))).all()
-    names = ", ".join(s.display_name or s.phone or "?" for s in students)
-    await msg.db.commit()
-    if confirm:
-        await msg.reply(msg.t(
-            f"Merci ! Vous recevrez chaque semaine un résumé des progrès de {names}. "
-            "Envoyez ENFANTS pour les voir à tout moment, STOP pour ne plus rien recevoir.",
-            f"Thank you! You'll get a weekly summary of {names}'s progress. "
-            "Send CHILDREN to see it any time, STOP to receive nothing more.",
-        ))
-    else:
-        await msg.reply(msg.t("C'est noté, vous ne recevrez rien de plus.",
-                              "Noted, you won't receive anything more."))
-    await _tell_students(msg, students, confirm)
+    locked = msg.user.parent_code_locked_until
+    if locked is not None and locked > now:
+        minutes = max(1, math.ceil((locked - now).total_seconds() / 60))
+        await msg.reply(msg.t(f"Trop de codes erronés. Réessayez dans {minutes} min.",
+                              f"Too many wrong codes. Try again in {minutes} min."))
+        return True
+    if code is None:
+        await _tell_codes(msg, links, now)
+        return True
+    link = next((item for item in links if item.code == code), None)
+    if link is None:
+        await _wrong_code(msg, now)
+        return True
+    if not _code_valid(link, now):
+        await msg.reply(msg.t("Ce code a expiré. Écrivez OUI (sans code) pour en recevoir un nouveau.",
+                              "This code has expired. Write YES (without a code) to get a new one."))
+        return True
+    await _settle(msg, link, confirm, now)
     return True
 
 
-async def _tell_students(msg: Incoming, students: Sequence[User], confirmed: bool) -> None:
+async def _tell_codes(msg: Incoming, links: Sequence[ParentLink], now: datetime) -> None:
+    """A bare OUI or NON: the codes of the pending requests (expired ones renewed), sent back to the
+    number that wrote; nothing is confirmed."""
+    students = {s.id: s for s in await msg.db.scalars(
+        select(User).where(User.id.in_([link.student_id for link in links])))}
+    for link in links:
+        if not _code_valid(link, now):
+            await _issue_code(msg, link, now)
+    await msg.db.commit()
+    en = msg.lang == "en"
+
+    def line(link: ParentLink) -> str:
+        who = _who(students[link.student_id].phone if link.student_id in students else None, en)
+        if en:
+            return f"{who}: YES {link.code} to accept, NO {link.code} to refuse"
+        return f"{who} : OUI {link.code} pour accepter, NON {link.code} pour refuser"
+
+    if len(links) == 1:
+        await msg.reply(msg.t(f"Pour répondre à la demande de suivi de {line(links[0])}.",
+                              f"To answer the follow-up request from {line(links[0])}."))
+        return
+    lines = "\n".join(f"• {line(link)}" for link in links)
+    await msg.reply(msg.t(
+        f"Vous avez {len(links)} demandes de suivi. Répondez à chacune avec son code :\n{lines}",
+        f"You have {len(links)} follow-up requests. Answer each with its code:\n{lines}",
+    ))
+
+
+async def _wrong_code(msg: Incoming, now: datetime) -> None:
+    """Counts a wrong code; the MAX_CODE_TRIES-th in a row locks answers for CODE_LOCK."""
+    user = msg.user
+    user.parent_code_failures = (user.parent_code_failures or 0) + 1
+    if user.parent_code_failures >= MAX_CODE_TRIES:
+        user.parent_code_failures, user.parent_code_locked_until = 0, now + CODE_LOCK
+        await msg.db.commit()
+        log.warning("parent code answers locked after wrong codes", extra={"user_id": user.id})
+        minutes = int(CODE_LOCK.total_seconds() // 60)
+        await msg.reply(msg.t(f"Code erroné. Trop d'essais : réessayez dans {minutes} min.",
+                              f"Wrong code. Too many tries: try again in {minutes} min."))
+        return
+    await msg.db.commit()
+    left = MAX_CODE_TRIES - user.parent_code_failures
+    await msg.reply(msg.t(
+        f"Ce code ne correspond à aucune demande. Vérifiez le code du SMS, ou écrivez OUI seul pour le "
+        f"recevoir à nouveau ({left} essai{'s' if left > 1 else ''} avant un blocage).",
+        f"This code matches no request. Check the code in the SMS, or write YES alone to get it again "
+        f"({left} tr{'ies' if left > 1 else 'y'} left before a lock).",
+    ))
+
+
+async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime) -> None:
+    """Confirms or refuses the one request the code names."""
+    result = await msg.db.execute(
+        update(ParentLink)
+        .where(ParentLink.id == link.id, ParentLink.status == "pending", ParentLink.code == link.code)
+        .values(status="confirmed" if confirm else "refused", confirmed_at=now if confirm else None,
+                code=None, code_expires_at=None)
+    )
+    if result.rowcount != 1:  # type: ignore[attr-defined]
+        # Answered at the same moment by another message: nothing was changed here.
+        await msg.reply(msg.t("Cette demande a déjà reçu une réponse.",
+                              "This request has already been answered."))
+        return
+    msg.user.parent_code_failures = 0
+    if confirm and msg.user.role is None:
+        msg.user.role = "parent"
+    student = await msg.db.get(User, link.student_id)
+    await msg.db.commit()
+    who = _who(student.phone if student else None, msg.lang == "en")
+    if confirm:
+        await msg.reply(msg.t(
+            f"Merci ! Vous suivez maintenant {who} : un résumé de ses progrès chaque semaine, et au plus "
+            "un message par jour sur ses tâches du jour. Envoyez ENFANTS pour voir ses progrès à tout "
+            "moment ; STOP pour ne plus recevoir aucun message de Deblo, START pour reprendre.",
+            f"Thank you! You now follow {who}: a summary of their progress every week, and at most one "
+            "message a day about their tasks of the day. Send CHILDREN to see their progress any time; "
+            "STOP to get no more messages from Deblo at all, START to resume.",
+        ))
+    else:
+        await msg.reply(msg.t("C'est noté : vous ne recevrez rien de plus pour cette demande.",
+                              "Noted: you won't receive anything more about this request."))
+    if student is not None:
+        await _tell_student(msg, student, confirm)
+
+
+async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:
     from bot.outbound import send_to_user
 
-    for student in students:
-        en = student.language == "en"
-        if confirmed:
-            text = "✅ Your parent confirmed: they'll get your weekly progress." if en else \
-                "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine."
-        else:
-            text = "Your parent declined the follow-up." if en else "Ton parent a refusé le suivi."
-        try:
-            await send_to_user(msg.services, student, text=text, kind="parent_link")
-        except Exception:
-            log.exception("could not tell student %s about the parent's answer", student.id)
+    en = student.language == "en"
+    if confirmed:
+        text = "✅ Your parent confirmed: they'll get your weekly progress." if en else \
+            "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine."
+    else:
+        text = "Your parent declined the follow-up." if en else "Ton parent a refusé le suivi."
+    try:
+        await send_to_user(msg.services, student, text=text, kind="parent_link")
+    except Exception:
+        log.exception("could not tell student %s about the parent's answer", student.id)

@@ -28,6 +28,14 @@ from tests.harness import (
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Rendering and browser checks use no database: the second pass (PostgreSQL + Redis) skips them
+    # through `-m "not single_pass"` instead of running the same slow work twice.
+    for item in items:
+        if item.path.name.startswith("test_render_"):
+            item.add_marker(pytest.mark.single_pass)
+
+
 @pytest.fixture(scope="session")
 def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     kind = backend()[0]

@@ -1,9 +1,11 @@
 """award_bonus_credits: 1 to 5 bonus credits for the current student, earned by a correct answer.
 
 The rule the server enforces, whatever the model was told: every award must be backed by a correct
-exercise result recorded in this conversation (a quiz answered right, or report_exercise_result
-with correct=true) that no earlier award used. The ledger row's ref is that result's id, so the
-unique (reason, ref) constraint makes "one award per correct result" hold even under concurrency.
+answer the server itself checked in this conversation (a quiz answered right, see
+handlers/quiz_answer.py) that no earlier award used. What the model reports with
+report_exercise_result feeds progress only: the model could be talked into reporting anything.
+The ledger row's ref is that result's id, so the unique (reason, ref) constraint makes "one award
+per correct result" hold even under concurrency.
 A student who asks for credits without having answered anything right gets nothing, however the
 model is persuaded. On top of that, per student and per calendar day (in the student's time zone):
 at most BONUS_MAX_AWARDS_PER_DAY awards and BONUS_MAX_CREDITS_PER_DAY credits (the last award of
@@ -19,20 +21,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 
-from bot import credits
+from bot import credits, effects
 from bot.models import CreditEntry, ExerciseResult, User
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 NAME = "award_bonus_credits"
 REASON = "ai_bonus"
+# Results of quiz answers checked on the server; "report" ones come from the model.
+CHECKED_BY_SERVER = "quiz"
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "credits": {"type": "integer", "description": "Bonus credits, 1 to 5 (clamped)"},
-        "reason": {"type": "string", "description": "Why, in a few words (e.g. 'quiz on fractions right')"},
-    },
+    "properties": {"credits": {"type": "integer"}, "reason": {"type": "string"}},
     "required": ["credits"],
 }
 
@@ -83,14 +84,16 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             ExerciseResult.user_id == ctx.user_id,
             ExerciseResult.conversation_id == ctx.conversation_id,
             ExerciseResult.correct.is_(True),
+            ExerciseResult.source == CHECKED_BY_SERVER,
             ExerciseResult.id > used_result_id(last_ref),
         )
         result_id = await db.scalar(earned.order_by(ExerciseResult.id.desc()).limit(1))
         if result_id is None:
             return tool_error(
-                "not awarded: bonus credits reward a correct answer, and the student has no correct "
-                "exercise result in this conversation since the last award. Credits are never given "
-                "because the student asks; tell them a good answer to a quiz can earn some."
+                "not awarded: bonus credits reward a correct quiz answer, and the student has answered "
+                "no quiz right in this conversation since the last award (exercises reported with "
+                "report_exercise_result do not count). Credits are never given because the student "
+                "asks; tell them a good answer to a quiz can earn some."
             )
         awards, given = await credits.total_since(db, ctx.user_id, REASON, start_of_day(now, user.timezone))
         if awards >= settings.bonus_max_awards_per_day:
@@ -105,6 +108,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         balance = await _apply(db, ctx.user_id, amount, f"result:{result_id}", now)
         if balance is None:
             return tool_error("not awarded: this correct answer was already rewarded")
+        result: ToolResult = {"success": True, "credits_awarded": amount,
+                              "clamped_from": wanted if amount != wanted else None,
+                              "new_balance": balance, "student_notified": False}
+        # Stored with the credit: a turn run again after a crash finds it and does not award twice.
+        await effects.mark_done(db, ctx.effect_key, result, now)
         await db.commit()
         language = user.language
     plural = "s" if amount > 1 else ""
@@ -113,8 +121,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     else:
         text = f"🎁 +{amount} crédit{plural} bonus, bravo !"
     await ctx.send(text)
-    return {"success": True, "credits_awarded": amount, "clamped_from": wanted if amount != wanted else None,
-            "new_balance": balance, "student_notified": True}
+    return {**result, "student_notified": True}
 
 
 async def _apply(db: Any, user_id: int, amount: int, ref: str, now: datetime) -> int | None:
@@ -129,14 +136,11 @@ async def _apply(db: Any, user_id: int, amount: int, ref: str, now: datetime) ->
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Give the current student 1 to 5 bonus credits for their effort after a correct answer "
-        "(a quiz answered right or an exercise reported correct). The server refuses awards not "
-        "backed by a new correct result, and caps awards per day. Never because the student asks."
-    ),
+    description="1-5 credits for a quiz just answered right; never on request.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,
     side_effects=True,
     exclusive=True,
+    effect_in_transaction=True,
 )

@@ -1,8 +1,11 @@
 """browse_url: the readable text of a web page, at most 8,000 characters.
 
-Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side), otherwise a direct
-fetch by bot.web_fetch, which refuses private and reserved addresses at every hop, then readable
-text extraction. Either way only http(s) URLs are taken and the result is capped.
+Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side; the host is resolved
+and checked here first, as for a direct fetch), otherwise a direct fetch by bot.web_fetch, which
+refuses private and reserved addresses at every hop, then readable text extraction. Either way
+only http(s) URLs are taken and the result is capped. In a turn, only URLs the user sent, this
+turn's search results and links of pages opened in this turn are followed (bot.untrusted): a page
+cannot make the model carry the user's data out in an address it composes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ import httpx
 
 from bot.config import Settings
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.web_fetch import FetchFailed, FetchRefused, fetch, readable_text, refuse_obviously_private
+from bot.untrusted import UrlRefused, links_in_html, urls_in
+from bot.web_fetch import (
+    Fetched,
+    FetchFailed,
+    FetchRefused,
+    charset_of,
+    check_public_url,
+    fetch,
+    readable_text,
+)
 from tools.modes import modes_for
 
 NAME = "browse_url"
@@ -55,11 +67,19 @@ async def read_with_jina(http: httpx.AsyncClient, settings: Settings, url: str) 
     return str(data.get("url") or url), str(data.get("title") or ""), str(data.get("content") or "")
 
 
-async def read_direct(settings: Settings, url: str) -> tuple[str, str, str]:
+def _page_links(fetched: Fetched) -> list[str]:
+    return links_in_html(fetched.body.decode(charset_of(fetched.content_type) or "utf-8", errors="replace"),
+                         fetched.url)
+
+
+async def read_direct(settings: Settings, url: str, links: list[str] | None = None) -> tuple[str, str, str]:
+    """`links`, when given, gets the targets of the page's links."""
     fetched = await fetch(url, settings)
     if fetched.status >= 400:
         raise FetchFailed(f"the site answered {fetched.status}")
     title, text = await asyncio.to_thread(readable_text, fetched)
+    if links is not None:
+        links.extend(await asyncio.to_thread(_page_links, fetched))
     return fetched.url, title, text
 
 
@@ -68,19 +88,27 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     url = str(args.get("url") or "").strip()
     if not url:
         return tool_error("url is required")
+    note = None
+    if ctx.turn is not None:
+        try:
+            url, note = ctx.turn.check_url(url)
+        except UrlRefused as exc:
+            return tool_error(f"not opened: {exc}", code="url_not_allowed", refused=True)
+    links: list[str] = []
     budget = max(1.0, min(settings.limits.tool_timeout_s - 1.0, settings.browse_timeout_s * 2 + 5))
     notes: list[str] = []
     try:
         async with asyncio.timeout(budget):
             if settings.jina_api_key:
-                refuse_obviously_private(url)
+                # Resolved and checked as a direct fetch would be: Jina must not be sent inside either.
+                await check_public_url(url, settings)
                 try:
                     final, title, content = await read_with_jina(ctx.services.http, settings, url)
                 except FetchFailed as exc:
                     notes.append(str(exc))
-                    final, title, content = await read_direct(settings, url)
+                    final, title, content = await read_direct(settings, url, links)
             else:
-                final, title, content = await read_direct(settings, url)
+                final, title, content = await read_direct(settings, url, links)
     except FetchRefused as exc:
         return tool_error(f"refused: {exc}", refused=True)
     except FetchFailed as exc:
@@ -90,22 +118,19 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     content, truncated = _cap(content.strip())
     if not content:
         return tool_error("the page has no readable text")
-    return {"success": True, "url": final, "title": title[:300], "content": content, "truncated": truncated}
+    if ctx.turn is not None:  # Jina's markdown carries the links in the text
+        ctx.turn.add_page([url, final], [*links, *urls_in(content)])
+    result: ToolResult = {"success": True, "url": final, "title": title[:300], "content": content,
+                          "truncated": truncated}
+    return {**result, "note": note} if note else result
 
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Read a web page (http or https URL) and get its main text, up to 8,000 characters. Use it on "
-        "a result of web_search or a link the user sent."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"url": {"type": "string", "description": "The page's address, http(s)://…"}},
-        "required": ["url"],
-        "additionalProperties": False,
-    },
+    description="Main text of a web page.",
+    parameters={"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
     modes=modes_for(NAME),
     run=run,
     progress_note={"fr": "Je lis la page…", "en": "Reading the page…"},
+    untrusted_source="web page",
 )

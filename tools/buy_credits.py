@@ -54,22 +54,8 @@ def _unavailable(settings: Settings) -> str | None:
 
 TOOL = Tool(
     name="buy_credits",
-    description=(
-        "Start buying credits from the chat: without `pack`, sends the user the numbered list of credit "
-        "packs and prices (they reply with a number); with `pack` (the number the user chose), sends "
-        "them a payment link (mobile money or card). Use when the user asks for credits or has run out."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pack": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "The pack number the user chose, if any",
-            },
-        },
-        "additionalProperties": False,
-    },
+    description="Credit packs; with pack (the user's choice): a payment link.",
+    parameters={"type": "object", "properties": {"pack": {"type": "integer"}}},
     modes=modes_for("buy_credits"),
     run=run,
     side_effects=True,

@@ -20,6 +20,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             due_time=args.get("due_time"),
             tags=args.get("tags"),
         )
+    except tasks.TaskLimitError as exc:
+        return tool_error(str(exc), limit=ctx.services.settings.max_open_tasks)
     except tasks.TaskInputError as exc:
         return tool_error(str(exc))
     result: ToolResult = {
@@ -42,22 +44,17 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name="create_task",
-    description=(
-        "Create a task or reminder for the user with a title, a priority (low, normal, high), an optional "
-        "due date and time in the user's local time zone, and tags. The user is reminded on WhatsApp/SMS "
-        "before and at the due time. Use it when the user asks to remember, plan or be reminded of something."
-    ),
+    description="Task or reminder, sent before and at the due time.",
     parameters={
         "type": "object",
         "properties": {
-            "title": {"type": "string", "description": "What to do, short (e.g. 'Réviser les fractions')"},
-            "priority": {"type": "string", "enum": list(tasks.PRIORITIES), "description": "Default: normal"},
-            "due_date": {"type": "string", "description": "Local due date, YYYY-MM-DD"},
-            "due_time": {"type": "string", "description": "Local due time, HH:MM (24 h); default 09:00"},
-            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 10},
+            "title": {"type": "string"},
+            "priority": {"type": "string", "enum": list(tasks.PRIORITIES)},
+            "due_date": {"type": "string"},
+            "due_time": {"type": "string"},
+            "tags": {"type": "array"},
         },
         "required": ["title"],
-        "additionalProperties": False,
     },
     modes=modes_for("create_task"),
     run=run,

@@ -18,7 +18,6 @@ from tools.modes import modes_for
 
 NAME = "draft_email"
 PREVIEW_MAX = 1200
-LINK_TTL_S = 7 * 86400
 
 
 def _addresses(value: Any, field: str) -> list[str]:
@@ -76,12 +75,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     header_fr.append(f"Objet : {subject}")
     header_en.append(f"Subject: {subject}")
     header = header_en if ctx.language == "en" else header_fr
-    # A link rather than a WhatsApp document: WhatsApp does not accept message/rfc822 files.
-    link = file_url(ctx.services.settings, saved, ttl_s=LINK_TTL_S)
+    # A link rather than a WhatsApp document: WhatsApp does not accept message/rfc822 files. The
+    # user may open it days later: it lasts FILE_LINK_SMS_TTL_S.
+    link = file_url(ctx.services.settings, saved, read_later=True)
     hint = (f"To edit and send it from your mailbox, open this .eml file: {link}" if ctx.language == "en"
             else f"Pour le modifier et l'envoyer depuis ta messagerie, ouvre ce fichier .eml : {link}")
-    await ctx.send(text="\n".join(header) + f"\n\n{plain}\n\n{hint}")
-    return {
+    shown = await ctx.send(text="\n".join(header) + f"\n\n{plain}\n\n{hint}")
+    out: dict[str, Any] = {
         "success": True,
         "file_id": saved.id,
         "file_name": saved.name,
@@ -91,26 +91,29 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "note": "The draft was shown to the user with a link to its .eml file; it was NOT sent. "
                 "Tell them to review it and send it themselves.",
     }
+    # The outbound result, when the context gives it: the draft is "shown" only if it went out.
+    if shown is not None and not getattr(shown, "ok", True):
+        out["shown_to_user"] = False
+        out["delivery"] = shown.for_model()
+        out["note"] = ("The draft is saved in the user's library but could not be shown to them now "
+                       "(see delivery). It was NOT sent to anyone. Give them the text and link in your "
+                       "answer.")
+    return out
 
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Write an e-mail draft to anyone (clients, colleagues…) for the user to review and send "
-        "themselves. It is NOT sent: it is shown to the user as a message and as an .eml file they "
-        "can open in their mail app and forward. Optional attachments from the user's files."
-    ),
+    description="E-mail draft to anyone, NOT sent: given to the user as .eml.",
     parameters={
         "type": "object",
         "properties": {
-            "to": {"type": "array", "items": {"type": "string"}, "description": "Recipient addresses"},
-            "cc": {"type": "array", "items": {"type": "string"}},
+            "to": {"type": "array"},
+            "cc": {"type": "array"},
             "subject": {"type": "string", "maxLength": 200},
-            "body": {"type": "string", "description": "The message, plain text or simple HTML"},
-            "file_ids": {"type": "array", "items": {"type": "integer"}, "maxItems": 10},
+            "body": {"type": "string"},
+            "file_ids": {"type": "array"},
         },
         "required": ["subject", "body"],
-        "additionalProperties": False,
     },
     modes=modes_for(NAME),
     run=run,

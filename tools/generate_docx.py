@@ -20,7 +20,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not has_content(args):
         return tool_error(NO_CONTENT)
     try:
-        doc = parse_document(args)
+        doc = parse_document(args, language=ctx.language)
         data = await run_cpu(build_docx, doc)
     except ContentError as exc:
         return tool_error(str(exc))
@@ -38,10 +38,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Create a Word document (.docx: contract, letter, formal correspondence) from a title and "
-        "blocks (heading, paragraph, bullets, table, page_break) and send it to the user as an attachment."
-    ),
+    description="Word file.",
     parameters=document_schema(),
     modes=modes_for(NAME),
     run=run,

@@ -18,13 +18,8 @@ from tools.modes import modes_for
 NAME = "generate_html"
 MAX_HTML_CHARS = 300_000
 
-PARAMETERS = document_schema()
-PARAMETERS["properties"]["html"] = {
-    "type": "string",
-    "description": "optional body HTML added after the blocks (structure and emphasis only: scripts, "
-    "styles, images and event handlers are removed)",
-}
-PARAMETERS["required"] = ["title"]
+# markdown and/or html: body HTML added after it (scripts, styles, images and handlers removed).
+PARAMETERS = document_schema(html={"type": "string"})
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -36,7 +31,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not has_content(args) and not raw_html.strip():
         return tool_error(NO_CONTENT + ", or html")
     try:
-        doc = parse_document(args)
+        doc = parse_document(args, language=ctx.language)
     except ContentError as exc:
         return tool_error(str(exc))
     page = build_html(doc, raw_html, lang=ctx.language)
@@ -53,11 +48,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Create a self-contained HTML page (newsletter, formatted content) from a title and blocks "
-        "(heading, paragraph, bullets, table), optionally with extra body HTML, and send it to the "
-        "user as an attachment. Scripts, styles, images and external resources are not allowed."
-    ),
+    description="HTML page; html: extra body HTML (sanitised).",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

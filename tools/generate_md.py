@@ -18,7 +18,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not has_content(args):
         return tool_error(NO_CONTENT)
     try:
-        doc = parse_document(args)
+        doc = parse_document(args, language=ctx.language)
     except ContentError as exc:
         return tool_error(str(exc))
     text = build_md(doc)
@@ -34,10 +34,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Create a Markdown file (.md: notes, checklists, structured text) from a title and blocks "
-        "(heading, paragraph, bullets, table) and send it to the user as an attachment."
-    ),
+    description="Markdown file.",
     parameters=document_schema(),
     modes=modes_for(NAME),
     run=run,

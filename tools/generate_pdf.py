@@ -6,8 +6,8 @@ from typing import Any
 
 from bot import library
 from bot.documents import run_cpu
-from bot.documents.content import ContentError, Document, document_schema, parse_document, plain
-from bot.documents.convert import CONVERTIBLE, to_document
+from bot.documents.content import ContentError, Document, document_schema, has_content, parse_document, plain
+from bot.documents.convert import to_document
 from bot.documents.names import safe_filename
 from bot.documents.pdf import MAX_PAGES, build_pdf
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
@@ -15,13 +15,8 @@ from tools.modes import modes_for
 
 NAME = "generate_pdf"
 
-PARAMETERS = document_schema()
-PARAMETERS["properties"]["source_file_id"] = {
-    "type": "integer",
-    "description": f"convert this file of the user's library to PDF instead ({CONVERTIBLE}); "
-    "blocks are then not needed",
-}
-PARAMETERS["required"] = ["title"]
+# markdown, or source_file_id: a file of the user's library to convert instead.
+PARAMETERS = document_schema(source_file_id={"type": "integer"})
 
 
 def document_text(doc: Document) -> str:
@@ -39,8 +34,10 @@ def _render(doc: Document) -> tuple[bytes, int]:
     return build_pdf(doc, max_pages=MAX_PAGES)
 
 
-def _convert_and_render(data: bytes, name: str, mime: str, title: str) -> tuple[bytes, int, str]:
-    doc = to_document(data, name, mime, title)
+def _convert_and_render(
+    data: bytes, name: str, mime: str, title: str, language: str
+) -> tuple[bytes, int, str]:
+    doc = to_document(data, name, mime, title, language)
     pdf, pages = build_pdf(doc, max_pages=MAX_PAGES)
     return pdf, pages, document_text(doc)
 
@@ -55,14 +52,14 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 return tool_error(f"no file with id {source_id} in the user's library (see list_user_files)")
             data = await library.read_bytes(ctx.services, source)
             title = str(args.get("title") or "").strip() or source.name.rsplit(".", 1)[0]
-            pdf, pages, text = await run_cpu(_convert_and_render, data, source.name, source.mime, title)
+            pdf, pages, text = await run_cpu(
+                _convert_and_render, data, source.name, source.mime, title, ctx.language
+            )
             name = safe_filename(args.get("filename") or source.name.rsplit(".", 1)[0], ".pdf")
         else:
-            if not args.get("blocks") and not args.get("markdown"):
-                return tool_error(
-                    "give the content as blocks or markdown, or source_file_id to convert a file"
-                )
-            doc = parse_document(args)
+            if not has_content(args):
+                return tool_error("give the content as markdown, or source_file_id to convert a file")
+            doc = parse_document(args, language=ctx.language)
             pdf, pages = await run_cpu(_render, doc)
             text = document_text(doc)
             name = safe_filename(args.get("filename") or doc.title, ".pdf")
@@ -83,12 +80,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Create a PDF document (report, memo, audit note, lesson summary) from a title and blocks "
-        "(heading, paragraph, bullets, table, page_break) and send it to the user as an attachment. "
-        f"Tables longer than a page repeat their header. At most {MAX_PAGES} pages. "
-        "Can also convert a file of the user's library to PDF with source_file_id."
-    ),
+    description=f"PDF (max {MAX_PAGES} pages), or source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
 from typing import Any
 
 from bot import library
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, plain, xml_safe
 from bot.documents.names import MIME_BY_EXT, safe_filename
-from bot.documents.pptx import MAX_SLIDES, SLIDE_SCHEMA, Slide, build_pptx, parse_slides
+from bot.documents.pptx import MAX_SLIDES, SLIDES_SCHEMA, Slide, build_pptx, parse_slides
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 NAME = "generate_pptx"
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string", "description": "presentation title (title slide)"},
-        "subtitle": {"type": "string", "description": "title slide subtitle (author, date…)"},
-        "slides": {
-            "type": "array",
-            "items": SLIDE_SCHEMA,
-            "description": f"content slides, at most {MAX_SLIDES}",
-        },
-        "filename": {"type": "string", "description": "file name without extension (default: the title)"},
-        "caption": {"type": "string", "description": "short message sent with the file"},
-    },
-    "required": ["title", "slides"],
-}
+PARAMETERS: dict[str, Any] = SLIDES_SCHEMA
 
 
 def slides_text(title: str, subtitle: str, slides: list[Slide]) -> str:
@@ -41,12 +30,18 @@ def slides_text(title: str, subtitle: str, slides: list[Slide]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def slide_count(data: bytes) -> int:
+    # Long bullets and tables continue on extra slides, so the count comes from the file itself.
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    return sum(1 for n in names if re.fullmatch(r"ppt/slides/slide\d+\.xml", n))
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     title = xml_safe(str(args.get("title") or "")).strip()[:300] or "Présentation"
     subtitle = xml_safe(str(args.get("subtitle") or "")).strip()[:300]
     try:
         slides = parse_slides(args)
-        data = await run_cpu(build_pptx, title, subtitle, slides)
+        data = await run_cpu(build_pptx, title, subtitle, slides, ctx.language)
     except ContentError as exc:
         return tool_error(str(exc))
     except TimeoutError:
@@ -58,16 +53,14 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         data=data,
         text_content=slides_text(title, subtitle, slides),
         caption=str(args.get("caption") or ""),
-        slides=len(slides) + 1,
+        slides=slide_count(data),
     )
 
 
 TOOL = Tool(
     name=NAME,
     description=(
-        "Create a PowerPoint presentation (.pptx: training material, pitch): a title slide then "
-        "content slides with a title, bullets (prefix '- ' to indent), an optional small table and "
-        f"speaker notes; at most {MAX_SLIDES} slides. Sent to the user as an attachment."
+        f"PowerPoint: title slide, then max {MAX_SLIDES} slides split by ---: # title, bullets, table, Notes:"
     ),
     parameters=PARAMETERS,
     modes=modes_for(NAME),

@@ -6,9 +6,9 @@ from typing import Any
 
 from bot import library
 from bot.documents import run_cpu
-from bot.documents.content import ContentError, cell_text, xml_safe
+from bot.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
 from bot.documents.names import MIME_BY_EXT, safe_filename
-from bot.documents.xlsx import MAX_ROWS, MAX_SHEETS, SHEET_SCHEMA, Sheet, build_xlsx, parse_workbook
+from bot.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, build_xlsx, parse_workbook
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
@@ -17,10 +17,9 @@ NAME = "generate_xlsx"
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "title": {"type": "string", "description": "workbook title (also the default file name)"},
-        "sheets": {"type": "array", "items": SHEET_SCHEMA, "description": f"at most {MAX_SHEETS} sheets"},
-        "filename": {"type": "string", "description": "file name without extension"},
-        "caption": {"type": "string", "description": "short message sent with the file"},
+        "title": {"type": "string"},
+        "sheets": {"type": "array", "items": SHEET_SCHEMA},
+        **FILE_FIELDS,
     },
     "required": ["title", "sheets"],
 }
@@ -47,7 +46,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     title = xml_safe(str(args.get("title") or "")).strip()[:300] or "Classeur"
     try:
         sheets = parse_workbook(args)
-        data = await run_cpu(build_xlsx, title, sheets)
+        data = await run_cpu(build_xlsx, title, sheets, ctx.language)
     except ContentError as exc:
         return tool_error(str(exc))
     except TimeoutError:
@@ -65,12 +64,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Create an Excel workbook (.xlsx: accounting entries, budgets, balance sheets) with one or "
-        "more sheets, each with typed columns (text, number, integer, fcfa, xof, eur, percent, date) "
-        "and rows; cells starting with '=' are formulas (e.g. '=SUM(C2:C20)'), totals: true adds a "
-        f"Total row. At most {MAX_ROWS} rows per sheet. Sent to the user as an attachment."
-    ),
+    description=f"Excel: rows, header first (max {MAX_ROWS}); '=' formulas; totals: a Total row.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -18,21 +18,12 @@ NAME = "interactive_quiz"
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "question": {"type": "string", "description": "The quiz question text"},
-        "options": {
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 2,
-            "maxItems": 4,
-            "description": "Answer options (2-4 choices)",
-        },
-        "correct_index": {"type": "integer", "description": "Zero-based index of the correct answer"},
-        "explanation": {
-            "type": "string",
-            "description": "Pedagogical explanation shown after the student answers",
-        },
-        "subject": {"type": "string", "description": "School subject, e.g. Maths, Français (for progress)"},
-        "topic": {"type": "string", "description": "Topic within the subject, e.g. fractions (for progress)"},
+        "question": {"type": "string"},
+        "options": {"type": "array", "items": {"type": "string"}},
+        "correct_index": {"type": "integer", "description": "0-based"},
+        "explanation": {"type": "string"},
+        "subject": {"type": "string"},
+        "topic": {"type": "string"},
     },
     "required": ["question", "options", "correct_index", "explanation"],
 }
@@ -49,13 +40,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Generate an interactive multiple-choice quiz question for the student. "
-        "Use after explaining a concept, to consolidate understanding, or to break "
-        "monotony. 1-3 quizzes per conversation max. Never on the first message. "
-        "The server sends it as a numbered menu and checks the answer itself: do not repeat "
-        "the options or reveal the answer in your message."
-    ),
+    description="Multiple-choice quiz (2-4 options), checked by the server.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

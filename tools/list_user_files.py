@@ -41,16 +41,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "List the user's files (sent by the user or generated), newest first, with their ids for "
-        "read_user_file, generate_pdf (source_file_id) and e-mail attachments."
-    ),
+    description="The user's files, newest first, with ids.",
     parameters={
         "type": "object",
-        "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "default 20"},
-            "offset": {"type": "integer", "minimum": 0},
-        },
+        "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
     },
     modes=modes_for(NAME),
     run=run,

@@ -1,10 +1,14 @@
-"""read_user_file: the text of one of the user's files (PDF, Word, Excel, PowerPoint, text, CSV)."""
+"""read_user_file: the text of one of the user's files (PDF, Word, Excel, PowerPoint, text, CSV).
+
+The text was written by whoever wrote the document, not by the user: the model gets it as data.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from bot import library
+from bot import library, vision
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
@@ -21,8 +25,12 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         offset = max(int(args.get("offset") or 0), 0)
     except (TypeError, ValueError):
         offset = 0
-    text = row.text or ""
     result: ToolResult = {"success": True, "file_id": row.id, "name": row.name, "mime": row.mime}
+    if vision.is_image(row.mime):
+        shown = await _show_image(ctx, row, result)
+        if shown is not None:
+            return shown
+    text = row.text or ""
     if not text:
         result["content"] = ""
         result["note"] = "this file has no readable text (an image, audio, or a damaged document)"
@@ -34,20 +42,39 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return result
 
 
+async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolResult | None:
+    """A photo: shown to a vision model as an image part, else its text read by OCR (kept on the file)."""
+    images = ctx.extra.get("images")
+    if ctx.services.settings.llm_vision and isinstance(images, list):
+        try:
+            jpeg = await asyncio.to_thread(vision.scale_to_jpeg, await library.read_bytes(ctx.services, row))
+        except vision.ImageError:
+            return tool_error(f"file {row.id} is not a readable image")
+        images.append(vision.image_part(jpeg))
+        result["note"] = "the image is shown to you right after this result"
+        return result
+    async with ctx.services.sessions() as db:
+        fresh = await library.get_file(db, ctx.user_id, row.id)
+        text = await vision.read_text(ctx.services, db, fresh) if fresh is not None else ""
+        await db.commit()
+    if not text:
+        result["content"] = ""
+        result["note"] = ("no readable text was found on this photo: ask the user to type the exercise "
+                          "or send a sharper photo")
+        return result
+    result["content"] = vision.photo_text_note(row.name, text, ctx.language)
+    return result
+
+
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Read the text of one of the user's files by id (PDF, Word, Excel, PowerPoint, text, Markdown, "
-        "CSV). Long files are cut: pass offset to read further."
-    ),
+    description="Text of a user's file (photo: the image); if cut, go on with offset.",
     parameters={
         "type": "object",
-        "properties": {
-            "file_id": {"type": "integer", "description": "id from list_user_files or search_user_files"},
-            "offset": {"type": "integer", "minimum": 0, "description": "character to start from"},
-        },
+        "properties": {"file_id": {"type": "integer"}, "offset": {"type": "integer"}},
         "required": ["file_id"],
     },
     modes=modes_for(NAME),
     run=run,
+    untrusted_source="file",
 )

@@ -84,18 +84,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Report a bug or a problem with Deblo to the team (for example a wrong answer from the bot, "
-        "a file that does not open, a feature that fails). Describe what happened and what was expected."
-    ),
+    description="Report a problem with Deblo to the team.",
     parameters={
         "type": "object",
-        "properties": {
-            "description": {"type": "string", "description": "What went wrong, in a few sentences",
-                            "maxLength": 2000},
-        },
+        "properties": {"description": {"type": "string"}},
         "required": ["description"],
-        "additionalProperties": False,
     },
     modes=modes_for(NAME),
     run=run,

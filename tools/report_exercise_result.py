@@ -1,13 +1,15 @@
 """report_exercise_result: silently records whether the student got an exercise right.
 
 For exercises checked in conversation (quizzes record their own result when answered). Nothing is
-sent to the student; the result feeds PROGRES, the parents' weekly summary and bonus eligibility.
+sent to the student; the result feeds PROGRES and the parents' weekly summary. It never backs bonus
+credits: only quiz answers the server checked do (tools/award_bonus_credits.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bot import effects
 from bot.models import ExerciseResult
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
@@ -17,9 +19,9 @@ NAME = "report_exercise_result"
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "subject": {"type": "string", "description": "School subject, e.g. Maths, Français, SVT"},
-        "topic": {"type": "string", "description": "Topic within the subject, e.g. fractions"},
-        "correct": {"type": "boolean", "description": "Whether the student's answer was correct"},
+        "subject": {"type": "string"},
+        "topic": {"type": "string"},
+        "correct": {"type": "boolean"},
     },
     "required": ["subject", "correct"],
 }
@@ -47,18 +49,18 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 created_at=ctx.services.clock(),
             )
         )
+        result: ToolResult = {"success": True, "recorded": True}
+        await effects.mark_done(db, ctx.effect_key, result, ctx.services.clock())
         await db.commit()
-    return {"success": True, "recorded": True}
+    return result
 
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Silently record whether the student answered an exercise correctly (for exercises checked "
-        "in the conversation; quizzes record their own results). Nothing is shown to the student."
-    ),
+    description="Silently record an exercise result (not quizzes).",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,
     side_effects=True,
+    effect_in_transaction=True,
 )

@@ -1,4 +1,5 @@
-"""search_user_files: ranked full-text search over the user's files, with snippets."""
+"""search_user_files: ranked full-text search over the user's files, with snippets (given to the
+model as third-party data, like the files' text)."""
 
 from __future__ import annotations
 
@@ -40,18 +41,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Search the text and names of the user's files (sent or generated) and get the best "
-        "matching files with a snippet each; then read_user_file for the whole text."
-    ),
+    description="Search the user's files: best matches with a snippet.",
     parameters={
         "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "words to look for, in the files' language"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "default 5"},
-        },
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
         "required": ["query"],
     },
     modes=modes_for(NAME),
     run=run,
+    untrusted_source="file",
 )

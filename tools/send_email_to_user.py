@@ -78,9 +78,14 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
         await send_message(settings, message)
     except EmailError as exc:
-        return tool_error(f"the e-mail was not sent: {exc}")
+        # Only a message the mail server accepted is reported as sent.
+        reason = "not_configured" if smtp_configured(settings) else "refused"
+        return tool_error(f"the e-mail was not sent: {exc}", delivered=False, reason=reason,
+                          what_user_can_do="Nothing was sent by e-mail. Give the content here, in the "
+                          "conversation, or try again later.")
     return {
         "success": True,
+        "delivered": True,
         "sent_to": own,
         "subject": message["Subject"],
         "attachments": [a.name for a in attachments],
@@ -89,22 +94,15 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Send an e-mail to the CURRENT user at their own confirmed address (never to anyone else). "
-        "HTML body, optional attachments from the user's files (file ids from list_user_files or from "
-        "a generate_* result). If they have no confirmed address, the result says so: tell them to "
-        "send 'EMAIL their@address' then the code they receive ('CODE 123456')."
-    ),
+    description="E-mail (HTML) to the user's own confirmed address (set with EMAIL address).",
     parameters={
         "type": "object",
         "properties": {
-            "subject": {"type": "string", "description": "One-line subject", "maxLength": 200},
-            "body": {"type": "string", "description": "The message, in simple HTML (p, ul, li, b, a, table)"},
-            "file_ids": {"type": "array", "items": {"type": "integer"},
-                         "description": "Ids of the user's files to attach", "maxItems": 10},
+            "subject": {"type": "string", "maxLength": 200},
+            "body": {"type": "string"},
+            "file_ids": {"type": "array"},
         },
         "required": ["subject", "body"],
-        "additionalProperties": False,
     },
     modes=modes_for(NAME),
     run=run,

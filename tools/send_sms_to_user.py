@@ -1,7 +1,9 @@
 """send_sms_to_user: an SMS to the CURRENT user (urgent reminders), through the reply path.
 
-The outbound path applies everything replies get: opt-out, SMS transliteration and splitting, the
-record of what was sent. There is no recipient argument: the user is the only possible recipient.
+The outbound path applies everything replies get: opt-out, delivery health, SMS transliteration
+and splitting, the record of what was sent. There is no recipient argument: the user is the only
+possible recipient. The result says `delivered: true` only when Twilio accepted the message;
+otherwise it gives the reason and what the user can do instead.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import Any
 
 from bot import library
 from bot.models import User
-from bot.outbound import send_to_user
+from bot.outbound import MODEL_ADVICE, SendResult, send_to_user
 from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
@@ -35,25 +37,39 @@ async def send_to_current_user(ctx: ToolContext, args: dict[str, Any], channel: 
             if media is None:
                 return tool_error(f"no file with id {args['file_id']} in this user's library")
         if user.opted_out:
-            return tool_error("the user has opted out (STOP): nothing can be sent to them", opted_out=True)
+            return tool_error("the user has opted out (STOP): nothing can be sent to them", opted_out=True,
+                              delivered=False, reason="opted_out", what_user_can_do=MODEL_ADVICE["opted_out"])
     try:
         result = await send_to_user(ctx.services, user, text=text, media=media, channel=channel,
                                     kind=f"tool_{channel}")
-    except Exception as exc:  # the messaging provider is down or refused: the model explains
-        return tool_error(f"the message could not be sent: {type(exc).__name__}: {str(exc)[:200]}")
-    if result.skipped:
-        return tool_error(f"the message was not sent ({result.skipped})", skipped=result.skipped)
-    if result.error:
-        return tool_error(f"the message could not be sent: {result.error[:200]}")
+    except Exception as exc:  # a bug or an outage below: nothing is known to have been sent
+        return tool_error(f"the message could not be sent: {type(exc).__name__}: {str(exc)[:200]}",
+                          delivered=False, reason="error",
+                          what_user_can_do="Give the content here, in the conversation, instead.")
+    return _result(result, channel)
+
+
+def _result(result: SendResult, channel: str) -> ToolResult:
+    """What the model is told: delivered only when Twilio accepted it, else why and what to do."""
     used = result.channel or channel
-    out: ToolResult = {"success": True, "channel_used": used, "requested_channel": channel}
+    out: ToolResult = {"success": result.ok, **result.for_model(), "channel_used": used,
+                       "requested_channel": channel}
+    if not result.ok:
+        out["error"] = f"the message could not be sent as asked ({result.reason})" + (
+            f": {result.error[:200]}" if result.error else "")
+        if result.skipped:
+            out["skipped"] = result.skipped
+        if result.pending_id is not None:
+            out["note"] = "Tell the user the file is waiting and comes as soon as they send any message."
+        return out
     if used not in (channel, "cli"):
         out["note"] = (f"Sent by {used} instead of {channel} (the WhatsApp 24-hour window is closed). "
                        "Tell the user which channel was used.")
     elif result.template:
         out["note"] = ("The WhatsApp 24-hour window is closed: it went as the approved WhatsApp template "
                        "message. Tell the user.")
-        out["template"] = True
+    if result.file_as_link:
+        out["note"] = (out.get("note", "") + " The file went as a link in the text.").strip()
     return out
 
 
@@ -63,16 +79,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Send an SMS to the CURRENT user only (e.g. an urgent reminder or a short summary they want "
-        "on their phone). Keep it short; the result says which channel was used."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"message": {"type": "string", "description": "The text", "maxLength": 1000}},
-        "required": ["message"],
-        "additionalProperties": False,
-    },
+    description="Short SMS to the user.",
+    parameters={"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
     modes=modes_for(NAME),
     run=run,
     side_effects=True,

@@ -1,7 +1,9 @@
 """send_whatsapp_to_user: a WhatsApp message (text and/or a document) to the CURRENT user.
 
-Outside the 24-hour window the outbound path uses the approved template or falls back to SMS; the
-result tells the model which channel was actually used.
+Outside the 24-hour window the outbound path uses the approved template or falls back to SMS; a
+file goes as a link (SMS, or the template's link variable) or waits for the user's next message.
+The result tells the model which channel was used and whether it was delivered (`delivered`,
+`reason`, `what_user_can_do`).
 """
 
 from __future__ import annotations
@@ -21,19 +23,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Send a WhatsApp message to the CURRENT user only: a recap, or one of their files "
-        "(file_id). If WhatsApp cannot be used right now, it may go by SMS: the result says which "
-        "channel was used; tell the user."
-    ),
+    description="WhatsApp to the user, with one of their files (file_id).",
     parameters={
         "type": "object",
-        "properties": {
-            "message": {"type": "string", "description": "The text", "maxLength": 1000},
-            "file_id": {"type": "integer", "description": "Optional id of one of the user's files"},
-        },
+        "properties": {"message": {"type": "string", "maxLength": 1000}, "file_id": {"type": "integer"}},
         "required": ["message"],
-        "additionalProperties": False,
     },
     modes=modes_for(NAME),
     run=run,

@@ -18,14 +18,11 @@ NAME = "true_false_quiz"
 PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "statement": {"type": "string", "description": "The statement the student judges true or false"},
-        "correct": {"type": "boolean", "description": "Whether the statement is true"},
-        "explanation": {
-            "type": "string",
-            "description": "Pedagogical explanation shown after the student answers",
-        },
-        "subject": {"type": "string", "description": "School subject, e.g. Maths, SVT (for progress)"},
-        "topic": {"type": "string", "description": "Topic within the subject (for progress)"},
+        "statement": {"type": "string"},
+        "correct": {"type": "boolean"},
+        "explanation": {"type": "string"},
+        "subject": {"type": "string"},
+        "topic": {"type": "string"},
     },
     "required": ["statement", "correct", "explanation"],
 }
@@ -42,11 +39,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Generate a true/false quiz statement for the student. Same rules as interactive_quiz: "
-        "1-3 quizzes per conversation max, never on the first message. The server sends it as a "
-        "numbered menu and checks the answer itself: do not reveal the answer in your message."
-    ),
+    description="True/false quiz, checked by the server.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

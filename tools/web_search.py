@@ -1,7 +1,8 @@
 """web_search: Tavily (POST /search), or a self-hosted SearXNG's JSON API; 5 results of ≤ 1,500 chars.
 
 When both are configured SearXNG answers if Tavily fails. A provider that is down, slow or refuses
-us becomes an error result that says so, well within the tool timeout.
+us becomes an error result that says so, well within the tool timeout. The results' URLs are noted
+in the turn (bot.untrusted): browse_url may open them in this turn.
 """
 
 from __future__ import annotations
@@ -105,6 +106,12 @@ async def search_searxng(
     return _clean(data["results"])
 
 
+def _found(ctx: ToolContext, provider: str, query: str, results: list[dict[str, str]]) -> ToolResult:
+    if ctx.turn is not None:
+        ctx.turn.add_results(r["url"] for r in results)
+    return {"success": True, "provider": provider, "query": query, "results": results}
+
+
 def unavailable(settings: Settings) -> str | None:
     if settings.tavily_api_key or settings.searxng_url:
         return None
@@ -124,13 +131,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             if settings.tavily_api_key:
                 try:
                     results = await search_tavily(ctx.services.http, settings, query)
-                    return {"success": True, "provider": "tavily", "query": query, "results": results}
+                    return _found(ctx, "tavily", query, results)
                 except SearchFailed as exc:
                     errors.append(str(exc))
             if settings.searxng_url:
                 try:
                     results = await search_searxng(ctx.services.http, settings, query, ctx.language or "fr")
-                    return {"success": True, "provider": "searxng", "query": query, "results": results}
+                    return _found(ctx, "searxng", query, results)
                 except SearchFailed as exc:
                     errors.append(str(exc))
     except TimeoutError:
@@ -143,18 +150,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=(
-        "Search the web for current information (news, official rules, prices, dates). Returns up to 5 "
-        "results with title, url and an extract. Cite the sources you use."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "The search query", "maxLength": 400}},
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+    description="Web search: 5 results with url and extract.",
+    parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
     modes=modes_for(NAME),
     run=run,
     progress_note={"fr": "Je cherche sur le web…", "en": "Searching the web…"},
     unavailable=unavailable,
+    untrusted_source="web search",
 )

@@ -235,7 +235,7 @@ async def test_guest_has_no_tools_and_a_daily_allowance(make_harness: Any) -> No
     assert len(h.llm.requests) == 2
     assert all("tools" not in r for r in h.llm.requests)
     texts = await h.texts_to(PHONE)
-    assert "2 messages gratuits" in texts[-1] and "*MENU*" in texts[-1]  # WhatsApp bold
+    assert "2 messages gratuits" in texts[-1] and "*1* (Élève)" in texts[-1]  # WhatsApp bold
     async with h.services.sessions() as db:
         assert await credits.balance(db, user.id) == 0
     h.clock.advance(days=1)

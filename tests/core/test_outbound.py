@@ -191,23 +191,38 @@ async def test_a_refused_send_is_recorded_and_not_retried(harness: Harness) -> N
     assert row.status == "failed" and row.error_code == "21211"
 
 
-async def test_a_carrier_stop_marks_the_user_opted_out(harness: Harness) -> None:
+async def test_a_carrier_stop_stops_proactive_messages(harness: Harness) -> None:
     h = harness
     user = await h.make_user(PHONE, last_channel="sms")
     h.twilio.fail_next("21610")
-    result = await send_to_user(h.services, user, text="Rappel")
-    assert not result.ok
+    result = await send_to_user(h.services, user, text="Rappel", kind="reminder")
+    assert not result.ok and result.reason == "refused" and result.error_code == 21610 and result.permanent
     refreshed = await h.user(PHONE)
-    assert refreshed is not None and refreshed.opted_out
-    assert (await send_to_user(h.services, refreshed, text="Encore")).skipped == "opted_out"
+    assert refreshed is not None and not refreshed.opted_out  # the carrier's STOP, not ours
+    assert refreshed.delivery_blocked_reason == "21610 sms: unsubscribed (STOP to the carrier)"
+    assert refreshed.delivery_blocked_at == h.clock()
+    again = await send_to_user(h.services, refreshed, text="Encore", kind="reminder")
+    assert again.skipped == "delivery_blocked" and again.detail == refreshed.delivery_blocked_reason
     assert h.twilio.requests == 1
 
 
-async def test_twilio_down_is_retried_then_reported(make_harness: Any) -> None:
+async def test_twilio_down_is_retried_then_kept_in_the_outbox(make_harness: Any) -> None:
     h = await make_harness(TWILIO_API_BASE_URL="http://127.0.0.1:9", TWILIO_SEND_ATTEMPTS="3")
     user = await h.make_user(PHONE)
     result = await send_to_user(h.services, user, text="Personne ?")
     assert not result.ok and "connect" in (result.error or "")
+    # Not claimed as sent, not given up either: the outbox sends it once Twilio answers.
+    assert result.queued and result.reason == "queued" and not result.permanent and not result.retryable
+    [row] = await outbound_rows(h)
+    assert row.status == "queued" and row.sid is None and row.attempts == 1 and row.next_attempt_at
+    assert "connect" in (row.last_error or "")
+
+
+async def test_a_proactive_send_is_not_queued_its_caller_retries_it(make_harness: Any) -> None:
+    h = await make_harness(TWILIO_API_BASE_URL="http://127.0.0.1:9", TWILIO_SEND_ATTEMPTS="2")
+    user = await h.make_user(PHONE)
+    result = await send_to_user(h.services, user, text="Rappel", kind="reminder")
+    assert not result.ok and not result.queued and result.retryable and result.reason == "unavailable"
     [row] = await outbound_rows(h)
     assert row.status == "failed"
 
@@ -283,8 +298,9 @@ async def test_whatsapp_file_is_fetched_by_twilio_from_a_signed_link(harness: Ha
     assert fetch["head_status"] == 200 and fetch["status"] == 200
     assert fetch["head_type"] == fetch["content_type"] == "application/pdf"
     assert fetch["body"] == data
+    # WhatsApp shows the media's file name: readable, the last segment of the link.
     filename = fetch["disposition"].split('filename="', 1)[1].rstrip('"')
-    assert len(filename) <= 20 and " " not in filename and filename.endswith(".pdf")
+    assert filename == "fiche-de-revision-les-fractions.pdf" == media_part["MediaUrl"].rsplit("/", 1)[1]
     [_, media_row] = await outbound_rows(h)
     assert media_row.status == "delivered"
 

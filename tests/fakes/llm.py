@@ -78,6 +78,16 @@ def render_step(step: Step, model: str = "fake") -> list[bytes]:
     return frames
 
 
+def image_parts(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `image_url` content parts of a chat request, in order."""
+    parts: list[dict[str, Any]] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            parts += [p for p in content if isinstance(p, dict) and p.get("type") == "image_url"]
+    return parts
+
+
 class FakeLLM:
     def __init__(self) -> None:
         self.steps: deque[Step] = deque()
@@ -86,6 +96,9 @@ class FakeLLM:
         self.responder: Callable[[dict[str, Any]], Step] | None = None
         self.default_text = "D'accord."
         self.chunk_delay_s = 0.0
+        # Set: a request carrying image parts gets HTTP 400, as from a model without vision.
+        self.refuse_images = False
+        self.refused_image_requests = 0
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -119,6 +132,12 @@ class FakeLLM:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if self.refuse_images and image_parts(body):
+            self.refused_image_requests += 1
+            error = {"error": {"message": "Invalid content type. image_url is only supported by certain "
+                               "models.", "type": "invalid_request_error", "param": "messages",
+                               "code": None}}
+            return web.Response(status=400, text=json.dumps(error), content_type="application/json")
         if self.responder is not None and not self.steps:
             step = self.responder(body)
         else:

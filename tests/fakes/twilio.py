@@ -7,7 +7,14 @@
   a failed fetch or a wrong Content-Type fails the message with 63019), then posts signed status
   callbacks (queued → sent → delivered by default) to `StatusCallback`.
 - Injectable failures, one per request: `fail_next("429" | "500" | "500_after_create" | "drop" |
-  "drop_after_create" | "400" | "21610", times=1)`.
+  "drop_after_create" | "400", times=1)`, or any Twilio error code (`fail_next("21610")`,
+  `"63016"`, …): a 400 refusal carrying that code, as the REST API answers.
+- Failed deliveries after acceptance: `callback_statuses = ("sent", "undelivered")` with
+  `callback_error_code = "63024"` puts that `ErrorCode` on the failed/undelivered callbacks.
+- Outages: `fail_while("500" | "503" | "429", condition)` fails every API request (create and list)
+  while `condition()` is true (e.g. for a minute of the test's clock); `refuse_connections()`
+  stops listening (new connections are refused, requests on kept-alive ones are dropped) until
+  `accept_connections()`.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
   redirects to the file.
 """
@@ -20,6 +27,7 @@ import itertools
 import secrets
 import time
 from collections import deque
+from collections.abc import Callable
 from email.utils import format_datetime
 from typing import Any
 
@@ -28,6 +36,19 @@ from aiohttp import web
 from twilio.request_validator import RequestValidator
 
 from bot.clock import system_now
+
+_MESSAGE_SIDS = itertools.count(1)
+
+
+# Messages of the refusals tests ask for (REST API error codes).
+REFUSALS = {
+    21211: "The 'To' number is not a valid phone number.",
+    21610: "Attempt to send to unsubscribed recipient",
+    21614: "'To' number is not a valid mobile number",
+    21656: "The ContentVariables Parameter is invalid.",
+    63016: "Failed to send freeform message because you are outside the allowed window.",
+    63024: "Invalid message recipient",
+}
 
 
 class FakeTwilio:
@@ -42,13 +63,18 @@ class FakeTwilio:
         self.events: list[tuple[float, str, str]] = []
         self.callback_statuses: tuple[str, ...] = ("sent", "delivered")
         self.callback_delay_s = 0.0
+        self.callback_error_code: str | None = None
         self.send_callbacks = True
         self.fetch_media = True
         self.requests = 0
         self.unauthorised = 0
         self._failures: deque[str] = deque()
+        self._outage: tuple[str, Callable[[], bool]] | None = None
+        self._refusing = False
+        self._site: web.TCPSite | None = None
+        self._port = 0
         self._media: dict[str, tuple[bytes, str]] = {}
-        self._counter = itertools.count(1)
+        self._counter = _MESSAGE_SIDS  # unique across instances, like Twilio's: restarts share a database
         self._background: set[asyncio.Task[None]] = set()
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -57,6 +83,36 @@ class FakeTwilio:
     # --- scripting -------------------------------------------------------------------------
     def fail_next(self, kind: str, times: int = 1) -> None:
         self._failures.extend([kind] * times)
+
+    def fail_while(self, kind: str, condition: Callable[[], bool]) -> None:
+        """Every API request fails with `kind` ("500", "503", "429") while `condition()` holds."""
+        if kind not in ("500", "503", "429"):
+            raise ValueError(f"fail_while takes 500, 503 or 429, not {kind!r}")
+        self._outage = (kind, condition)
+
+    def _outage_response(self) -> web.Response | None:
+        if self._outage is None or not self._outage[1]():
+            return None
+        kind = self._outage[0]
+        if kind == "429":
+            return self._error(429, 20429, "Too Many Requests")
+        message = "Service Unavailable" if kind == "503" else "Internal Server Error"
+        return self._error(int(kind), 20500, message)
+
+    async def refuse_connections(self) -> None:
+        """Stops listening: new connections are refused, requests on open ones are dropped."""
+        self._refusing = True
+        if self._site is not None:
+            await self._site.stop()
+            self._site = None
+
+    async def accept_connections(self) -> None:
+        """Listens again, on the same port."""
+        assert self._runner is not None
+        self._refusing = False
+        site = web.TCPSite(self._runner, "127.0.0.1", self._port, reuse_address=True)
+        await site.start()
+        self._site = site
 
     def add_media(self, data: bytes, content_type: str) -> str:
         media_sid = "ME" + secrets.token_hex(16)
@@ -119,6 +175,13 @@ class FakeTwilio:
         if not self._authorised(request) or request.match_info["account"] != self.account_sid:
             self.unauthorised += 1
             return self._error(401, 20003, "Authenticate")
+        if self._refusing:  # a kept-alive connection: Twilio unreachable all the same
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=503)
+        outage = self._outage_response()
+        if outage is not None:
+            return outage
         form = await request.post()
         failure = self._failures.popleft() if self._failures else None
         if failure == "429":
@@ -127,8 +190,9 @@ class FakeTwilio:
             return self._error(500, 20500, "Internal Server Error")
         if failure == "400":
             return self._error(400, 21211, "The 'To' number is not a valid phone number.")
-        if failure == "21610":
-            return self._error(400, 21610, "Attempt to send to unsubscribed recipient")
+        if failure is not None and failure.isdigit() and len(failure) == 5:
+            code = int(failure)
+            return self._error(400, code, REFUSALS.get(code, f"Refused with error {code}"))
         if failure == "drop":
             assert request.transport is not None
             request.transport.close()
@@ -163,6 +227,13 @@ class FakeTwilio:
     async def _list(self, request: web.Request) -> web.Response:
         if not self._authorised(request):
             return self._error(401, 20003, "Authenticate")
+        if self._refusing:
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=503)
+        outage = self._outage_response()
+        if outage is not None:
+            return outage
         to, from_ = request.query.get("To"), request.query.get("From")
         found = [m for m in reversed(list(self.messages.values()))
                  if (not to or m["to"] == to) and (not from_ or m["from"] == from_)]
@@ -186,7 +257,9 @@ class FakeTwilio:
             self.messages[sid]["status"] = status
             self.events.append((time.monotonic(), status, sid))
             if callback and self.send_callbacks:
-                await self._post_status(callback, sid, fields, status, "63019" if failed_media else None)
+                error = "63019" if failed_media else (
+                    self.callback_error_code if status in ("failed", "undelivered") else None)
+                await self._post_status(callback, sid, fields, status, error)
 
     async def _fetch(self, url: str) -> bool:
         assert self._session is not None
@@ -255,10 +328,11 @@ class FakeTwilio:
         app.router.add_get("/storage/{media}", self._storage)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        site = web.TCPSite(self._runner, host, port, reuse_address=True)
         await site.start()
         sockets = site._server.sockets  # type: ignore[union-attr]
-        self.url = f"http://{host}:{sockets[0].getsockname()[1]}"
+        self._site, self._port = site, int(sockets[0].getsockname()[1])
+        self.url = f"http://{host}:{self._port}"
         self._session = aiohttp.ClientSession()
         return self.url
 

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from bot import library
 from bot.links import file_path
 from bot.models import User, UserFile
-from bot.outbound import send_to_user
+from bot.outbound import SendResult, send_to_user
 from bot.toolspec import ToolContext
 from tests.harness import Harness
 from tools import by_name
@@ -25,8 +25,8 @@ OTHER = "+2250722222222"
 
 
 def ctx_for(h: Harness, user: User, channel: str) -> ToolContext:
-    async def deliver(text: str = "", media: UserFile | None = None) -> None:
-        await send_to_user(h.services, user, text=text, media=media, channel=channel)
+    async def deliver(text: str = "", media: UserFile | None = None) -> SendResult:
+        return await send_to_user(h.services, user, text=text, media=media, channel=channel, kind="tool")
 
     return ToolContext(
         services=h.services,
@@ -57,8 +57,7 @@ XLSX_ARGS: dict[str, Any] = {
     "sheets": [
         {
             "name": "Budget",
-            "columns": ["Poste", {"header": "Montant", "type": "fcfa"}],
-            "rows": [["Fournitures", 125000], ["Transport", "45 000"]],
+            "rows": [["Poste", "Montant (FCFA)"], ["Fournitures", 125000], ["Transport", "45 000"]],
             "totals": True,
         }
     ],
@@ -90,7 +89,7 @@ async def test_whatsapp_media_link_serves_the_exact_file(harness: Harness) -> No
     assert fetched and fetched[0]["head_type"] == fetched[0]["content_type"] == xlsx
     assert fetched[0]["body"] == data
     name = urlsplit(url).path.rsplit("/", 1)[1]
-    assert len(name) <= 20 and " " not in name and name.endswith(".xlsx")
+    assert name == "budget-de-la-cooperative.xlsx"  # what WhatsApp shows: readable, no spaces
     assert f'filename="{name}"' in headers["Content-Disposition"]
 
 
@@ -99,7 +98,7 @@ async def test_sms_gets_the_link_in_the_text(harness: Harness) -> None:
     user = await h.make_user(PHONE, mode="child", last_channel="sms")
     result = await by_name()["generate_pdf"].run(
         ctx_for(h, user, "sms"),
-        {"title": "Résumé : la photosynthèse", "blocks": ["La plante capte la lumière."]},
+        {"title": "Résumé : la photosynthèse", "markdown": "La plante capte la lumière."},
     )
     assert result["success"]
     await h.twilio.wait_for(1)
@@ -119,7 +118,7 @@ async def test_html_on_whatsapp_goes_as_a_link_and_is_served_inert(harness: Harn
         ctx_for(h, user, "whatsapp"),
         {
             "title": "Lettre d'information",
-            "blocks": ["Bonjour à tous"],
+            "markdown": "Bonjour à tous",
             "html": "<p>Réunion <script>fetch('http://evil')</script><img src=http://evil/p.gif></p>",
         },
     )
@@ -139,12 +138,12 @@ async def test_altered_or_expired_links_are_refused(harness: Harness) -> None:
     other = await h.make_user(OTHER, mode="pro")
     mine = (
         await by_name()["generate_md"].run(
-            ctx_for(h, user, "sms"), {"title": "Notes privées", "blocks": ["Mon code secret"]}
+            ctx_for(h, user, "sms"), {"title": "Notes privées", "markdown": "Mon code secret"}
         )
     )["file_id"]
     theirs = (
         await by_name()["generate_md"].run(
-            ctx_for(h, other, "sms"), {"title": "Autres notes", "blocks": ["Autre"]}
+            ctx_for(h, other, "sms"), {"title": "Autres notes", "markdown": "Autre"}
         )
     )["file_id"]
     row, data = await stored(h, user.id, mine)
@@ -177,7 +176,7 @@ async def test_generation_from_a_conversation_turn(harness: Harness) -> None:
             "generate_pdf",
             {
                 "title": "Résumé : les fractions",
-                "blocks": [{"type": "paragraph", "text": "Une fraction représente une partie d'un tout."}],
+                "markdown": "Une fraction représente une partie d'un tout.",
             },
         )
     )
@@ -264,7 +263,86 @@ async def test_a_file_too_heavy_to_send_is_an_error(make_harness: Any) -> None:
     h = await make_harness(MEDIA_MAX_BYTES="2000")
     user = await h.make_user(PHONE, mode="pro")
     result = await by_name()["generate_pdf"].run(
-        ctx_for(h, user, "whatsapp"), {"title": "Lourd", "blocks": ["Un texte " * 400]}
+        ctx_for(h, user, "whatsapp"), {"title": "Lourd", "markdown": "Un texte " * 400}
     )
     assert result["success"] is False and "split it into several files" in result["error"]
+    assert h.twilio.sent == []
+
+
+def link_in(text: str, base: str) -> str:
+    return next(w for w in text.split() if w.startswith(base + "/files/"))
+
+
+def link_parts(url: str) -> tuple[str, str, str, str]:
+    file_id, expires, sig, name = urlsplit(url).path.removeprefix("/files/").split("/")
+    return file_id, expires, sig, name
+
+
+async def test_links_read_later_last_days_and_media_links_an_hour(harness: Harness) -> None:
+    from bot.links import check_link
+
+    h = harness
+    user = await h.make_user(PHONE, mode="pro", last_channel="sms")
+    result = await by_name()["generate_pdf"].run(
+        ctx_for(h, user, "sms"), {"title": "Bilan SYSCOHADA 2026", "markdown": "Actif et passif."}
+    )
+    await h.twilio.wait_for(1)
+    sms_link = link_in("\n".join(h.twilio.bodies()), h.settings.public_base_url)
+    assert sms_link.endswith("/bilan-syscohada-2026.pdf")
+    now = time.time()
+    two_days = now + 2 * 86400
+    # An SMS link is opened later: still valid two days on, expired after FILE_LINK_SMS_TTL_S.
+    assert check_link(h.settings, *link_parts(sms_link), now=two_days) == result["file_id"]
+    assert check_link(h.settings, *link_parts(sms_link), now=now + 7 * 86400 + 60) is None
+    # A WhatsApp media link is fetched by Twilio at once: FILE_LINK_TTL_S (an hour) is enough.
+    async with h.services.sessions() as db:
+        row = await db.get(UserFile, result["file_id"])
+    assert row is not None
+    media_link = h.settings.public_base_url + file_path(h.settings, row)
+    assert check_link(h.settings, *link_parts(media_link), now=now + 600) == row.id
+    assert check_link(h.settings, *link_parts(media_link), now=two_days) is None
+
+
+async def test_the_draft_link_lasts_file_link_sms_ttl_s(make_harness: Any) -> None:
+    h = await make_harness(FILE_LINK_SMS_TTL_S="172800")
+    user = await h.make_user(PHONE, mode="pro")
+    before = int(time.time())
+    result = await by_name()["draft_email"].run(
+        ctx_for(h, user, "whatsapp"), {"to": ["awa@example.org"], "subject": "Devis", "body": "Bonjour Awa"}
+    )
+    assert result["success"] and result["sent"] is False
+    expires = int(link_parts(result["link"])[1])
+    assert before + 172800 <= expires <= int(time.time()) + 172800
+    assert result["link"].endswith("/brouillon-devis.eml")
+
+
+async def test_outside_the_window_a_generated_file_is_not_claimed_delivered(make_harness: Any) -> None:
+    """A file sent by template outside WhatsApp's 24 h window: the template cannot carry it, so the
+    tool says it was not delivered, and the file goes out when the user next writes."""
+    h = await make_harness(TWILIO_TEMPLATE_SID="HX" + "d" * 32, TWILIO_SMS_FROM="")
+    user = await h.make_user(PHONE, mode="pro")
+    h.clock.advance(hours=26)
+    result = await by_name()["generate_pdf"].run(
+        ctx_for(h, user, "whatsapp"), {"title": "Bilan SYSCOHADA 2026", "markdown": "Actif et passif."}
+    )
+    assert result["success"] and result["delivered"] is False and result["reason"] == "file_waiting"
+    assert "writes any message" in result["note"]
+    [invite] = h.twilio.sent
+    assert invite["ContentSid"] == "HX" + "d" * 32 and "MediaUrl" not in invite
+    h.llm.push_text("Le voici.")
+    await h.inbound(PHONE, "Envoie-moi le bilan")
+    await h.settle()
+    media = [m for m in h.twilio.sent if m.get("MediaUrl")]
+    assert len(media) == 1 and media[0]["MediaUrl"].endswith("/bilan-syscohada-2026.pdf")
+    await h.twilio.idle()
+    _row, data = await stored(h, user.id, result["file_id"])
+    assert [f["body"] for f in h.twilio.fetched if f["url"] == media[0]["MediaUrl"]] == [data]
+
+
+async def test_a_refused_file_send_is_not_claimed_delivered(harness: Harness) -> None:
+    h = harness
+    user = await h.make_user(PHONE, mode="pro", last_channel="sms")
+    h.twilio.fail_next("21610")
+    result = await by_name()["generate_md"].run(ctx_for(h, user, "sms"), {"title": "Notes", "markdown": "A"})
+    assert result["success"] and result["delivered"] is False and result["reason"] == "refused"
     assert h.twilio.sent == []

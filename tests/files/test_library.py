@@ -204,15 +204,10 @@ async def test_search_follows_deletions(lib: Library) -> None:
 
 DOC_ARGS = {
     "title": "Résumé de la leçon : les fractions",
-    "blocks": [
-        {"type": "heading", "text": "À retenir"},
-        {
-            "type": "paragraph",
-            "text": "Une fraction a un numérateur et un dénominateur. « Ça » coûte 500 FCFA.",
-        },
-        {"type": "bullets", "items": ["1/2 = 0,5", "3/4 = 0,75"]},
-        {"type": "table", "columns": ["Fraction", "Décimal"], "rows": [["1/2", "0,5"]]},
-    ],
+    "markdown": (
+        "## À retenir\n\nUne fraction a un numérateur et un dénominateur. « Ça » coûte 500 FCFA.\n\n"
+        "- 1/2 = 0,5\n- 3/4 = 0,75\n\n| Fraction | Décimal |\n|---|---|\n| 1/2 | 0,5 |\n"
+    ),
 }
 
 
@@ -241,9 +236,7 @@ GENERATORS = {
     "generate_pptx": (
         {
             "title": "Résumé de la leçon : les fractions",
-            "slides": [
-                {"title": "À retenir", "bullets": ["Une fraction a un numérateur et un dénominateur."]}
-            ],
+            "markdown": "# À retenir\n\n- Une fraction a un numérateur et un dénominateur.\n",
         },
         ".pptx",
         MIME_BY_EXT[".pptx"],
@@ -254,8 +247,10 @@ GENERATORS = {
             "sheets": [
                 {
                     "name": "Fractions",
-                    "columns": ["Fraction", {"header": "Décimal", "type": "number"}],
-                    "rows": [["Une fraction a un numérateur et un dénominateur.", 0.5]],
+                    "rows": [
+                        ["Fraction", "Décimal"],
+                        ["Une fraction a un numérateur et un dénominateur.", 0.5],
+                    ],
                 }
             ],
         },
@@ -302,26 +297,14 @@ async def test_generated_file_named_from_its_title(lib: Library) -> None:
     [
         (
             "generate_xlsx",
-            {"title": "t", "sheets": [{"name": "A", "rows": [[1]] * 10_001}]},
+            {"title": "t", "sheets": [{"name": "A", "rows": [["n"]] + [[1]] * 10_001}]},
             "at most 10000 per sheet",
         ),
-        ("generate_pptx", {"title": "t", "slides": [{"title": "s"}] * 61}, "at most 60"),
-        (
-            "generate_pdf",
-            {"title": "t", "blocks": [{"type": "table", "rows": [["x"]] * 5001}]},
-            "at most 5000",
-        ),
-        (
-            "generate_docx",
-            {"title": "t", "blocks": [{"type": "bullets", "items": ["x"] * 501}]},
-            "at most 500",
-        ),
-        ("generate_html", {"title": "t", "blocks": [], "html": "x" * 300_001}, "at most 300000"),
-        (
-            "generate_md",
-            {"title": "t", "blocks": [{"type": "paragraph", "text": "x" * 20_001}]},
-            "at most 20000",
-        ),
+        ("generate_pptx", {"title": "t", "markdown": "\n---\n".join(["# s"] * 61)}, "at most 60"),
+        ("generate_pdf", {"title": "t", "markdown": "| x |\n|---|\n" + "| x |\n" * 5001}, "at most 5000"),
+        ("generate_docx", {"title": "t", "markdown": "- x\n" * 501}, "at most 500"),
+        ("generate_html", {"title": "t", "html": "x" * 300_001}, "at most 300000"),
+        ("generate_md", {"title": "t", "markdown": "x" * 20_001}, "at most 20000"),
     ],
 )
 async def test_over_the_bound_is_an_error_result_and_nothing_is_kept(
@@ -446,8 +429,7 @@ XLSX_EXAMPLE = {
     "sheets": [
         {
             "name": "Actif",
-            "columns": ["Poste", {"header": "Montant", "type": "fcfa"}],
-            "rows": [["Caisse", 150000], ["Total", "=SUM(B2:B2)"]],
+            "rows": [["Poste", "Montant (FCFA)"], ["Caisse", 150000], ["Total", "=SUM(B2:B2)"]],
             "totals": False,
         }
     ],
@@ -456,5 +438,5 @@ XLSX_EXAMPLE = {
 
 @pytest.mark.parametrize("name", ["generate_pdf", "generate_docx", "generate_md", "generate_html"])
 async def test_documents_need_content(lib: Library, name: str) -> None:
-    result = await tool(name).run(lib.ctx(lib.users[0]), {"title": "Vide", "blocks": []})
-    assert result["success"] is False and "blocks or markdown" in result["error"] and lib.sent == []
+    result = await tool(name).run(lib.ctx(lib.users[0]), {"title": "Vide", "markdown": "  "})
+    assert result["success"] is False and "as markdown" in result["error"] and lib.sent == []

@@ -1,8 +1,9 @@
-"""Parents end to end: PARENT +…, the confirmation SMS, OUI / NON / STOP, the weekly summary, ENFANTS."""
+"""Parents end to end: PARENT +…, the confirmation SMS, OUI n / NON n / STOP, the weekly summary, ENFANTS."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,11 +11,31 @@ from sqlalchemy import select
 
 from bot.models import ExerciseResult, ParentLink, User
 from bot.progress import send_weekly_summaries
+from tests.harness import SMS_FROM, WHATSAPP_FROM
 from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, ask_quiz, say
 
 PARENT = "+2250700000009"
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 SUNDAY_SLOT = datetime(2026, 3, 8, 18, 0, tzinfo=UTC)  # PARENT_SUMMARY_WEEKDAY=6, HOUR=18 (defaults)
+_CODE = re.compile(r"\b(?:OUI|YES) (\d{4})\b")
+
+
+def code_in(text: str) -> str:
+    found = _CODE.search(text)
+    assert found, f"no code in {text!r}"
+    return found.group(1)
+
+
+async def latest_code(h: Any, parent: str = PARENT) -> str:
+    """The code in the latest message the parent received that carries one (invitation or reply)."""
+    texts = [t for t in await h.texts_to(parent) if _CODE.search(t)]
+    assert texts, f"{parent} received no code"
+    return code_in(texts[-1])
+
+
+async def confirm(h: Any, parent: str = PARENT, *, word: str = "OUI", channel: str = "sms") -> list[str]:
+    """The parent answers with the code they received, as the SMS tells them to."""
+    return await say(h, parent, f"{word} {await latest_code(h, parent)}", channel=channel)
 
 
 async def link_status(h: Any, student: str = STUDENT, parent: str = PARENT) -> str | None:
@@ -34,11 +55,61 @@ async def add_parent(h: Any) -> list[str]:
     return texts
 
 
+async def test_invitation_said_sent_only_once_twilio_accepted_it(harness: Any) -> None:
+    h = harness
+    [reply] = await add_parent(h)
+    [invitation] = h.twilio.to(PARENT)
+    assert invitation["From"] == SMS_FROM and "OUI" in invitation["Body"]
+    assert "J'ai envoyé un SMS" in reply
+
+
+async def test_no_sms_sender_says_nothing_was_sent_and_how_to_confirm(make_harness: Any) -> None:
+    h = await make_harness(TWILIO_SMS_FROM="")  # a WhatsApp-only set-up
+    [reply] = await add_parent(h)
+    assert h.twilio.to(PARENT) == []
+    assert "envoyé un SMS" not in reply and "n'envoie pas de SMS" in reply
+    assert f"OUI au {WHATSAPP_FROM.removeprefix('whatsapp:')} (WhatsApp)" in reply and PARENT in reply
+    assert await link_status(h) == "pending"
+    # What the student was told works: the parent writes OUI to the bot's WhatsApp number, gets the
+    # code there (nothing is confirmed by a bare OUI), and answers with it.
+    [ask] = await say(h, PARENT, "OUI")
+    assert f"OUI {code_in(ask)}" in ask and await link_status(h) == "pending"
+    replies = await confirm(h, channel="whatsapp")
+    assert any("ENFANTS" in t for t in replies)
+    assert await link_status(h) == "confirmed"
+    assert any("confirmé" in t for t in await h.texts_to(STUDENT))
+
+
+async def test_refused_invitation_is_said_and_can_be_sent_again(harness: Any) -> None:
+    h = harness
+    h.clock.now = MONDAY
+    await h.make_user(STUDENT, mode="child", display_name="Awa")
+    h.twilio.fail_next("400")
+    [reply] = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert h.twilio.to(PARENT) == []
+    assert "n'a pas pu partir" in reply and "envoyé un SMS" not in reply
+    assert f"{SMS_FROM} (SMS)" in reply and f"renvoyer PARENT {PARENT}" in reply
+    [again] = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert "J'ai envoyé un SMS" in again and len(h.twilio.to(PARENT)) == 1
+    [third] = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert "déjà en attente" in third and len(h.twilio.to(PARENT)) == 1
+
+
+async def test_invitation_in_english_when_not_sent(make_harness: Any) -> None:
+    h = await make_harness(TWILIO_SMS_FROM="")
+    h.clock.now = MONDAY
+    await h.make_user(STUDENT, mode="child", language="en")
+    [reply] = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert "this service does not send SMS" in reply and "write YES" in reply
+    assert h.twilio.to(PARENT) == []
+
+
 async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
     h = harness
     await add_parent(h)
     [ask] = await h.texts_to(PARENT)
-    assert "Awa" in ask and "OUI" in ask and "NON" in ask
+    code = code_in(ask)
+    assert "Awa" not in ask and "+225xxxxxx0001" in ask and f"OUI {code}" in ask and f"NON {code}" in ask
     assert await link_status(h) == "pending"
     # Unconfirmed: nothing more reaches the parent, not even at summary time.
     h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
@@ -46,7 +117,7 @@ async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
     assert len(await h.texts_to(PARENT)) == 1
 
     h.clock.now = MONDAY + timedelta(hours=1)
-    replies = await say(h, PARENT, "OUI", channel="sms")
+    replies = await confirm(h)
     assert any("ENFANTS" in t for t in replies)
     assert await link_status(h) == "confirmed"
     assert any("confirmé" in t for t in await h.texts_to(STUDENT))
@@ -64,6 +135,9 @@ async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
     summary = (await h.texts_to(PARENT))[-1]
     assert "Awa a répondu à 1 question, 100 % justes" in summary
     assert "Maths 1/1" in summary
+    # What STOP stops, exactly as handlers/optout.py does it, and how to come back.
+    assert "STOP pour ne plus recevoir aucun message de Deblo" in summary
+    assert "START pour reprendre" in summary
     h.clock.now = SUNDAY_SLOT + timedelta(hours=3)
     assert await send_weekly_summaries(h.services, h.clock()) == 0  # once a week
     # The following week, through the registered scheduler job.
@@ -78,7 +152,7 @@ async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
 async def test_refusal_is_final(harness: Any) -> None:
     h = harness
     await add_parent(h)
-    await say(h, PARENT, "non", channel="sms")
+    await confirm(h, word="non")
     assert await link_status(h) == "refused"
     sent_to_parent = len(await h.texts_to(PARENT))
     texts = await say(h, STUDENT, f"PARENT {PARENT}")
@@ -91,7 +165,7 @@ async def test_refusal_is_final(harness: Any) -> None:
 async def test_stop_ends_the_summaries(harness: Any) -> None:
     h = harness
     await add_parent(h)
-    await say(h, PARENT, "OUI", channel="sms")
+    await confirm(h)
     await say(h, PARENT, "STOP", channel="sms")
     count = len(await h.texts_to(PARENT))
     h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
@@ -102,6 +176,28 @@ async def test_stop_ends_the_summaries(harness: Any) -> None:
     texts = await say(h, OTHER, f"PARENT {PARENT}")
     assert any("ne plus recevoir" in t for t in texts)
     assert len(await h.texts_to(PARENT)) == count
+    # START, as the summary says, brings them back from the next week on.
+    await say(h, PARENT, "START", channel="sms")
+    count = len(await h.texts_to(PARENT))
+    h.clock.now = SUNDAY_SLOT + timedelta(days=7, minutes=5)
+    assert await send_weekly_summaries(h.services, h.clock()) == 1
+    assert len(await h.texts_to(PARENT)) == count + 1
+
+
+async def test_a_failed_summary_is_retried_and_sent_once(make_harness: Any) -> None:
+    h = await make_harness(TWILIO_SEND_ATTEMPTS="1", SCHEDULED_SEND_BACKOFF_S="60")
+    await add_parent(h)
+    await confirm(h)
+    count = len(await h.texts_to(PARENT))
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)
+    h.twilio.fail_next("429")
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    h.clock.now += timedelta(minutes=1)
+    assert await send_weekly_summaries(h.services, h.clock()) == 1
+    h.clock.now += timedelta(hours=1)
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    texts = await h.texts_to(PARENT)
+    assert len(texts) == count + 1 and "aucun exercice" in texts[-1]
 
 
 async def test_bad_numbers_and_limits(harness: Any) -> None:
@@ -136,7 +232,7 @@ async def test_progress_and_children_views(harness: Any) -> None:
     # Before confirming, the parent sees nothing.
     pending = await say(h, PARENT, "ENFANTS", channel="sms")
     assert "Awa" not in pending[0] and "Aucun enfant" in pending[0]
-    await say(h, PARENT, "OUI", channel="sms")
+    await confirm(h)
     children = await say(h, PARENT, "ENFANTS", channel="sms")
     assert "Awa" in children[0] and "Maths" in children[0] and "Koffi" not in children[0]
     stranger = await say(h, OTHER, "ENFANTS")
@@ -156,7 +252,7 @@ async def test_parent_during_onboarding_is_the_profile_choice(harness: Any) -> N
 async def test_a_new_parent_is_onboarded_after_confirming(harness: Any) -> None:
     h = harness
     await add_parent(h)
-    await say(h, PARENT, "OUI", channel="sms")
+    await confirm(h)
     parent = await h.user(PARENT)
     assert parent is not None and parent.onboarding_step == "new"
     welcome = await say(h, PARENT, "Bonjour", channel="sms")

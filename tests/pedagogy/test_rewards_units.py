@@ -16,7 +16,7 @@ from tools import award_bonus_credits, report_exercise_result
 async def record(services: Services, user_id: int, conversation_id: int, correct: bool = True) -> None:
     async with services.sessions() as db:
         db.add(ExerciseResult(user_id=user_id, conversation_id=conversation_id, subject="Maths",
-                              correct=correct, created_at=services.clock()))
+                              correct=correct, source="quiz", created_at=services.clock()))
         await db.commit()
 
 
@@ -114,8 +114,26 @@ async def test_report_exercise_result_is_silent_and_checked(unit_services: Servi
         rows = (await db.scalars(select(ExerciseResult).where(ExerciseResult.user_id == user.id))).all()
     assert [(r.subject, r.topic, r.correct, r.source, r.conversation_id) for r in rows] == [
         ("Maths", "fractions", True, "report", conversation.id)]
-    # A reported correct exercise backs one award.
-    assert (await award_bonus_credits.run(ctx, {"credits": 2}))["success"] is True
+
+
+async def test_model_reported_results_never_back_an_award(unit_services: Services) -> None:
+    """Only a quiz answer checked on the server earns a bonus: the model can be talked into
+    reporting `correct=true` for anything."""
+    user, conversation = await make_student(unit_services)
+    sent: list[str] = []
+    ctx = context(unit_services, user.id, conversation.id, sent)
+    for _ in range(3):
+        reported = await report_exercise_result.run(ctx, {"subject": "Maths", "correct": True})
+        assert reported["success"] is True
+    refused = await award_bonus_credits.run(ctx, {"credits": 5})
+    assert refused["success"] is False and "report_exercise_result do not count" in refused["error"]
+    assert sent == [] and await ledger(unit_services, user.id) == []
+    await record(unit_services, user.id, conversation.id)  # a quiz answered right (source "quiz")
+    awarded = await award_bonus_credits.run(ctx, {"credits": 2})
+    assert awarded["success"] is True and awarded["credits_awarded"] == 2
+    # The reported results left over do not back a second award.
+    assert (await award_bonus_credits.run(ctx, {"credits": 2}))["success"] is False
+    assert await ledger(unit_services, user.id) == [(2, "ai_bonus")]
 
 
 async def test_old_results_do_not_back_new_awards(unit_services: Services) -> None:

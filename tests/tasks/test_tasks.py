@@ -199,22 +199,19 @@ async def test_two_workers_at_once_send_each_reminder_once(make_harness, h) -> N
     assert titles == [f"Tâche {n}" for n in range(6)]
 
 
-async def test_confirmed_parent_gets_an_sms_and_a_pending_one_does_not(h) -> None:
+async def test_a_reminder_goes_to_the_student_only_parents_get_the_daily_digest(h) -> None:
     student = await h.make_user(STUDENT, display_name="Awa")
     parent = await h.make_user(PARENT, mode="pro")
-    stranger = await h.make_user(OTHER, mode="pro")
     async with h.services.sessions() as db:
         db.add(ParentLink(student_id=student.id, parent_id=parent.id, status="confirmed"))
-        db.add(ParentLink(student_id=student.id, parent_id=stranger.id, status="pending"))
         await db.commit()
-    await create(h, student.id, title="Révision bac blanc", due_date="2026-03-10", due_time="10:20")
-    h.clock.advance(minutes=20)
+    await create(h, student.id, title="Révision bac blanc", due_date="2026-03-10", due_time="11:20")
+    h.clock.advance(minutes=20)  # the lead reminder
     assert await remind(h) == 1
-    [sms] = h.twilio.to(PARENT)
-    assert sms["From"] == h.settings.twilio_sms_from
-    assert "Awa" in sms["Body"] and "Révision bac blanc" in sms["Body"]
-    assert h.twilio.to(OTHER) == [] and h.twilio.to(f"whatsapp:{OTHER}") == []
-    assert len(bodies(h, f"whatsapp:{STUDENT}")) == 1
+    h.clock.advance(hours=1)  # the due reminder
+    assert await remind(h) == 1
+    assert len(bodies(h, f"whatsapp:{STUDENT}")) == 2
+    assert h.twilio.to(PARENT) == []  # tests/pedagogy/test_parent_digest.py: one digest a day instead
 
 
 async def test_opted_out_user_and_parent_get_nothing(h) -> None:
@@ -291,3 +288,47 @@ async def test_fait_cannot_close_another_users_task(h) -> None:
 async def test_empty_list_in_english(h) -> None:
     await h.make_user(STUDENT, language="en")
     assert "no open tasks" in await say(h, STUDENT, "TASKS")
+
+
+async def test_open_tasks_are_capped_with_a_clear_tool_error(make_harness) -> None:
+    h = await make_harness(MAX_OPEN_TASKS="3", **ENV)
+    h.clock.now = START
+    user = await h.make_user(STUDENT)
+    for i in range(3):
+        assert (await create(h, user.id, title=f"Tâche {i}"))["success"]
+    refused = await create(h, user.id, title="Une de trop", due_date="2026-03-12")
+    assert refused["success"] is False and refused["limit"] == 3
+    assert "3 open tasks" in refused["error"] and "FAIT n" in refused["error"]
+    assert [t.title for t in await tasks_of(h, user.id)] == ["Tâche 0", "Tâche 1", "Tâche 2"]
+    # Another user's tasks do not count; a closed task frees a place.
+    other = await h.make_user(OTHER)
+    assert (await create(h, other.id, title="À moi"))["success"]
+    await say(h, STUDENT, "TACHES")
+    await say(h, STUDENT, "FAIT 1")
+    assert (await create(h, user.id, title="Une de plus"))["success"]
+    assert (await create(h, user.id, title="Encore une"))["success"] is False
+
+
+async def test_the_model_is_told_when_the_cap_is_reached(make_harness) -> None:
+    h = await make_harness(MAX_OPEN_TASKS="1", **ENV)
+    h.clock.now = START
+    user = await h.make_user(STUDENT)
+    assert (await create(h, user.id, title="Déjà là"))["success"]
+    h.llm.push_tool_calls(("create_task", {"title": "Réviser"}))
+    h.llm.push_text("Tu as déjà trop de tâches : termines-en une d'abord.")
+    status, _ = await h.inbound(STUDENT, "Rappelle-moi de réviser")
+    assert status == 200
+    await h.settle()
+    tool_result = [m for m in h.llm.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert '"success": false' in tool_result and "1 open task," in tool_result
+    assert [t.title for t in await tasks_of(h, user.id)] == ["Déjà là"]
+    assert "trop de tâches" in (await h.texts_to(STUDENT))[-1]
+
+
+@pytest.mark.parametrize("raw", ["0", "-1", "beaucoup"])
+def test_max_open_tasks_must_be_a_positive_number(raw: str) -> None:
+    from bot.config import ConfigError, load_settings
+
+    with pytest.raises(ConfigError, match="MAX_OPEN_TASKS"):
+        load_settings({"MAX_OPEN_TASKS": raw})
+    assert load_settings({}).max_open_tasks == 50

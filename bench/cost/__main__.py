@@ -1,0 +1,3 @@
+from bench.cost.run import main
+
+main()

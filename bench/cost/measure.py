@@ -1,0 +1,66 @@
+"""The fixed part of every model call: the system prompt and the tool schemas, as sent on the wire.
+
+"Fixed" means what does not depend on the person or the turn: the prompt is built with no profile,
+no memories and no clock, and the tools are every tool of the mode (every provider configured), so
+the figures are the most a call carries before the conversation itself.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+BASELINE_PATH = Path(__file__).with_name("baseline.json")
+MODES = ("guest", "child", "pro")
+LANGUAGES = ("fr", "en")
+
+
+def wire_bytes(value: Any) -> int:
+    """Bytes of `value` in the request body, serialized the way bot.llm sends it (json.dumps)."""
+    return len(json.dumps(value).encode())
+
+
+def approx_tokens(n_bytes: int) -> int:
+    """About 4 bytes per token: no tokenizer is bundled, and the ratio before/after is what counts."""
+    return round(n_bytes / 4)
+
+
+def current_prompt(mode: str, language: str) -> dict[str, Any]:
+    """Today's system prompt and tool schemas for `mode` and `language`, read from the code."""
+    import tools
+    from bot.prompts import build_system_prompt
+    from tools.modes import MODE_TOOLS
+
+    system = build_system_prompt(mode, language=language)
+    offered = [t for t in tools.all_tools() if t.name in MODE_TOOLS[mode]]
+    return {"system": system, "tools": [t.openai_schema() for t in offered]}
+
+
+def baseline_prompt(mode: str, language: str) -> dict[str, Any]:
+    """The frozen copy of the prompt before it was made lean (bench/cost/baseline.json)."""
+    data = json.loads(BASELINE_PATH.read_text(encoding="utf-8"))
+    return {"system": data["system"][f"{mode}/{language}"], "tools": data["tools"][mode]}
+
+
+def sizes(prompt: dict[str, Any]) -> dict[str, int]:
+    """Bytes of the system message and of the `tools` list, their total and its approximate tokens."""
+    system = wire_bytes({"role": "system", "content": prompt["system"]})
+    schemas = wire_bytes(prompt["tools"]) if prompt["tools"] else 0
+    total = system + schemas
+    return {"system": system, "tools": schemas, "total": total, "tokens": approx_tokens(total)}
+
+
+def tool_names(prompt: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in prompt["tools"]}
+
+
+def freeze_baseline() -> None:
+    """Writes today's prompts as the baseline. Run once, before changing prompts or schemas."""
+    data = {
+        "about": "The fixed prompt before it was made lean: system prompt per mode/language (no "
+        "profile, memories or clock) and every tool schema of each mode, as sent to the model.",
+        "system": {f"{m}/{lang}": current_prompt(m, lang)["system"] for m in MODES for lang in LANGUAGES},
+        "tools": {m: current_prompt(m, "fr")["tools"] for m in MODES},
+    }
+    BASELINE_PATH.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

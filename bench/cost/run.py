@@ -1,0 +1,65 @@
+"""Fixed prompt per model call, per mode and language: before (bench/cost/baseline.json, the
+prompt and full schemas as they were) and after (the code as it is). Run: `.venv/bin/python -m bench.cost`.
+
+Bytes are those of the request body as bot.llm serializes it; tokens are about bytes / 4. Every
+call of a turn carries this prefix, so a turn of n calls carries it n times.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.cost.measure import LANGUAGES, MODES, baseline_prompt, current_prompt, sizes, tool_names  # noqa: E402
+
+COLUMNS = ("mode", "lang", "tools", "system B", "schemas B", "total B", "~tokens", "ratio")
+
+
+def rows() -> list[tuple[str, ...]]:
+    out = []
+    for mode in MODES:
+        for lang in LANGUAGES:
+            before, after = baseline_prompt(mode, lang), current_prompt(mode, lang)
+            b, a = sizes(before), sizes(after)
+            for label, s, prompt in (("before", b, before), ("after", a, after)):
+                ratio = f"{a['total'] / b['total']:.3f}" if label == "after" else ""
+                out.append((
+                    f"{mode} {label}", lang, str(len(tool_names(prompt))), str(s["system"]),
+                    str(s["tools"]), str(s["total"]), str(s["tokens"]), ratio,
+                ))
+    return out
+
+
+def table(lines: list[tuple[str, ...]]) -> str:
+    widths = [max(len(c), *(len(r[i]) for r in lines)) for i, c in enumerate(COLUMNS)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    head = [fmt.format(*COLUMNS), fmt.format(*("-" * w for w in widths))]
+    return "\n".join(head + [fmt.format(*r) for r in lines])
+
+
+def per_turn() -> list[str]:
+    """The fixed prompt over a whole turn: every model call of the turn carries it again."""
+    lines = []
+    for mode in ("child", "pro"):
+        before = sizes(baseline_prompt(mode, "fr"))["tokens"]
+        after = sizes(current_prompt(mode, "fr"))["tokens"]
+        for calls in (1, 2, 10):
+            lines.append(
+                f"{mode:<6} {calls:>2} calls: ~{before * calls:>6} tokens before, ~{after * calls:>6} after"
+            )
+    return lines
+
+
+def main() -> None:
+    print("Fixed prompt per model call (system prompt + tool schemas), bytes as sent")
+    print(table(rows()))
+    print("\nFixed prompt per turn, French (plain answer: 1 call; quiz or document: 2; long turn: 10)")
+    print("\n".join(per_turn()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""SUPPRIMER / DELETE: a user erases everything Deblo keeps about them, after a confirmation.
+
+The request is remembered for CONFIRM_WINDOW_S (its time in the value: the service clock decides).
+While it is pending, OUI/YES erases exactly as the operator's `users forget` does; any other
+message cancels it (NON is just acknowledged, anything else is then answered as usual). Without
+a pending request of their own, OUI goes on to the parents' confirmations.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from bot import accounts
+from bot.context import Incoming
+from bot.models import User
+from handlers.keywords import keyword
+
+log = logging.getLogger("deblo.account")
+
+CONFIRM_WINDOW_S = 300
+DELETE_WORDS = frozenset({"SUPPRIMER", "DELETE", "SUPPRIMER MON COMPTE", "SUPPRIMER MES DONNEES",
+                          "DELETE MY ACCOUNT", "DELETE MY DATA"})
+YES_WORDS = frozenset({"OUI", "YES"})
+NO_WORDS = frozenset({"NON", "NO"})
+
+
+def ask_text(msg: Incoming) -> str:
+    minutes = CONFIRM_WINDOW_S // 60
+    return msg.t(
+        "⚠️ Tu demandes d'effacer tout ce que Deblo garde de toi : conversations, fichiers, mémoire, "
+        "tâches, résultats de quiz et liens avec tes parents ou enfants. Tes crédits restants seront "
+        "perdus ; seule la comptabilité anonyme des crédits et paiements est conservée. C'est définitif.\n\n"
+        f"Réponds OUI dans les {minutes} minutes pour confirmer. Tout autre message annule.",
+        "⚠️ You are asking to erase everything Deblo keeps about you: conversations, files, memory, "
+        "tasks, quiz results and links with your parents or children. Your remaining credits will be "
+        "lost; only the anonymous accounting of credits and payments is kept. This cannot be undone.\n\n"
+        f"Reply YES within {minutes} minutes to confirm. Any other message cancels.",
+    )
+
+
+def _pending(raw: str | None, now: datetime) -> bool:
+    if raw is None:
+        return False
+    try:
+        asked = datetime.fromisoformat(raw)
+    except ValueError:
+        return False
+    return timedelta(0) <= now - asked <= timedelta(seconds=CONFIRM_WINDOW_S)
+
+
+async def handle(msg: Incoming) -> bool:
+    state, now = msg.services.state, msg.services.clock()
+    key = accounts.deletion_request_key(msg.user.id)
+    word = keyword(msg.text)
+    if word in DELETE_WORDS:
+        await state.kv_set(key, now.isoformat(), CONFIRM_WINDOW_S)
+        await msg.reply(ask_text(msg), kind="system")
+        return True
+    raw = await state.kv_get(key)
+    if raw is None:
+        return False
+    await state.kv_delete(key)
+    if not _pending(raw, now):
+        return False  # expired: this message is not an answer to it
+    if word in YES_WORDS:
+        await erase(msg)
+        return True
+    await msg.reply(msg.t("Suppression annulée : tes données sont conservées.",
+                          "Deletion cancelled: your data is kept."), kind="system")
+    return word in NO_WORDS
+
+
+async def erase(msg: Incoming) -> None:
+    from bot.outbound import send_to_user
+
+    user = msg.user
+    # Who to tell, kept before the user's row goes (an object of no session, without an id).
+    ghost = User(phone=user.phone, external_id=user.external_id, language=user.language,
+                 last_channel=msg.channel, last_whatsapp_inbound_at=user.last_whatsapp_inbound_at,
+                 opted_out=False)
+    await msg.db.commit()
+    await accounts.forget(msg.services, user.id, user.phone, user.external_id)
+    # This turn's message and user rows no longer exist: the worker must not write them back.
+    msg.db.expunge_all()
+    result = await send_to_user(msg.services, ghost, channel=msg.channel, kind="system", text=msg.t(
+        "C'est fait : tout ce que Deblo gardait de toi est effacé. Si tu m'écris de nouveau, tu "
+        "recommenceras comme un nouvel utilisateur.",
+        "Done: everything Deblo kept about you is erased. If you write again, you will start as a new user.",
+    ))
+    if not result.ok:
+        log.warning("erasure done but not confirmed to the user",
+                    extra={"skipped": result.skipped, "error": result.error})
+    # The record of that last message would keep the number: masked (its status callbacks still
+    # find the row).
+    if ghost.phone or ghost.external_id:
+        await accounts.unaddress(msg.services, ghost.phone or "", ghost.external_id)
