@@ -43,7 +43,7 @@ class Deployment:
         self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
                     "PYTHONPATH": str(ROOT), "PORT": str(self.port), "HOST": "127.0.0.1",
                     "PUBLIC_BASE_URL": self.url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": prefix,
-                    "WORKER_LEASE_S": "1", "WORKER_CONCURRENCY": "4", "LOG_LEVEL": "ERROR"}
+                    "WORKER_LEASE_S": "2", "WORKER_CONCURRENCY": "4", "LOG_LEVEL": "ERROR"}
         self.cwd = tmp_path
         self.workers: list[subprocess.Popen[bytes]] = []
         self.server: subprocess.Popen[bytes] | None = None
