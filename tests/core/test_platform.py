@@ -17,14 +17,15 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot import formatting, logs
+from bot import logs
+from bot.channel import formatting
+from bot.channel.web import create_app
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.db import make_engine
-from bot.migrate import schema_differences
-from bot.scheduler import Job
+from bot.pipeline.scheduler import Job
 from bot.services import build_services
-from bot.web import create_app
+from bot.storage.db import make_engine
+from bot.storage.migrate import schema_differences
 from tests.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_migrations_match_the_models(migrated_template: str) -> None:
-    """Changing bot/models.py needs a migration: autogenerate must find nothing to do."""
+    """Changing bot/storage/models.py needs a migration: autogenerate must find nothing to do."""
     engine = make_engine(migrated_template)
     try:
         assert await schema_differences(engine) == []
@@ -132,7 +133,7 @@ def test_logs_are_json_with_ids_and_masked_numbers() -> None:
 
 async def test_jobs_tick_once_per_interval_across_workers(harness: Harness) -> None:
     """Two pipelines (as two worker processes would) run a job: each tick runs once."""
-    from bot.pipeline import Pipeline
+    from bot.pipeline.workers import Pipeline
 
     h = harness
     runs: list[Any] = []
