@@ -32,15 +32,15 @@ def dispatch_function() -> Any:
 
 
 def registered_jobs() -> list[Any]:
-    """Periodic jobs (bot.scheduler.Job) run by every worker; each claims its rows atomically."""
-    from bot.progress import weekly_summary_jobs
+    """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker; each claims its rows atomically."""
+    from bot.capabilities.progress import weekly_summary_jobs
 
     jobs: list[Any] = []
     jobs += weekly_summary_jobs()
-    from bot.tasks import reminder_jobs
+    from bot.capabilities.tasks import reminder_jobs
 
     jobs += reminder_jobs()
-    from bot.retention import retention_jobs
+    from bot.pipeline.retention import retention_jobs
 
     jobs += retention_jobs()
     return jobs
@@ -49,7 +49,7 @@ def registered_jobs() -> list[Any]:
 def registered_routes() -> list[Any]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[Any] = []
-    from bot.payments.webhook import ROUTES as payment_routes
+    from bot.capabilities.payments.webhook import ROUTES as payment_routes
 
     routes += payment_routes
     return routes
@@ -57,11 +57,11 @@ def registered_routes() -> list[Any]:
 
 def startup_checks(settings: Settings) -> None:
     """Says at start-up what is off, so an operator is not surprised by a missing tool."""
-    from bot import vision
-    from bot.sandbox import log_availability
+    from bot.capabilities import speech
+    from bot.capabilities.sandbox import log_availability
 
     log_availability(settings)
-    vision.log_availability(settings)  # Tesseract and ffmpeg: photos read as text, voice notes
+    speech.log_availability(settings)  # Tesseract and ffmpeg: photos read as text, voice notes
     if settings.browse_allow_private or settings.browse_test_allow:
         log.warning("browse_url may reach private addresses: BROWSE_ALLOW_*_FOR_TESTS is for tests only")
 
@@ -80,9 +80,9 @@ def _settings(require: tuple[str, ...] = ()) -> Settings:
 async def _serve(settings: Settings, workers: int | None) -> None:
     from aiohttp import web
 
-    from bot.pipeline import Pipeline
+    from bot.channel.web import create_app
+    from bot.pipeline.workers import Pipeline
     from bot.services import build_services
-    from bot.web import create_app
 
     startup_checks(settings)
     services = await build_services(settings)
@@ -107,7 +107,7 @@ async def _serve(settings: Settings, workers: int | None) -> None:
 
 
 async def _worker(settings: Settings, concurrency: int | None) -> None:
-    from bot.pipeline import Pipeline
+    from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
     startup_checks(settings)
@@ -135,13 +135,13 @@ async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = No
     """A terminal conversation through the same pipeline and handlers (no Twilio needed)."""
     from sqlalchemy import select
 
-    from bot.inbound import normalise_phone
-    from bot.migrate import upgrade
-    from bot.models import InboundMessage, User
-    from bot.outbound import ConsoleSink
-    from bot.pipeline import Pipeline
+    from bot.channel.inbound import normalise_phone
+    from bot.channel.outbound import ConsoleSink
+    from bot.pipeline.workers import Pipeline
     from bot.services import build_services
-    from bot.state import MemoryState
+    from bot.storage.migrate import upgrade
+    from bot.storage.models import InboundMessage, User
+    from bot.storage.state import MemoryState
 
     number = normalise_phone(phone)
     if number is None:
@@ -198,12 +198,12 @@ def _read_line() -> str | None:
 
 
 async def _wait_done(services: Any, row_id: int) -> None:
-    from bot.models import InboundMessage
+    from bot.storage.models import InboundMessage
 
     while True:
         async with services.sessions() as db:
             row = await db.get(InboundMessage, row_id)
-            # None: erased with its user (SUPPRIMER); delivering/undelivered: handled, see bot.outbound.
+            # None: erased with its user (SUPPRIMER); delivering/undelivered: handled (bot.channel.outbound).
             if row is None or row.status in ("done", "failed", "delivering", "undelivered"):
                 return
         await asyncio.sleep(0.05)
@@ -224,8 +224,8 @@ def _no_user(number: str, hint: str = "") -> int:
 
 async def _users(settings: Settings, args: argparse.Namespace) -> int:
     """`users …`: every argument is checked before the database is touched (exit 2, nothing changed)."""
-    from bot.accounts import AccountError
-    from bot.inbound import normalise_phone
+    from bot.capabilities.accounts import AccountError
+    from bot.channel.inbound import normalise_phone
     from bot.services import build_services
 
     number = normalise_phone(args.phone)
@@ -251,7 +251,7 @@ async def _users(settings: Settings, args: argparse.Namespace) -> int:
 async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) -> int:
     from sqlalchemy.exc import IntegrityError
 
-    from bot import accounts
+    from bot.capabilities import accounts
 
     for attempt in range(2):
         try:
@@ -274,7 +274,7 @@ async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) 
 
 
 async def _users_credit(services: Any, number: str, args: argparse.Namespace) -> int:
-    from bot import accounts
+    from bot.capabilities import accounts
 
     async with services.sessions() as db:
         user = await accounts.find_user(db, number)
@@ -295,7 +295,7 @@ async def _users_credit(services: Any, number: str, args: argparse.Namespace) ->
 async def _users_show(services: Any, number: str, args: argparse.Namespace) -> int:
     import json
 
-    from bot import accounts
+    from bot.capabilities import accounts
 
     async with services.sessions() as db:
         user = await accounts.find_user(db, number)
@@ -310,7 +310,7 @@ async def _users_show(services: Any, number: str, args: argparse.Namespace) -> i
 async def _users_export(services: Any, number: str, args: argparse.Namespace) -> int:
     import json
 
-    from bot import accounts
+    from bot.capabilities import accounts
 
     async with services.sessions() as db:
         user = await accounts.find_user(db, number)
@@ -322,7 +322,7 @@ async def _users_export(services: Any, number: str, args: argparse.Namespace) ->
 
 
 async def _users_forget(services: Any, number: str, args: argparse.Namespace) -> int:
-    from bot import accounts
+    from bot.capabilities import accounts
 
     try:
         report = await accounts.forget_number(services, number)
@@ -410,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
         asyncio.run(_chat(settings, args.phone))
     elif args.command == "db":
-        from bot.migrate import upgrade
+        from bot.storage.migrate import upgrade
 
         settings = _settings()
         logs.setup(settings.log_level)

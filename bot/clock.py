@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 
 def system_now() -> datetime:
@@ -21,6 +22,18 @@ class ManualClock:
 
     def advance(self, **delta: float) -> None:
         self.now += timedelta(**delta)
+
+
+def zone(name: str | None, default: str = "Africa/Abidjan") -> ZoneInfo:
+    """The named time zone, else the default, else UTC: an unknown name never fails."""
+    for candidate in (name, default, "UTC"):
+        if not candidate:
+            continue
+        try:
+            return ZoneInfo(candidate)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue
+    return ZoneInfo("UTC")
 
 
 Clock = Callable[[], datetime]

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.clock import Clock, system_now
 from bot.config import Settings
-from bot.db import make_engine, make_sessionmaker
-from bot.state import State, make_state
+from bot.storage.db import make_engine, make_sessionmaker
+from bot.storage.state import State, make_state
 
 
 @dataclass
@@ -26,10 +26,10 @@ class Services:
     http: httpx.AsyncClient
     clock: Clock = system_now
     # Filled by build_services from the modules that own them (see each attribute's module).
-    twilio: Any = None  # bot.twilio_client.TwilioClient
-    llm: Any = None  # bot.llm.LLMClient
-    files: Any = None  # bot.filestore.FileStore
-    console: Any = None  # bot.outbound.ConsoleSink when running `python -m bot chat`
+    twilio: Any = None  # bot.channel.twilio_client.TwilioClient
+    llm: Any = None  # bot.agent.llm.LLMClient
+    files: Any = None  # bot.storage.filestore.FileStore
+    console: Any = None  # bot.channel.outbound.ConsoleSink when running `python -m bot chat`
     extra: dict[str, Any] = field(default_factory=dict)
 
     async def close(self) -> None:
@@ -53,9 +53,9 @@ async def build_services(settings: Settings, *, clock: Clock = system_now) -> Se
         http=httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=False),
         clock=clock,
     )
-    from bot.filestore import LocalFileStore
-    from bot.llm import LLMClient
-    from bot.twilio_client import TwilioClient
+    from bot.agent.llm import LLMClient
+    from bot.channel.twilio_client import TwilioClient
+    from bot.storage.filestore import LocalFileStore
 
     services.twilio = TwilioClient(settings)
     services.llm = LLMClient(settings)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from bot.context import Incoming
+from bot.channel.context import Incoming
 
 Handler = Callable[[Incoming], Awaitable[bool]]
 
 
 def chain() -> list[Handler]:
-    from bot.outbound import deliver_waiting_files
+    from bot.channel.outbound import deliver_waiting_files
     from handlers import (
         account,
         agent_turn,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from bot import accounts
-from bot.context import Incoming
-from bot.models import User
+from bot.capabilities import accounts
+from bot.channel.context import Incoming
+from bot.storage.models import User
 from handlers.keywords import keyword
 
 log = logging.getLogger("deblo.account")
@@ -72,7 +72,7 @@ async def handle(msg: Incoming) -> bool:
 
 
 async def erase(msg: Incoming) -> None:
-    from bot.outbound import send_to_user
+    from bot.channel.outbound import send_to_user
 
     user = msg.user
     # Who to tell, kept before the user's row goes (an object of no session, without an id).

@@ -18,15 +18,16 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import credits, history, menus, speech, vision
-from bot.agent import run_turn
-from bot.context import Incoming
-from bot.effects import for_turn
-from bot.models import Memory, TurnRecord, UserFile
-from bot.prompts import build_system_prompt
-from bot.quiz import redact_tool_arguments
-from bot.sse import ToolCall
-from bot.toolspec import Tool, ToolContext
+from bot.agent import history, vision
+from bot.agent.effects import for_turn
+from bot.agent.loop import run_turn
+from bot.agent.prompts import build_system_prompt
+from bot.agent.sse import ToolCall
+from bot.agent.toolspec import Tool, ToolContext
+from bot.capabilities import credits, menus, speech
+from bot.capabilities.quiz import redact_tool_arguments
+from bot.channel.context import Incoming
+from bot.storage.models import Memory, TurnRecord, UserFile
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import update
 
-from bot import credits, menus
-from bot.context import Incoming
-from bot.models import Conversation
+from bot.capabilities import credits, menus
+from bot.channel.context import Incoming
+from bot.storage.models import Conversation
 from handlers.keywords import keyword
 
 MENU_WORDS = frozenset({"MENU"})

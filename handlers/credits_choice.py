@@ -6,8 +6,9 @@ import re
 
 from unidecode import unidecode
 
-from bot import menus, payments
-from bot.context import Incoming
+from bot.capabilities import menus, payments
+from bot.capabilities.payments.provider import PaymentError
+from bot.channel.context import Incoming
 
 _SHOW = re.compile(r"^(acheter|acheter des credits|acheter credits|buy|buy credits|recharger|top up)$")
 _NUMBER = re.compile(r"^#?\s*(\d{1,2})\s*[.)]?$")
@@ -58,7 +59,7 @@ async def handle(msg: Incoming) -> bool:
     pack = offered[choice - 1]
     try:
         _payment, checkout = await payments.start_purchase(msg.services, msg.user.id, pack)
-    except payments.PaymentError:
+    except PaymentError:
         await msg.reply(
             msg.t(
                 "Le service de paiement ne répond pas pour le moment. Réessaie dans quelques minutes.",

@@ -18,8 +18,7 @@ import re
 import secrets
 from datetime import timedelta
 
-from bot.context import Incoming
-from bot.email import (
+from bot.capabilities.email import (
     EmailError,
     build_message,
     normalize_address,
@@ -27,6 +26,7 @@ from bot.email import (
     sender_address,
     smtp_configured,
 )
+from bot.channel.context import Incoming
 
 _COMMAND = re.compile(r"^(?:e-?mail|courriel)\s*[:=]?\s*(\S*)\s*$", re.I)
 _CODE = re.compile(r"^(?:code|e-?mail|courriel)\s*[:=]?\s*(\d{6})$", re.I)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from bot import memory
-from bot.context import Incoming
+from bot.capabilities import memory
+from bot.channel.context import Incoming
 
 _LIST = re.compile(r"^(m[ée]moire|memory|ma m[ée]moire|my memory)[\s.!?]*$", re.I)
 _FORGET = re.compile(r"^(oublie|oublier|forget)\s+(\d{1,3}|tout|all)[\s.!?]*$", re.I)

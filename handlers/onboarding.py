@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from bot import credits
-from bot.context import Incoming
+from bot.capabilities import credits
+from bot.channel.context import Incoming
 from handlers import agent_turn
 from handlers.keywords import keyword
 

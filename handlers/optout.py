@@ -7,7 +7,7 @@ STOP included.
 
 from __future__ import annotations
 
-from bot.context import Incoming
+from bot.channel.context import Incoming
 from handlers.commands import help_text, show_commands
 from handlers.keywords import keyword
 

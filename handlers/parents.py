@@ -1,8 +1,8 @@
 """Linking a parent: `PARENT +225…` from a student, `OUI 4821` / `NON 4821` from the parent.
 
 The parent gets exactly one SMS asking for confirmation and nothing else until they confirm (then a
-weekly progress summary, see bot.progress.send_weekly_summaries, and at most one message a day about
-the child's tasks, bot.tasks.send_parent_digests).
+weekly progress summary, see bot.capabilities.progress.send_weekly_summaries, and at most one message a
+day about the child's tasks, bot.capabilities.tasks.send_parent_digests).
 
 That SMS goes to a number that has not agreed to anything yet, so it carries no text the requester
 chose (no WhatsApp display name, nothing they typed): fixed words, the requester's masked number and
@@ -34,12 +34,12 @@ import phonenumbers
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.context import Incoming
-from bot.models import ParentLink, User
-from bot.quiz import normalise
+from bot.capabilities.quiz import normalise
+from bot.channel.context import Incoming
+from bot.storage.models import ParentLink, User
 
 if TYPE_CHECKING:
-    from bot.outbound import SendResult
+    from bot.channel.outbound import SendResult
 
 log = logging.getLogger("deblo.parents")
 
@@ -300,7 +300,7 @@ def invitation_text(student_phone: str | None, code: str, language: str) -> str:
 
 
 async def _ask_parent(msg: Incoming, parent: User, phone: str, code: str) -> SendResult:
-    from bot.outbound import send_to_number
+    from bot.channel.outbound import send_to_number
 
     text = invitation_text(msg.user.phone, code, parent.language)
     return await send_to_number(msg.services, phone, text=text, channel="sms", kind="parent_confirm")
@@ -429,7 +429,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
 
 
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:
-    from bot.outbound import send_to_user
+    from bot.channel.outbound import send_to_user
 
     en = student.language == "en"
     if confirmed:

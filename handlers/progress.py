@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.context import Incoming
-from bot.models import ParentLink, User
-from bot.progress import format_progress, student_name, subject_stats
-from bot.quiz import normalise
+from bot.capabilities.progress import format_progress, student_name, subject_stats
+from bot.capabilities.quiz import normalise
+from bot.channel.context import Incoming
+from bot.storage.models import ParentLink, User
 
 PROGRESS_WORDS = frozenset({"progres", "progress", "mes progres", "my progress"})
 CHILDREN_WORDS = frozenset({"enfants", "children", "mes enfants", "my children"})

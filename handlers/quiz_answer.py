@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.context import Incoming
-from bot.menus import clear_menu, expired_menu_kind
-from bot.models import ExerciseResult, Message
-from bot.quiz import MENU_KIND, history_note, number_in, parse_answer, pending_quiz, render_verdict
+from bot.capabilities.menus import clear_menu, expired_menu_kind
+from bot.capabilities.quiz import (
+    MENU_KIND,
+    history_note,
+    number_in,
+    parse_answer,
+    pending_quiz,
+    render_verdict,
+)
+from bot.channel.context import Incoming
+from bot.storage.models import ExerciseResult, Message
 
 
 async def _expired_hint(msg: Incoming) -> None:

@@ -7,9 +7,10 @@ import re
 
 from unidecode import unidecode
 
-from bot import tasks
-from bot.context import Incoming
-from bot.models import Task
+from bot import clock
+from bot.capabilities import tasks
+from bot.channel.context import Incoming
+from bot.storage.models import Task
 
 _LIST = re.compile(r"^(taches|tasks|mes taches|my tasks)$")
 _DONE = re.compile(r"^(fait|done|termine)\s*#?\s*(\d{1,4})$")
@@ -50,7 +51,7 @@ async def _list(msg: Incoming) -> None:
     shown = open_[:_SHOWN]
     # The numbers the user sees are remembered, so that FAIT 2 closes the task that was shown as 2.
     await msg.services.state.kv_set(_key(msg.user.id), json.dumps([t.id for t in shown]), _LIST_TTL_S)
-    tz = tasks.zone(msg.user.timezone, msg.services.settings.default_timezone)
+    tz = clock.zone(msg.user.timezone, msg.services.settings.default_timezone)
     lines = [msg.t("📋 Tes tâches :", "📋 Your tasks:")]
     for number, task in enumerate(shown, 1):
         mark = {"high": " ❗", "low": ""}.get(task.priority, "")

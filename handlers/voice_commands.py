@@ -5,8 +5,8 @@ The word alone toggles; VOCAL OUI / VOICE ON and VOCAL NON / VOICE OFF set it ei
 
 from __future__ import annotations
 
-from bot import speech
-from bot.context import Incoming
+from bot.capabilities import speech
+from bot.channel.context import Incoming
 from handlers.keywords import keyword
 
 WORDS = frozenset({"VOCAL", "VOICE"})

@@ -26,14 +26,14 @@ from aiohttp import web
 from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
-from bot import credits
+from bot.capabilities import credits
+from bot.channel.web import create_app
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
-from bot.models import Base, InboundMessage, User
-from bot.pipeline import Pipeline
-from bot.scheduler import run_once
+from bot.pipeline.scheduler import run_once
+from bot.pipeline.workers import Pipeline
 from bot.services import Services, build_services
-from bot.web import create_app
+from bot.storage.models import Base, InboundMessage, User
 from tests.fakes.llm import FakeLLM
 from tests.fakes.twilio import FakeTwilio
 
@@ -322,7 +322,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
 
 
 async def migrate_template(kind: str, workdir: Path) -> str:
-    from bot.migrate import upgrade
+    from bot.storage.migrate import upgrade
 
     if kind == "sqlite":
         url = f"sqlite+aiosqlite:///{workdir / 'template.db'}"

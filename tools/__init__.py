@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bot.agent.toolspec import Tool
 from bot.config import Settings
-from bot.toolspec import Tool
 from tools.modes import MODE_TOOLS
 
 

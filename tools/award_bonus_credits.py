@@ -21,9 +21,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 
-from bot import credits, effects
-from bot.models import CreditEntry, ExerciseResult, User
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent import effects
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import credits
+from bot.storage.models import CreditEntry, ExerciseResult, User
 from tools.modes import modes_for
 
 NAME = "award_bonus_credits"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot import sandbox
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import sandbox
 from bot.config import Settings
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
 """browse_url: the readable text of a web page, at most 8,000 characters.
 
 Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side; the host is resolved
-and checked here first, as for a direct fetch), otherwise a direct fetch by bot.web_fetch, which
+and checked here first, as for a direct fetch), otherwise a direct fetch by bot.capabilities.web_fetch, which
 refuses private and reserved addresses at every hop, then readable text extraction. Either way
 only http(s) URLs are taken and the result is capped. In a turn, only URLs the user sent, this
-turn's search results and links of pages opened in this turn are followed (bot.untrusted): a page
+turn's search results and links of pages opened in this turn are followed (bot.agent.untrusted): a page
 cannot make the model carry the user's data out in an address it composes.
 """
 
@@ -15,10 +15,9 @@ from typing import Any
 
 import httpx
 
-from bot.config import Settings
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.untrusted import UrlRefused, links_in_html, urls_in
-from bot.web_fetch import (
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.untrusted import UrlRefused, links_in_html, urls_in
+from bot.capabilities.web_fetch import (
     Fetched,
     FetchFailed,
     FetchRefused,
@@ -27,6 +26,7 @@ from bot.web_fetch import (
     fetch,
     readable_text,
 )
+from bot.config import Settings
 from tools.modes import modes_for
 
 NAME = "browse_url"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import payments
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import payments
+from bot.capabilities.payments.provider import PaymentError
 from bot.config import Settings
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 
@@ -34,7 +35,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     pack = offered[choice - 1]
     try:
         payment, checkout = await payments.start_purchase(ctx.services, ctx.user_id, pack)
-    except payments.PaymentError as exc:
+    except PaymentError as exc:
         return tool_error(f"the payment service is unavailable right now: {exc}")
     await ctx.send(text=payments.payment_link_text(pack, checkout, ctx.language))
     return {

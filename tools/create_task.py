@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import tasks
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import tasks
 from tools.modes import modes_for
 
 

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import library
-from bot.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
-from bot.links import file_url
-from bot.models import User
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import library
+from bot.capabilities.email import (
+    EmailError,
+    build_message,
+    clean_subject,
+    load_attachments,
+    normalize_address,
+)
+from bot.channel.links import file_url
+from bot.storage.models import User
 from tools.modes import modes_for
 
 NAME = "draft_email"

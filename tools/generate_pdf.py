@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import library
-from bot.documents import run_cpu
-from bot.documents.content import ContentError, Document, document_schema, has_content, parse_document, plain
-from bot.documents.convert import to_document
-from bot.documents.names import safe_filename
-from bot.documents.pdf import MAX_PAGES, build_pdf
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import library
+from bot.capabilities.documents import run_cpu
+from bot.capabilities.documents.content import (
+    ContentError,
+    Document,
+    document_schema,
+    has_content,
+    plain,
+)
+from bot.capabilities.documents.convert import parse_document, to_document
+from bot.capabilities.documents.names import safe_filename
+from bot.capabilities.documents.pdf import MAX_PAGES, build_pdf
 from tools.modes import modes_for
 
 NAME = "generate_pdf"

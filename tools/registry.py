@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 
-import tools
-from bot.toolspec import Tool
+from bot.agent.toolspec import Tool
 
 
 def _discover() -> tuple[Tool, ...]:
     found: list[Tool] = []
-    for info in sorted(pkgutil.iter_modules(tools.__path__), key=lambda i: i.name):
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
         module = importlib.import_module(f"tools.{info.name}")
         tool = getattr(module, "TOOL", None)
         if isinstance(tool, Tool):

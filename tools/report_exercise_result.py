@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import effects
-from bot.models import ExerciseResult
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent import effects
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.storage.models import ExerciseResult
 from tools.modes import modes_for
 
 NAME = "report_exercise_result"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import effects, memory, untrusted
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent import effects, untrusted
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import memory
 from tools.modes import modes_for
 
 NAME = "save_memory"

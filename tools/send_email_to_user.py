@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.email import (
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities.email import (
     EmailError,
     build_message,
     load_attachments,
@@ -18,8 +19,7 @@ from bot.email import (
     sender_address,
     smtp_configured,
 )
-from bot.models import User
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.storage.models import User
 from tools.modes import modes_for
 
 NAME = "send_email_to_user"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import library
-from bot.models import User
-from bot.outbound import MODEL_ADVICE, SendResult, send_to_user
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities import library
+from bot.channel.outbound import MODEL_ADVICE, SendResult, send_to_user
+from bot.storage.models import User
 from tools.modes import modes_for
 
 NAME = "send_sms_to_user"

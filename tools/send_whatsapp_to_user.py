@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.toolspec import Tool, ToolContext, ToolResult
+from bot.agent.toolspec import Tool, ToolContext, ToolResult
 from tools.modes import modes_for
 from tools.send_sms_to_user import send_to_current_user
 

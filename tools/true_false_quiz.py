@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.quiz import (
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.capabilities.quiz import (
     TRUE_FALSE,
     QuizError,
     ask,
     parse_true_false_args,
 )
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 NAME = "true_false_quiz"

@@ -2,7 +2,7 @@
 
 When both are configured SearXNG answers if Tavily fails. A provider that is down, slow or refuses
 us becomes an error result that says so, well within the tool timeout. The results' URLs are noted
-in the turn (bot.untrusted): browse_url may open them in this turn.
+in the turn (bot.agent.untrusted): browse_url may open them in this turn.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
-from bot.toolspec import Tool, ToolContext, ToolResult, tool_error
 from tools.modes import modes_for
 
 NAME = "web_search"

@@ -17,7 +17,7 @@ LANGUAGES = ("fr", "en")
 
 
 def wire_bytes(value: Any) -> int:
-    """Bytes of `value` in the request body, serialized the way bot.llm sends it (json.dumps)."""
+    """Bytes of `value` in the request body, serialized the way bot.agent.llm sends it (json.dumps)."""
     return len(json.dumps(value).encode())
 
 
@@ -29,7 +29,7 @@ def approx_tokens(n_bytes: int) -> int:
 def current_prompt(mode: str, language: str) -> dict[str, Any]:
     """Today's system prompt and tool schemas for `mode` and `language`, read from the code."""
     import tools
-    from bot.prompts import build_system_prompt
+    from bot.agent.prompts import build_system_prompt
     from tools.modes import MODE_TOOLS
 
     system = build_system_prompt(mode, language=language)

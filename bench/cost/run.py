@@ -1,7 +1,7 @@
 """Fixed prompt per model call, per mode and language: before (bench/cost/baseline.json, the
 prompt and full schemas as they were) and after (the code as it is). Run: `.venv/bin/python -m bench.cost`.
 
-Bytes are those of the request body as bot.llm serializes it; tokens are about bytes / 4. Every
+Bytes are those of the request body as bot.agent.llm serializes it; tokens are about bytes / 4. Every
 call of a turn carries this prefix, so a turn of n calls carries it n times.
 """
 

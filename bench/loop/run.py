@@ -25,10 +25,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.loop.server import start_in_process  # noqa: E402
-from bot.agent import run_turn  # noqa: E402
+from bot.agent.llm import LLMClient  # noqa: E402
+from bot.agent.loop import run_turn  # noqa: E402
+from bot.agent.toolspec import Tool, ToolContext  # noqa: E402
 from bot.config import Limits, load_settings  # noqa: E402
-from bot.llm import LLMClient  # noqa: E402
-from bot.toolspec import Tool, ToolContext  # noqa: E402
 
 TOOL_ROUNDS = 3
 SYSTEM = "Tu es un assistant de calcul. Utilise l'outil add."

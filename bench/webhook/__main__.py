@@ -57,10 +57,10 @@ async def serve_bare(port: int) -> None:
 async def serve_bot(port: int, data_dir: str, database_url: str) -> None:
     from aiohttp import web
 
+    from bot.channel.web import create_app
     from bot.config import load_settings
-    from bot.migrate import upgrade
     from bot.services import build_services
-    from bot.web import create_app
+    from bot.storage.migrate import upgrade
 
     settings = load_settings({
         "DATA_DIR": data_dir, "DATABASE_URL": database_url, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",

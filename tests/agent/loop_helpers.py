@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent import TurnOutcome, run_turn
+from bot.agent.llm import LLMClient
+from bot.agent.loop import TurnOutcome, run_turn
+from bot.agent.sse import ToolCall
+from bot.agent.toolspec import Tool, ToolContext
+from bot.capabilities.killable import run_killable
 from bot.config import Limits, Settings, load_settings
-from bot.killable import run_killable
-from bot.llm import LLMClient
-from bot.sse import ToolCall
-from bot.toolspec import Tool, ToolContext
 from tests.agent.killable_targets import write_pid_and_spin
 
 OBJ = {"type": "object", "properties": {}, "additionalProperties": True}

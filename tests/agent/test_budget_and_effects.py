@@ -10,15 +10,15 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from bot import credits
-from bot.agent import ANSWERED, OVER_BUDGET, Budget
+from bot.agent.effects import EffectStore
+from bot.agent.executor import TurnMemory, execute_calls
+from bot.agent.llm import LLMClient
+from bot.agent.loop import ANSWERED, OVER_BUDGET, Budget
+from bot.agent.sse import ToolCall
+from bot.agent.toolspec import Tool, ToolContext
+from bot.capabilities import credits
 from bot.config import Limits
-from bot.effects import EffectStore
-from bot.executor import TurnMemory, execute_calls
-from bot.llm import LLMClient
-from bot.models import CreditEntry, InboundMessage, Memory, Task, ToolEffect, TurnRecord
-from bot.sse import ToolCall
-from bot.toolspec import Tool, ToolContext
+from bot.storage.models import CreditEntry, InboundMessage, Memory, Task, ToolEffect, TurnRecord
 from tests.agent.loop_helpers import ECHO, HANG, OBJ, drive, make_settings
 from tests.agent.test_turn_e2e import offer
 from tests.fakes.llm import FakeLLM

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sse import SSEParser, parse_bytes, repair_ids
+from bot.agent.sse import SSEParser, parse_bytes, repair_ids
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "sse"
 if not CORPUS.is_dir():  # the repository may be checked out elsewhere than next to the corpus

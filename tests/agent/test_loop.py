@@ -6,12 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
-from bot.agent import ANSWERED, FORCED_DEADLINE, FORCED_MAX_ITERATIONS, PROVIDER_ERROR
+from bot.agent.llm import LLMClient
+from bot.agent.loop import ANSWERED, FORCED_DEADLINE, FORCED_MAX_ITERATIONS, PROVIDER_ERROR
+from bot.agent.toolspec import Tool, ToolContext
+from bot.agent.truncation import total_tokens
+from bot.capabilities.killable import pid_alive
 from bot.config import Limits
-from bot.killable import pid_alive
-from bot.llm import LLMClient
-from bot.toolspec import Tool, ToolContext
-from bot.truncation import total_tokens
 from tests.agent.loop_helpers import (
     BOOM,
     ECHO,

@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 import tools
-from bot import history
+from bot.agent import history
+from bot.agent.executor import parse_arguments
+from bot.agent.prompts import build_system_prompt, stable_prefix
+from bot.agent.truncation import fit_context, total_tokens, truncate_result
+from bot.capabilities.killable import KillableError, pid_alive, run_killable
 from bot.config import load_settings
-from bot.executor import parse_arguments
-from bot.killable import KillableError, pid_alive, run_killable
-from bot.models import Conversation, Message, User
-from bot.prompts import build_system_prompt, stable_prefix
-from bot.truncation import fit_context, total_tokens, truncate_result
+from bot.storage.models import Conversation, Message, User
 from tests.agent.killable_targets import fail, sleep_then, write_pid_and_spin
 from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import credits
-from bot.models import CreditEntry, Memory, Message, TurnRecord
-from bot.toolspec import Tool
+from bot.agent.toolspec import Tool
+from bot.capabilities import credits
+from bot.storage.models import CreditEntry, Memory, Message, TurnRecord
 from tests.agent.loop_helpers import ECHO, HANG, HUGE
 
 PHONE = "+2250700000001"

@@ -16,10 +16,9 @@ import pytest
 from aiohttp import web
 from sqlalchemy import select
 
-from bot.models import Memory
-from bot.prompts import build_system_prompt, read_prompt, stable_prefix
-from bot.truncation import fit_context, truncate_result
-from bot.untrusted import (
+from bot.agent.prompts import build_system_prompt, read_prompt, stable_prefix
+from bot.agent.truncation import fit_context, truncate_result
+from bot.agent.untrusted import (
     TurnSources,
     UrlRefused,
     close_envelopes,
@@ -28,6 +27,7 @@ from bot.untrusted import (
     urls_in,
     wrap,
 )
+from bot.storage.models import Memory
 from tests.fakes.llm import Step
 from tests.outreach.conftest import http_stub  # noqa: F401  (the local HTTP server fixture)
 

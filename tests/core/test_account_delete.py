@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import func, select
 
-from bot.models import InboundMessage, ParentLink, UserFile
+from bot.storage.models import InboundMessage, ParentLink, UserFile
 from tests.core.test_console import PARENT, PHONE, leftovers, rich_user, say
 from tests.harness import Harness
 from tests.pedagogy.test_parents_flow import confirm

@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from bot import library
-from bot.models import (
+from bot.capabilities import library
+from bot.storage.models import (
     Base,
     Conversation,
     CreditEntry,

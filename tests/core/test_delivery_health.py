@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from bot.channel.outbound import send_to_number, send_to_user
 from bot.config import ConfigError, load_settings
-from bot.models import User
-from bot.outbound import send_to_number, send_to_user
+from bot.storage.models import User
 from tests.harness import Harness
 
 PHONE = "+2250700000041"

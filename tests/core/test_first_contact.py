@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot import formatting
+from bot.channel import formatting
 from bot.config import ConfigError, load_settings
-from bot.models import CreditEntry, InboundMessage, Task
+from bot.storage.models import CreditEntry, InboundMessage, Task
 from tests.fakes.llm import Step
 from tests.harness import Harness
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import Conversation, CreditEntry, InboundMessage
-from bot.outbound import send_to_user
+from bot.channel.outbound import send_to_user
+from bot.storage.models import Conversation, CreditEntry, InboundMessage
 from tests.harness import Harness
 
 PHONE = "+2250700000001"

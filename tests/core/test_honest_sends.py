@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import OutboundMessage, PendingDelivery, User, UserFile
-from bot.outbound import explain, send_to_user
-from bot.toolspec import ToolContext
+from bot.agent.toolspec import ToolContext
+from bot.channel.outbound import explain, send_to_user
+from bot.storage.models import OutboundMessage, PendingDelivery, User, UserFile
 from tests.harness import SMS_FROM, Harness, new_sid
 from tools import by_name
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.context import Incoming
-from bot.models import UserFile
+from bot.channel.context import Incoming
+from bot.storage.models import UserFile
 from tests.harness import Harness
 
 PHONE = "+2250700000001"

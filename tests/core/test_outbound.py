@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.formatting import is_gsm7, sms_segments
-from bot.links import file_url
-from bot.models import OutboundMessage, User, UserFile
-from bot.outbound import send_to_number, send_to_user
+from bot.channel.formatting import is_gsm7, sms_segments
+from bot.channel.links import file_url
+from bot.channel.outbound import send_to_number, send_to_user
+from bot.storage.models import OutboundMessage, User, UserFile
 from tests.harness import SMS_FROM, WHATSAPP_FROM, Harness, new_sid
 
 PHONE = "+2250700000001"
@@ -349,7 +349,7 @@ async def test_send_to_number_reaches_someone_who_is_not_a_user(harness: Harness
 async def test_chat_mode_prints_replies_and_file_paths(harness: Harness) -> None:
     import io
 
-    from bot.outbound import ConsoleSink
+    from bot.channel.outbound import ConsoleSink
 
     h = harness
     user = await h.make_user(PHONE)

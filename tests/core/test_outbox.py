@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import formatting
-from bot.models import InboundMessage, OutboundMessage
-from bot.outbound import SendKeys, current_keys, deliver_outbox, send_to_user
+from bot.channel import formatting
+from bot.channel.outbound import SendKeys, current_keys, deliver_outbox, send_to_user
+from bot.storage.models import InboundMessage, OutboundMessage
 from tests.harness import Harness
 
 PHONE = "+2250700000071"

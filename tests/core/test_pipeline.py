@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.context import Incoming
-from bot.models import Conversation, InboundMessage, OutboundMessage
+from bot.channel.context import Incoming
+from bot.storage.models import Conversation, InboundMessage, OutboundMessage
 from tests.harness import Harness
 
 PHONE = "+2250700000001"

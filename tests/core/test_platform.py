@@ -17,14 +17,15 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot import formatting, logs
+from bot import logs
+from bot.channel import formatting
+from bot.channel.web import create_app
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.db import make_engine
-from bot.migrate import schema_differences
-from bot.scheduler import Job
+from bot.pipeline.scheduler import Job
 from bot.services import build_services
-from bot.web import create_app
+from bot.storage.db import make_engine
+from bot.storage.migrate import schema_differences
 from tests.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 async def test_migrations_match_the_models(migrated_template: str) -> None:
-    """Changing bot/models.py needs a migration: autogenerate must find nothing to do."""
+    """Changing bot/storage/models.py needs a migration: autogenerate must find nothing to do."""
     engine = make_engine(migrated_template)
     try:
         assert await schema_differences(engine) == []
@@ -87,21 +88,109 @@ async def test_readyz_reports_the_database_down(tmp_path: Path) -> None:
 # --- boundaries --------------------------------------------------------------------------------
 
 
-def test_bot_never_imports_handlers_or_tools() -> None:
-    allowed = {ROOT / "bot" / "cli.py", ROOT / "bot" / "__main__.py"}
+# Which part of bot/ may import which. A module belongs to the first name here that is its own or a
+# parent of it; it may import its own part and the parts listed. Lower parts first.
+BASE = {"bot.config", "bot.logs", "bot.metrics", "bot.clock"}
+ALLOWED: dict[str, set[str]] = {
+    "bot.config": BASE, "bot.logs": BASE, "bot.metrics": BASE, "bot.clock": BASE,
+    "bot.storage": BASE,
+    # The container of clients; build_services makes the LLM and Twilio clients it holds.
+    "bot.services": BASE | {"bot.storage", "bot.agent.llm", "bot.channel.twilio_client"},
+    # The channel side and the agent never import each other.
+    "bot.channel": BASE | {"bot.storage", "bot.services"},
+    "bot.agent": BASE | {"bot.storage", "bot.services"},
+    # What tools build on: sends through the channel, takes the agent's tool contract and budget,
+    # plans proactive sends with the scheduler.
+    "bot.capabilities": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.agent",
+                                "bot.pipeline.scheduler"},
+    "bot.pipeline": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.capabilities"},
+    # The composition root wires everything, handlers and tools included.
+    "bot.cli": {"bot", "handlers", "tools"},
+    "bot.__main__": {"bot.cli"},
+    "bot": set(),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _within(name: str, part: str) -> bool:
+    return name == part or name.startswith(part + ".")
+
+
+def _part_of(module: str) -> str:
+    return max((p for p in ALLOWED if _within(module, p)), key=len)
+
+
+def _imports(path: Path, modules: set[str]) -> list[tuple[int, str, bool]]:
+    """Every import of a module (inside functions too): (line, imported module, under TYPE_CHECKING)."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(n) for child in node.body for n in ast.walk(child)}
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from bot.x import y` imports the module bot.x.y when there is one, else names of bot.x.
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                     for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: use absolute imports")
+        found += [(node.lineno, n, id(node) in typing_only) for n in names]
+    return found
+
+
+def _project_modules() -> dict[str, Path]:
+    paths = [p for top in ("bot", "handlers", "tools") for p in (ROOT / top).rglob("*.py")]
+    return {_module_name(p): p for p in sorted(paths)}
+
+
+def test_each_part_of_bot_imports_only_what_it_may() -> None:
+    """bot/ never imports handlers or tools (only the composition root does), and its packages import
+    one way: storage at the bottom, then services, then the channel and the agent (never each other),
+    then capabilities, then the pipeline."""
+    modules = _project_modules()
     offenders = []
-    for path in sorted((ROOT / "bot").rglob("*.py")):
-        if path in allowed:
+    for name, path in modules.items():
+        if not _within(name, "bot"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            offenders += [f"{path.relative_to(ROOT)}: {n}" for n in names
-                          if n.split(".")[0] in ("handlers", "tools")]
-    assert offenders == []
+        part = _part_of(name)
+        for line, imported, _ in _imports(path, set(modules)):
+            if imported.split(".")[0] not in ("bot", "handlers", "tools") or _within(imported, part):
+                continue
+            if imported == "bot" or not any(_within(imported, ok) for ok in ALLOWED[part]):
+                offenders.append(f"{path.relative_to(ROOT)}:{line} imports {imported} ({part} may not)")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_no_import_cycles() -> None:
+    """No module imports itself through others, lazy imports included (TYPE_CHECKING ones are not run)."""
+    modules = _project_modules()
+    graph = {name: sorted({m for _, m, typing_only in _imports(path, set(modules))
+                           if m in modules and m != name and not typing_only})
+             for name, path in modules.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles: list[str] = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for nxt in graph[name]:
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*path[path.index(nxt):], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[name] = 2
+
+    for name in graph:
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "\n".join(cycles)
 
 
 # --- logs --------------------------------------------------------------------------------------
@@ -132,7 +221,7 @@ def test_logs_are_json_with_ids_and_masked_numbers() -> None:
 
 async def test_jobs_tick_once_per_interval_across_workers(harness: Harness) -> None:
     """Two pipelines (as two worker processes would) run a job: each tick runs once."""
-    from bot.pipeline import Pipeline
+    from bot.pipeline.workers import Pipeline
 
     h = harness
     runs: list[Any] = []

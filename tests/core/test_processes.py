@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 from sqlalchemy import select
 
-from bot.models import InboundMessage
+from bot.storage.models import InboundMessage
 from tests.fakes.llm import Step
 from tests.harness import REDIS_URL, Harness, clear_redis, new_sid, sign
 

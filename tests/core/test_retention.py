@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot import library
+from bot.capabilities import library
 from bot.cli import registered_jobs
 from bot.config import ConfigError, load_settings
-from bot.models import (
+from bot.pipeline.retention import purge
+from bot.storage.models import (
     Conversation,
     CreditEntry,
     InboundMessage,
@@ -22,7 +23,6 @@ from bot.models import (
     User,
     UserFile,
 )
-from bot.retention import purge
 from tests.harness import Harness
 
 PHONE = "+2250700000041"

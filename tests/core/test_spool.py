@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from bot.channel.spool import Spool, SpoolEntry, SpoolFull, decode, encode
 from bot.config import ConfigError, load_settings
-from bot.models import InboundMessage, OutboundMessage
-from bot.spool import Spool, SpoolEntry, SpoolFull, decode, encode
+from bot.storage.models import InboundMessage, OutboundMessage
 from tests.harness import Database, Harness, fresh_database, migrate_template, start_harness
 
 PHONE = "+2250700000081"
@@ -261,7 +261,7 @@ async def test_postgres_stopped_webhooks_are_kept_and_processed_in_order_once_ba
     finally:
         await conn.close()
     url = f"postgresql+asyncpg://postgres@127.0.0.1:{own_postgres.port}/deblo"
-    from bot.migrate import upgrade
+    from bot.storage.migrate import upgrade
 
     await upgrade(url)
     h = await started(Database(url=url, kind="postgres"))

@@ -10,7 +10,7 @@ from multidict import MultiDict
 from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
-from bot.models import InboundMessage, User
+from bot.storage.models import InboundMessage, User
 from tests.harness import Harness, new_sid, sign
 
 # Real Twilio payloads and signature vectors; see corpus/INDEX.md for where each comes from.

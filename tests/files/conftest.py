@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.agent.toolspec import ToolContext
 from bot.config import load_settings
-from bot.models import User, UserFile
 from bot.services import Services, build_services
-from bot.toolspec import ToolContext
+from bot.storage.models import User, UserFile
 from tests.harness import Database
 
 

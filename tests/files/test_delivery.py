@@ -12,11 +12,11 @@ from urllib.parse import urlsplit
 import aiohttp
 from sqlalchemy import select
 
-from bot import library
-from bot.links import file_path
-from bot.models import User, UserFile
-from bot.outbound import SendResult, send_to_user
-from bot.toolspec import ToolContext
+from bot.agent.toolspec import ToolContext
+from bot.capabilities import library
+from bot.channel.links import file_path
+from bot.channel.outbound import SendResult, send_to_user
+from bot.storage.models import User, UserFile
 from tests.harness import Harness
 from tools import by_name
 
@@ -206,7 +206,7 @@ async def test_a_document_the_user_sends_enters_the_library(harness: Harness) ->
     async with h.services.sessions() as db:
         rows = (await db.execute(select(UserFile).where(UserFile.user_id == user.id))).scalars().all()
     assert len(rows) == 1 and rows[0].origin == "upload" and "réunion des parents" in (rows[0].text or "")
-    from bot.toolspec import ToolContext as Ctx
+    from bot.agent.toolspec import ToolContext as Ctx
 
     ctx = Ctx(
         services=h.services, user_id=user.id, conversation_id=0, channel="whatsapp", mode="pro", language="fr"
@@ -279,7 +279,7 @@ def link_parts(url: str) -> tuple[str, str, str, str]:
 
 
 async def test_links_read_later_last_days_and_media_links_an_hour(harness: Harness) -> None:
-    from bot.links import check_link
+    from bot.channel.links import check_link
 
     h = harness
     user = await h.make_user(PHONE, mode="pro", last_channel="sms")

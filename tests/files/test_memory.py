@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot import memory
+from bot.capabilities import memory
 from tests.files.conftest import Library
 from tools import by_name
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.links import file_path
-from bot.models import UserFile
+from bot.channel.links import file_path
+from bot.storage.models import UserFile
 from tests.harness import Harness
 
 PHONE = "+2250700000090"

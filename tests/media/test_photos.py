@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import library
-from bot.models import CreditEntry, Message, TurnRecord, UserFile
+from bot.capabilities import library
+from bot.storage.models import CreditEntry, Message, TurnRecord, UserFile
 from tests.fakes.llm import image_parts
 from tests.harness import Harness
 from tests.media.images import blank_photo, decode, french_page, large_photo, small_png

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import vision
+from bot.agent import vision
+from bot.capabilities import speech
 from bot.config import ConfigError, load_settings
 
 
@@ -44,14 +45,14 @@ def test_a_bad_value_is_named(name: str, value: str) -> None:
 def test_start_up_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        caplog: pytest.LogCaptureFixture) -> None:
     settings = load_settings({})
-    caplog.set_level(logging.INFO, logger="bot.vision")
-    assert vision.log_availability(settings) == []  # everything is installed here
+    caplog.set_level(logging.INFO, logger="bot.agent.vision")
+    assert speech.log_availability(settings) == []  # everything is installed here
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()
     monkeypatch.setenv("PATH", str(tmp_path))  # a machine without tesseract nor ffmpeg
     vision.ocr_languages.cache_clear()
     try:
-        problems = vision.log_availability(settings)
+        problems = speech.log_availability(settings)
     finally:
         monkeypatch.setenv("PATH", os.environ["PATH"])
         vision.ocr_languages.cache_clear()

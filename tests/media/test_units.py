@@ -7,7 +7,8 @@ import io
 import pytest
 from PIL import Image
 
-from bot import speech, vision
+from bot.agent import vision
+from bot.capabilities import speech
 
 
 def _image(fmt: str, size: tuple[int, int], mode: str = "RGB") -> bytes:

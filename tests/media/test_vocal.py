@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import CreditEntry, TurnRecord
+from bot.storage.models import CreditEntry, TurnRecord
 from tests.fakes.speech import FakeSpeech
 from tests.harness import Harness
 from tests.media.conftest import SPEECH_KEY

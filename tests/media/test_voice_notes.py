@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import select
 
-from bot import library
-from bot.models import CreditEntry, InboundMessage, Message, User, UserFile
+from bot.capabilities import library
+from bot.storage.models import CreditEntry, InboundMessage, Message, User, UserFile
 from tests.fakes.speech import FakeSpeech, sine_audio
 from tests.harness import Harness
 from tests.media.conftest import SPEECH_KEY

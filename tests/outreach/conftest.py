@@ -18,11 +18,11 @@ from aiohttp import web
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
+from bot.agent.toolspec import ToolContext
 from bot.config import load_settings
-from bot.migrate import upgrade
-from bot.models import User, UserFile
 from bot.services import Services, build_services
-from bot.toolspec import ToolContext
+from bot.storage.migrate import upgrade
+from bot.storage.models import User, UserFile
 
 
 def free_port() -> int:
@@ -137,7 +137,7 @@ async def add_user(services: Services, phone: str = "+2250700000001", **fields: 
 
 
 async def add_file(services: Services, user_id: int, name: str, mime: str, data: bytes) -> UserFile:
-    from bot import library
+    from bot.capabilities import library
 
     async with services.sessions() as db:
         row = await library.add_file(services, db, user_id=user_id, name=name, mime=mime, data=data,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from email import message_from_bytes, policy
 
-from bot import library
-from bot.models import User
+from bot.capabilities import library
+from bot.storage.models import User
 from tests.outreach.conftest import Delivered, add_file, add_user, tool_ctx
 from tools import by_name, for_mode
 from tools.draft_email import TOOL as DRAFT

@@ -8,9 +8,9 @@ import io
 import re
 from datetime import timedelta
 
-from bot.context import Incoming
-from bot.models import Conversation, InboundMessage, User
-from bot.outbound import ConsoleSink
+from bot.channel.context import Incoming
+from bot.channel.outbound import ConsoleSink
+from bot.storage.models import Conversation, InboundMessage, User
 from handlers import email_commands
 from tests.outreach.conftest import add_user
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.effects import EffectStore
-from bot.executor import TurnMemory, execute_calls
-from bot.models import ToolEffect
-from bot.sse import ToolCall
-from bot.toolspec import ToolContext
+from bot.agent.effects import EffectStore
+from bot.agent.executor import TurnMemory, execute_calls
+from bot.agent.sse import ToolCall
+from bot.agent.toolspec import ToolContext
+from bot.storage.models import ToolEffect
 from tools.report_bug import TOOL as REPORT_BUG
 
 PHONE = "+2250700000001"

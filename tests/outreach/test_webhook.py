@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import Message
-from bot.toolspec import ToolContext
+from bot.agent.toolspec import ToolContext
+from bot.storage.models import Message
 from tools.send_sms_to_user import TOOL as SMS
 from tools.send_whatsapp_to_user import TOOL as WHATSAPP
 
@@ -81,7 +81,7 @@ async def test_whatsapp_tool_outside_the_window_uses_the_template(make_harness: 
 
 
 async def test_whatsapp_tool_inside_the_window_sends_a_file(harness: Any) -> None:
-    from bot import library
+    from bot.capabilities import library
 
     h = harness
     user = await h.make_user(PHONE, mode="pro")

@@ -12,10 +12,10 @@ import json
 import pytest
 from sqlalchemy import func, select
 
-from bot.menus import get_menu
-from bot.models import CreditEntry, Payment
-from bot.payments.local import signature as local_signature
-from bot.toolspec import ToolContext
+from bot.agent.toolspec import ToolContext
+from bot.capabilities.menus import get_menu
+from bot.capabilities.payments.local import signature as local_signature
+from bot.storage.models import CreditEntry, Payment
 from tests.payments.paystack_stand_in import PaystackStandIn
 from tools import by_name, for_mode
 
@@ -98,7 +98,7 @@ async def test_menu_choice_gives_a_paystack_link(h, paystack) -> None:
 
 
 async def conversation_id(h, user_id: int) -> int:
-    from bot.models import Conversation
+    from bot.storage.models import Conversation
 
     async with h.services.sessions() as db:
         return await db.scalar(select(Conversation.id).where(Conversation.user_id == user_id))

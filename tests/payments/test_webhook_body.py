@@ -8,7 +8,7 @@ import json
 import socket
 from urllib.parse import urlsplit
 
-from bot.payments.webhook import MAX_BODY
+from bot.capabilities.payments.webhook import MAX_BODY
 from tests.payments.test_payments import SECRET, USER, balance, buy_pack_two, h, ledger, paystack
 
 __all__ = ["h", "paystack"]  # fixtures, used by name

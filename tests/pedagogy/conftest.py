@@ -10,9 +10,9 @@ import pytest
 
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.migrate import upgrade
-from bot.models import Conversation, User
 from bot.services import Services, build_services
+from bot.storage.migrate import upgrade
+from bot.storage.models import Conversation, User
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
 

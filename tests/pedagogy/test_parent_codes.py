@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import ParentLink, User
+from bot.storage.models import ParentLink, User
 from handlers.parents import CODE_LOCK, CODE_TTL, MAX_CODE_TRIES, invitation_text, masked_number
 from tests.pedagogy.test_parents_flow import MONDAY, PARENT, code_in, confirm, latest_code, link_status
 from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, say

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot import tasks
-from bot.models import ParentLink, ScheduledSend, User
+from bot import clock
+from bot.capabilities import tasks
+from bot.storage.models import ParentLink, ScheduledSend, User
 from tests.harness import SMS_FROM
 
 STUDENT = "+2250700000001"
@@ -131,7 +132,7 @@ async def test_a_failed_digest_is_retried_and_sent_once(make_harness: Any) -> No
 
 
 def test_digest_day_starts_at_the_digest_hour() -> None:
-    tz = tasks.zone("Africa/Lagos")  # UTC+1
+    tz = clock.zone("Africa/Lagos")  # UTC+1
     at_7 = datetime(2026, 3, 10, 6, 0, tzinfo=UTC)
     assert tasks.digest_slot(at_7, 7, tz) == at_7
     assert tasks.digest_slot(at_7 - timedelta(minutes=1), 7, tz) == at_7 - timedelta(days=1)

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import ExerciseResult, ParentLink, User
-from bot.progress import send_weekly_summaries
+from bot.capabilities.progress import send_weekly_summaries
+from bot.storage.models import ExerciseResult, ParentLink, User
 from tests.harness import SMS_FROM, WHATSAPP_FROM
 from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, ask_quiz, say
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.models import ExerciseResult
-from bot.progress import format_progress, latest_summary_slot, subject_stats, weekly_text
+from bot.capabilities.progress import format_progress, latest_summary_slot, subject_stats, weekly_text
 from bot.services import Services
+from bot.storage.models import ExerciseResult
 from tests.pedagogy.conftest import START, make_student
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.models import ExerciseResult, User
+from bot.storage.models import ExerciseResult, User
 
 STUDENT = "+2250700000001"
 OTHER = "+2250700000002"

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.menus import get_menu
-from bot.models import Conversation
-from bot.quiz import (
+from bot.agent.toolspec import ToolContext
+from bot.capabilities.menus import get_menu
+from bot.capabilities.quiz import (
     MCQ,
     TRUE_FALSE,
     Quiz,
@@ -20,7 +20,7 @@ from bot.quiz import (
     render_verdict,
 )
 from bot.services import Services
-from bot.toolspec import ToolContext
+from bot.storage.models import Conversation
 from tests.pedagogy.conftest import START, make_student
 from tools import interactive_quiz, true_false_quiz
 from tools.modes import modes_for

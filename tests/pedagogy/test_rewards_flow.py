@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import CreditEntry, User
+from bot.storage.models import CreditEntry, User
 from tests.pedagogy.test_quiz_flow import STUDENT, ask_quiz, say
 
 

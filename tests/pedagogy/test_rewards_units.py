@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.models import CreditEntry, ExerciseResult, User
 from bot.services import Services
+from bot.storage.models import CreditEntry, ExerciseResult, User
 from tests.pedagogy.conftest import make_student
 from tests.pedagogy.test_quiz_units import context
 from tools import award_bonus_credits, report_exercise_result

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import cgroup
+from bot.capabilities import cgroup
 
 _made: list[str] = []
 

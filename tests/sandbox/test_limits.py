@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot import cgroup, sandbox
+from bot.capabilities import cgroup, sandbox
 from tests.sandbox.conftest import cgroup_name, parent_dirs
 from tests.sandbox.test_sandbox import assert_bot_unharmed, bash, make_settings, open_services
 from tools import for_mode
@@ -173,13 +173,13 @@ async def test_settings_that_fit_no_sandbox_are_refused(tmp_path: Path) -> None:
 
 async def test_start_up_says_which_limiter_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings(tmp_path)
-    with caplog.at_level(logging.INFO, logger="bot.sandbox"):
+    with caplog.at_level(logging.INFO, logger="bot.capabilities.sandbox"):
         assert sandbox.log_availability(settings) is None
     assert any("limits by cgroup v" in r.getMessage() and "MB for all" in r.getMessage()
                for r in caplog.records), caplog.text
     caplog.clear()
     fallback = make_settings(tmp_path, SANDBOX_LIMITER="rlimits")
-    with caplog.at_level(logging.INFO, logger="bot.sandbox"):
+    with caplog.at_level(logging.INFO, logger="bot.capabilities.sandbox"):
         assert sandbox.log_availability(fallback) is None
     assert any("per process only" in r.getMessage() for r in caplog.records), caplog.text
 

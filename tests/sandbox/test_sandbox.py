@@ -13,12 +13,12 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot import sandbox
+from bot.agent.toolspec import ToolContext
+from bot.capabilities import sandbox
 from bot.config import Settings, load_settings
-from bot.db import make_engine, make_sessionmaker
 from bot.services import Services
-from bot.state import make_state
-from bot.toolspec import ToolContext
+from bot.storage.db import make_engine, make_sessionmaker
+from bot.storage.state import make_state
 from tests.sandbox.conftest import cgroup_name
 from tools import for_mode
 from tools.bash_execute import TOOL as BASH

@@ -16,11 +16,11 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import select, text, update
 
+from bot.capabilities.tasks import _plan_reminders, create, reminder_jobs, send_due_reminders
 from bot.config import ConfigError, load_settings
-from bot.models import ScheduledSend, Task
-from bot.scheduler import Job, run_jobs
-from bot.state import RedisState
-from bot.tasks import _plan_reminders, create, reminder_jobs, send_due_reminders
+from bot.pipeline.scheduler import Job, run_jobs
+from bot.storage.models import ScheduledSend, Task
+from bot.storage.state import RedisState
 
 STUDENT = "+2250700000001"
 OTHER = "+2250700000003"

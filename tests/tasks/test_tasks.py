@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select, update
 
-from bot.models import ParentLink, Task
-from bot.tasks import send_due_reminders
-from bot.toolspec import ToolContext
+from bot.agent.toolspec import ToolContext
+from bot.capabilities.tasks import send_due_reminders
+from bot.storage.models import ParentLink, Task
 from tools import for_mode
 from tools.create_task import TOOL as CREATE_TASK
 

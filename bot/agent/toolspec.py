@@ -1,0 +1,87 @@
+"""What a tool is, and what it gets when it runs. The tools themselves live in `tools/`.
+
+The core only knows this shape; it never imports a tool. Each module of `tools/` builds one `Tool`
+with its name, description, JSON schema, modes and function, so one file tells all about a tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bot.agent.untrusted import TurnSources
+    from bot.config import Settings
+    from bot.services import Services
+    from bot.storage.models import UserFile
+
+ToolResult = dict[str, Any]
+
+
+@dataclass
+class ToolContext:
+    """The current user and turn, as a tool sees them. Tools open their own DB sessions."""
+
+    services: Services
+    user_id: int
+    conversation_id: int
+    channel: str  # whatsapp | sms | cli
+    mode: str  # guest | child | pro
+    language: str  # fr | en
+    tool_call_id: str = ""
+    # The call's side-effect key (bot.agent.effects), for tools that store it with their effect.
+    effect_key: str = ""
+    # Sends text and/or a file to the current user right now, through the outbound path; returns
+    # its result (bot.channel.outbound.SendResult), so that a tool never reports a send that did not happen.
+    deliver: Callable[..., Awaitable[Any]] | None = None
+    # Sends one short progress note ("⏳ …") at most; the loop decides whether it is needed.
+    progress: Callable[[str], Awaitable[None]] | None = None
+    # This turn's record of where URLs may come from and of third-party text read (bot.agent.untrusted);
+    # the agent loop sets it. None outside a turn (a tool called directly): nothing to check against.
+    turn: TurnSources | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    async def send(self, text: str = "", media: UserFile | None = None) -> Any:
+        """The outbound result (`ok`, `reason`, `for_model()`), or None when there is no channel."""
+        if self.deliver is None:
+            return None
+        return await self.deliver(text=text, media=media)
+
+
+def always_available(_settings: Settings) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    modes: frozenset[str]
+    run: Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
+    # A send, a file, a credit: asked again with the same arguments in one turn, it is not rerun.
+    side_effects: bool = False
+    # Touches state shared with other calls of the same response: run alone, not concurrently.
+    exclusive: bool = False
+    # The effect is only in the database and the tool marks `ctx.effect_key` done in the same
+    # transaction (bot.agent.effects.mark_done): a run cut short left nothing behind and may run again.
+    effect_in_transaction: bool = False
+    # The result carries third-party text, named here ("web page", "file"): the executor wraps it
+    # as data, not instructions, and marks the turn as having read such text (bot.agent.untrusted).
+    untrusted_source: str = ""
+    # Shown once to the user when the tool runs long, e.g. {"fr": "Je prépare ton fichier PDF…"}.
+    progress_note: dict[str, str] | None = None
+    # Returns why the tool cannot be offered with these settings (None when it can).
+    unavailable: Callable[[Settings], str | None] = always_available
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+def tool_error(message: str, **extra: Any) -> ToolResult:
+    """A structured error result the model can read and explain to the user."""
+    return {"success": False, "error": message, **extra}

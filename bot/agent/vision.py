@@ -1,0 +1,228 @@
+"""Photos for the model: scaled down into data-URL content parts, or read with Tesseract OCR.
+
+A vision model gets the photo itself (an OpenAI-style `image_url` part). Without one (LLM_VISION=off,
+or a provider that answers HTTP 400 about images) the photo's text is read locally with Tesseract,
+French and English, and given to the model marked as read from a photo. The text read is kept on
+the file, so read_user_file and search_user_files find it later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import io
+import logging
+import shutil
+import subprocess
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.storage.models import UserFile
+
+log = logging.getLogger(__name__)
+
+IMAGE_MIMES = frozenset({"image/jpeg", "image/png", "image/webp"})
+MAX_SIDE = 1568  # pixels on the long side: providers scale larger images down anyway
+MAX_BYTES = 1_000_000
+OCR_TIMEOUT_S = 60.0
+OCR_LANGUAGES = ("fra", "eng")
+
+
+class ImageError(Exception):
+    """The bytes are not an image Pillow can read."""
+
+
+def is_image(mime: str | None) -> bool:
+    return (mime or "").split(";")[0].strip().lower() in IMAGE_MIMES
+
+
+def scale_to_jpeg(data: bytes, max_side: int = MAX_SIDE, max_bytes: int = MAX_BYTES) -> bytes:
+    """The image as a JPEG whose long side is at most `max_side` and size about `max_bytes` at most."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        image = ImageOps.exif_transpose(image)  # phone photos are often stored sideways
+        image.load()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ImageError(f"not a readable image: {exc}") from exc
+    if image.mode not in ("RGB", "L"):
+        image = image.convert("RGB")
+    image.thumbnail((max_side, max_side))
+    quality = 85
+    while True:
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality, optimize=True)
+        if out.tell() <= max_bytes or quality <= 35:
+            if out.tell() <= max_bytes:
+                return out.getvalue()
+            # Still too big at a low quality: fewer pixels.
+            image.thumbnail((int(image.width * 0.75), int(image.height * 0.75)))
+            quality = 70
+            continue
+        quality -= 15
+
+
+def image_part(jpeg: bytes) -> dict[str, Any]:
+    """An OpenAI-style content part carrying the image inline."""
+    url = "data:image/jpeg;base64," + base64.b64encode(jpeg).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def has_images(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        isinstance(m.get("content"), list)
+        and any(isinstance(p, dict) and p.get("type") == "image_url" for p in m["content"])
+        for m in messages
+    )
+
+
+def refuses_images(status: int, body: str) -> bool:
+    """A provider's way of saying the model takes no image input: HTTP 400 naming images."""
+    return status == 400 and "image" in body.lower()
+
+
+def ocr_available() -> str | None:
+    """Why OCR cannot run here (None when it can)."""
+    if shutil.which("tesseract") is None:
+        return "tesseract is not installed (apt-get install tesseract-ocr tesseract-ocr-fra)"
+    if not ocr_languages():
+        return "tesseract has no French or English data (apt-get install tesseract-ocr-fra)"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def ocr_languages() -> str:
+    """The languages OCR reads, among French and English, as Tesseract's `-l` wants them."""
+    try:
+        listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    have = {line.strip() for line in (listed.stdout + listed.stderr).splitlines()}
+    return "+".join(lang for lang in OCR_LANGUAGES if lang in have)
+
+
+
+
+def _ocr_input(data: bytes) -> bytes:
+    """A grey PNG Tesseract reads whatever the photo's format (WebP support varies by build)."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    try:
+        image = ImageOps.exif_transpose(Image.open(io.BytesIO(data)))
+        image = image.convert("L")
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ImageError(f"not a readable image: {exc}") from exc
+    if max(image.size) > 3000:
+        image.thumbnail((3000, 3000))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
+    """The text Tesseract reads on the image ("" when none); raises ImageError or RuntimeError."""
+    reason = ocr_available()
+    if reason:
+        raise RuntimeError(reason)
+    png = await asyncio.to_thread(_ocr_input, data)
+    proc = await asyncio.create_subprocess_exec(
+        "tesseract", "stdin", "stdout", "-l", ocr_languages(),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(png), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise RuntimeError("tesseract took too long") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"tesseract failed: {err.decode('utf-8', 'replace')[:200]}")
+    lines = [line.strip() for line in out.decode("utf-8", "replace").splitlines()]
+    return "\n".join(line for line in lines if line).strip()
+
+
+async def read_text(services: Any, db: AsyncSession, row: UserFile) -> str:
+    """The photo's text, read once and kept on the file (library search and read_user_file use it)."""
+    if row.text:
+        return row.text
+    data = await services.files.get(row.storage_key)
+    try:
+        text = await ocr(data)
+    except (ImageError, RuntimeError) as exc:
+        log.warning("photo not read", extra={"file_id": row.id, "error": str(exc)})
+        return ""
+    if text:
+        row.text = text
+        await db.flush()
+    return text
+
+
+def photo_text_note(name: str, text: str, language: str) -> str:
+    """How an OCR reading is given to the model: marked as read from a photo."""
+    if language == "en":
+        if not text:
+            return (f"[Photo {name}: no readable text was found on it. Say so, and ask the person to "
+                    "type the exercise or send a sharper photo.]")
+        return f"[Text read from the photo {name} (OCR, may contain reading errors):]\n{text}"
+    if not text:
+        return (f"[Photo {name} : aucun texte lisible n'y a été trouvé. Dis-le à la personne et "
+                "demande-lui de taper l'exercice ou d'envoyer une photo plus nette.]")
+    return f"[Texte lu sur la photo {name} (OCR, peut contenir des erreurs de lecture) :]\n{text}"
+
+
+def unreadable_reply(language: str) -> str:
+    if language == "en":
+        return ("I can't read any text on your photo. Could you type the exercise, or send a sharper "
+                "photo (well lit, taken from above, close to the page)?")
+    return ("Je n'arrive à lire aucun texte sur ta photo. Peux-tu taper l'exercice, ou envoyer une "
+            "photo plus nette (bien éclairée, prise de face, près de la page) ?")
+
+
+async def photo_notes(services: Any, db: AsyncSession, rows: list[UserFile], language: str) -> list[str]:
+    """One note per photo, in order: its OCR text marked as read from a photo, or that it has none."""
+    return [photo_text_note(row.name, await read_text(services, db, row), language) for row in rows]
+
+
+def without_images(messages: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+    """`messages` with the image parts replaced, in order, by `notes` (plain text content again)."""
+    left = list(notes)
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            out.append(message)
+            continue
+        texts: list[str] = []
+        for part in content:
+            if part.get("type") == "image_url":
+                texts.append(left.pop(0) if left else "[image omitted: this model does not take images]")
+            elif part.get("type") == "text":
+                texts.append(str(part.get("text") or ""))
+        out.append({**message, "content": "\n\n".join(t for t in texts if t)})
+    return out
+
+
+async def photo_parts(services: Any, rows: list[UserFile]) -> list[dict[str, Any]]:
+    """The photos as image parts, scaled, in order; one that cannot be read is left out."""
+    parts: list[dict[str, Any]] = []
+    for row in rows:
+        try:
+            data = await services.files.get(row.storage_key)
+            parts.append(image_part(await asyncio.to_thread(scale_to_jpeg, data)))
+        except ImageError as exc:
+            log.warning("photo not readable", extra={"file_id": row.id, "error": str(exc)})
+    return parts
+
+
+def with_parts(messages: list[dict[str, Any]], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` whose last user message carries `parts` after its text (the turn's photos)."""
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].get("role") == "user" and isinstance(out[i].get("content"), str):
+            text = out[i]["content"]
+            out[i] = {**out[i], "content": [{"type": "text", "text": text}, *parts]}
+            break
+    return out

@@ -1,0 +1,169 @@
+"""The credit ledger: every change of a balance is a row with its reason.
+
+A `ref` makes a change idempotent: the same (reason, ref) is applied once however often it is
+asked for (a payment webhook delivered twice, a turn retried after a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.agent.loop import Budget
+from bot.config import Settings
+from bot.storage.models import CreditEntry, InboundMessage, User
+
+log = logging.getLogger(__name__)
+
+
+async def apply(
+    db: AsyncSession, user_id: int, delta: int, reason: str, ref: str | None = None
+) -> int | None:
+    """Adds `delta` (negative to charge) to the balance and writes the ledger row.
+
+    Returns the new balance, or None when (reason, ref) was already applied. The balance update is
+    one atomic UPDATE so that concurrent changes of the same user never lose each other.
+    """
+    if ref is not None:
+        seen = await db.scalar(
+            select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
+        )
+        if seen is not None:
+            return None
+    try:
+        return await _apply_row(db, user_id, delta, reason, ref)
+    except IntegrityError:
+        # Another process applied the same (reason, ref) first; the savepoint undid ours.
+        return None
+
+
+async def _apply_row(db: AsyncSession, user_id: int, delta: int, reason: str, ref: str | None) -> int:
+    async with db.begin_nested():
+        balance = await db.scalar(
+            update(User)
+            .where(User.id == user_id)
+            .values(credit_balance=User.credit_balance + delta)
+            .returning(User.credit_balance)
+        )
+        if balance is None:
+            raise LookupError(f"no user {user_id}")
+        db.add(CreditEntry(user_id=user_id, delta=delta, reason=reason, ref=ref, balance_after=balance))
+        await db.flush()
+    return int(balance)
+
+
+async def balance(db: AsyncSession, user_id: int) -> int:
+    return int(await db.scalar(select(User.credit_balance).where(User.id == user_id)) or 0)
+
+
+async def total_since(db: AsyncSession, user_id: int, reason: str, since: object) -> tuple[int, int]:
+    """(number of entries, sum of deltas) for one reason since a time: daily caps use it."""
+    row = (
+        await db.execute(
+            select(func.count(CreditEntry.id), func.coalesce(func.sum(CreditEntry.delta), 0)).where(
+                CreditEntry.user_id == user_id, CreditEntry.reason == reason, CreditEntry.created_at >= since
+            )
+        )
+    ).one()
+    return int(row[0]), int(row[1])
+
+
+def turn_cost(total_tokens: int, tokens_per_credit: int) -> int:
+    """Credits one turn costs: every started block of TOKENS_PER_CREDIT tokens, at least one."""
+    per = max(1, tokens_per_credit)
+    return max(1, -(-max(0, total_tokens) // per))
+
+
+async def charge_turn(
+    db: AsyncSession,
+    user_id: int,
+    total_tokens: int,
+    tokens_per_credit: int,
+    ref: str | None,
+    *,
+    overdraft: int = 0,
+    already_charged: int = 0,
+) -> tuple[int, int | None]:
+    """Charges what a turn spent beyond `already_charged`: (credits charged, new balance or None).
+
+    The charge is what was spent, and may take the balance below zero down to `-overdraft`, not
+    further: the turn's budget stops it before that, so a charge cut at the floor means a model
+    call used far more than estimated, and it is logged as such. Once per `ref`.
+    """
+    due = turn_cost(total_tokens, tokens_per_credit) - already_charged
+    if due <= 0:
+        return 0, None
+    current = await balance(db, user_id)
+    charged = min(due, max(0, current + max(0, overdraft)))
+    if charged < due:
+        log.warning(
+            "a turn spent more than the balance and overdraft allow",
+            extra={"user_id": user_id, "tokens": total_tokens, "due": due, "charged": charged,
+                   "uncharged": due - charged},
+        )
+    if charged == 0:
+        return 0, current
+    new_balance = await apply(db, user_id, -charged, "usage", ref)
+    return (charged if new_balance is not None else 0), new_balance
+
+
+@dataclass
+class TurnMeter:
+    """Charges a turn as it spends, after each model call, so that a turn cut short (a crash, even
+    after it replied) is paid for what it used; and says how many tokens the turn may still use."""
+
+    user_id: int
+    tokens_per_credit: int
+    overdraft: int
+    ceiling_tokens: int  # what the balance and the overdraft pay for, at the start of the turn
+    ref: str | None  # "turn:<inbound id>:<attempt>": each run of a message's turn pays its own use
+    tokens: int = 0
+    charged: int = 0
+
+    async def spend(self, db: AsyncSession, tokens: int) -> None:
+        self.tokens += max(0, tokens)
+        cost = turn_cost(self.tokens, self.tokens_per_credit)
+        if cost <= self.charged:
+            return
+        ref = f"{self.ref}:{cost}" if self.ref else None
+        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, ref,
+                                     overdraft=self.overdraft, already_charged=self.charged)
+        # What could not be taken (the overdraft floor) is not asked again at the next call.
+        self.charged = cost
+        if taken:
+            await db.commit()
+
+
+async def open_meter(
+    db: AsyncSession, user_id: int, tokens_per_credit: int, overdraft: int, ref: str | None
+) -> TurnMeter:
+    current = await balance(db, user_id)
+    per = max(1, tokens_per_credit)
+    return TurnMeter(user_id, per, max(0, overdraft), max(0, current + max(0, overdraft)) * per, ref)
+
+
+async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
+                      settings: Settings) -> Budget | None:
+    """The budget of one agent turn, charged to the ledger as the turn spends (None for guests,
+    who are served within their daily allowance and not charged)."""
+    if (user.mode or "guest") == "guest":
+        return None
+    # The attempt keeps the refs of a re-run apart from those of the run it replaces.
+    ref = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
+    meter = await open_meter(db, user.id, settings.tokens_per_credit, settings.turn_overdraft_credits, ref)
+
+    async def spend(tokens: int) -> None:
+        await meter.spend(db, tokens)
+
+    return Budget(meter.ceiling_tokens, spend)
+
+
+async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:
+    """Counts a guest's messages of the day (shared state); False once over the free allowance."""
+    count = await state.incr(f"guest_msgs:{user_id}:{day}", 36 * 3600)
+    return int(count) <= limit

@@ -1,0 +1,313 @@
+"""The user's file library: uploaded and generated files, their text, and search over it.
+
+Every lookup is scoped to one user: a file id of someone else behaves exactly like a missing id.
+Bytes live in the file store (services.files) under keys we make; the user's file name is only
+ever a label.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import unicodedata
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.agent.toolspec import ToolContext
+from bot.capabilities.documents import run_cpu
+from bot.capabilities.documents.extract import MAX_TEXT_CHARS, extract_text
+from bot.capabilities.documents.names import extension_of, mime_for, safe_filename
+from bot.services import Services
+from bot.storage.models import UserFile
+
+log = logging.getLogger(__name__)
+
+ORIGINS = ("upload", "generated")
+
+
+def new_storage_key(user_id: int, name: str, mime: str) -> str:
+    ext = extension_of(name, mime)
+    ext = ext if re.fullmatch(r"\.[a-z0-9]{1,8}", ext) else ".bin"
+    return f"u{int(user_id)}/{secrets.token_hex(16)}{ext}"
+
+
+async def add_file(
+    services: Services,
+    db: AsyncSession,
+    *,
+    user_id: int,
+    name: str,
+    mime: str,
+    data: bytes,
+    origin: str,
+    text_content: str | None = None,
+) -> UserFile:
+    """Stores `data`, extracts its text and records it as the user's file (flushed, not committed).
+
+    `text_content` skips extraction when the caller already has the text (generated files).
+    The search index follows the row (see bot.storage.models: triggers on SQLite, an index on PostgreSQL).
+    """
+    if origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, got {origin!r}")
+    clean_name = safe_filename(name, default="fichier")
+    clean_mime = mime_for(clean_name, mime)
+    if text_content is None:
+        try:
+            text_content = await run_cpu(extract_text, data, clean_name, clean_mime)
+        except Exception:  # timeout or crash in a parser: keep the file, without text
+            text_content = None
+    if text_content:
+        text_content = text_content.replace("\x00", "")[:MAX_TEXT_CHARS]
+    key = new_storage_key(user_id, clean_name, clean_mime)
+    await services.files.put(key, data)
+    row = UserFile(
+        user_id=user_id,
+        name=clean_name,
+        mime=clean_mime,
+        size=len(data),
+        origin=origin,
+        storage_key=key,
+        text=text_content,
+        created_at=services.clock(),
+    )
+    db.add(row)
+    try:
+        await db.flush()
+    except Exception:
+        await services.files.delete(key)
+        raise
+    return row
+
+
+async def get_file(db: AsyncSession, user_id: int, file_id: int) -> UserFile | None:
+    """The user's file with this id, or None (also when it belongs to someone else)."""
+    try:
+        file_id = int(file_id)
+    except (TypeError, ValueError):
+        return None
+    return (
+        await db.execute(select(UserFile).where(UserFile.id == file_id, UserFile.user_id == user_id))
+    ).scalar_one_or_none()
+
+
+async def read_bytes(services: Services, user_file: UserFile) -> bytes:
+    return await services.files.get(user_file.storage_key)
+
+
+async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset: int = 0) -> list[UserFile]:
+    """Newest first."""
+    rows = await db.execute(
+        select(UserFile)
+        .where(UserFile.user_id == user_id)
+        .order_by(UserFile.created_at.desc(), UserFile.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(rows.scalars())
+
+
+async def count_files(db: AsyncSession, user_id: int) -> int:
+    from sqlalchemy import func
+
+    return int(
+        (
+            await db.execute(select(func.count()).select_from(UserFile).where(UserFile.user_id == user_id))
+        ).scalar_one()
+    )
+
+
+async def delete_file(services: Services, db: AsyncSession, user_id: int, file_id: int) -> bool:
+    row = await get_file(db, user_id, file_id)
+    if row is None:
+        return False
+    await db.execute(delete(UserFile).where(UserFile.id == row.id, UserFile.user_id == user_id))
+    await services.files.delete(row.storage_key)
+    return True
+
+
+# --- search -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    file_id: int
+    name: str
+    mime: str
+    snippet: str
+    score: float
+
+
+MAX_QUERY_TERMS = 12
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def query_terms(query: str) -> list[str]:
+    """Words of a free-text query, without operators: the user's text never reaches the query
+    language of FTS5 or tsquery as syntax."""
+    words = [w for w in _WORD.findall(unicodedata.normalize("NFC", query or "")) if len(w) > 1 or w.isdigit()]
+    seen: list[str] = []
+    for word in words:
+        if word.casefold() not in (s.casefold() for s in seen):
+            seen.append(word)
+    return seen[:MAX_QUERY_TERMS]
+
+
+async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int = 5) -> list[SearchHit]:
+    """Ranked full-text search over the user's files (names and text), best first, with snippets.
+
+    Any word may match (OR), so a question in plain language still finds the file; files that
+    match more words, rarer words and the words closer together rank higher.
+    """
+    terms = query_terms(query)
+    if not terms:
+        return []
+    if db.bind.dialect.name == "sqlite":
+        return await _search_sqlite(db, user_id, terms, limit)
+    return await _search_postgres(db, user_id, terms, limit)
+
+
+async def _search_sqlite(db: AsyncSession, user_id: int, terms: list[str], limit: int) -> list[SearchHit]:
+    match = " OR ".join(_fts5_term(t) for t in terms)
+    rows = await db.execute(
+        text(
+            "SELECT f.id, f.name, f.mime, "
+            "snippet(user_files_fts, 1, '«', '»', '…', 24) AS snip, "
+            "snippet(user_files_fts, 0, '«', '»', '…', 12) AS name_snip, "
+            "bm25(user_files_fts, 4.0, 1.0) AS score "
+            "FROM user_files_fts JOIN user_files f ON f.id = user_files_fts.rowid "
+            "WHERE user_files_fts MATCH :match AND f.user_id = :uid "
+            "ORDER BY score LIMIT :limit"
+        ),
+        {"match": match, "uid": user_id, "limit": limit},
+    )
+    hits = []
+    for file_id, name, mime, snip, name_snip, score in rows:
+        snippet = snip if snip and "«" in snip else (snip or name_snip or "")
+        hits.append(SearchHit(int(file_id), name, mime, _tidy(snippet), -float(score)))
+    return hits
+
+
+def _fts5_term(term: str) -> str:
+    """A quoted FTS5 phrase; longer words also match as a prefix of their stem, so that
+    "fractions" finds "fraction" and "calcul" finds "calculer" (FTS5 has no French stemmer)."""
+    term = term.replace('"', "")
+    if len(term) >= 5 and term[-1].lower() in "sx":
+        term = term[:-1]
+    return f'"{term}"*' if len(term) >= 4 else f'"{term}"'
+
+
+PG_CONFIG = "deblo_fr"  # french + unaccent, created with the index (bot.storage.models)
+# The same expression as the GIN index (bot.storage.models), so PostgreSQL can use it.
+PG_DOCUMENT = f"to_tsvector('{PG_CONFIG}'::regconfig, coalesce(name, '') || ' ' || coalesce(text, ''))"
+
+
+async def _search_postgres(db: AsyncSession, user_id: int, terms: list[str], limit: int) -> list[SearchHit]:
+    params: dict[str, object] = {"uid": user_id, "limit": limit}
+    parts = []
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = term
+        parts.append(f"plainto_tsquery('{PG_CONFIG}'::regconfig, :t{i})")
+    tsquery = "(" + " || ".join(parts) + ")"
+    rows = await db.execute(
+        text(
+            "SELECT id, name, mime, "
+            f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(nullif(text, ''), name), q, "
+            "'StartSel=«, StopSel=», MaxWords=30, MinWords=12, MaxFragments=2, "
+            "FragmentDelimiter=…') AS snip, "
+            f"ts_rank_cd({PG_DOCUMENT}, q) AS score "
+            f"FROM user_files, (SELECT {tsquery} AS q) AS query "
+            f"WHERE user_id = :uid AND {PG_DOCUMENT} @@ q "
+            "ORDER BY score DESC, id DESC LIMIT :limit"
+        ),
+        params,
+    )
+    return [SearchHit(int(r[0]), r[1], r[2], _tidy(r[3] or ""), float(r[4])) for r in rows]
+
+
+def _tidy(snippet: str) -> str:
+    return re.sub(r"\s+", " ", snippet).strip()[:400]
+
+
+# --- generated files ----------------------------------------------------------------------------
+
+# What WhatsApp accepts as a media attachment (documents, images, audio, video).
+WHATSAPP_MEDIA_TYPES = frozenset({
+    "application/pdf",
+    "application/msword",
+    "application/vnd.ms-excel",
+    "application/vnd.ms-powerpoint",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "text/plain",
+    "image/jpeg", "image/png", "image/webp",
+    "audio/ogg", "audio/amr", "audio/aac", "audio/mpeg", "audio/3gpp",
+    "video/mp4", "video/3gpp",
+})
+
+
+def generated_result(row: UserFile, **extra: object) -> dict[str, object]:
+    """What the model is told about a file: never its bytes."""
+    return {"success": True, "file_id": row.id, "name": row.name, "mime": row.mime, "size": row.size, **extra}
+
+
+async def publish_generated(
+    ctx: ToolContext,
+    *,
+    name: str,
+    mime: str,
+    data: bytes,
+    text_content: str | None,
+    caption: str = "",
+    **extra: object,
+) -> dict[str, object]:
+    """Stores a generated file as the user's, commits, then sends it to the user now.
+
+    The row is committed before sending because Twilio fetches the file's link right away.
+    """
+    limit = ctx.services.settings.media_max_bytes
+    if len(data) > limit:
+        return {
+            "success": False,
+            "error": f"the file would weigh {len(data) // 1024} KB, more than the {limit // 1024} KB "
+            "a message can carry: make it shorter or split it into several files",
+        }
+    async with ctx.services.sessions() as db:
+        row = await add_file(
+            ctx.services,
+            db,
+            user_id=ctx.user_id,
+            name=name,
+            mime=mime,
+            data=data,
+            origin="generated",
+            text_content=text_content or "",
+        )
+        await db.commit()
+    caption = caption.strip()[:900] or ("📄 " + row.name)
+    delivered = True
+    delivery: dict[str, object] = {}
+    try:
+        if ctx.channel == "whatsapp" and row.mime not in WHATSAPP_MEDIA_TYPES:
+            # WhatsApp refuses this type as an attachment (HTML, Markdown): send the link instead,
+            # one that lasts: the person may open it days later.
+            from bot.channel.links import file_url
+
+            sent = await ctx.send(text=f"{caption}\n{file_url(ctx.services.settings, row, read_later=True)}")
+        else:
+            sent = await ctx.send(text=caption, media=row)
+        # Delivered only when the provider accepted it (the outbound result says so and why not).
+        if sent is not None and hasattr(sent, "for_model"):
+            delivery = sent.for_model()
+            delivered = bool(delivery.pop("delivered"))
+    except Exception as exc:  # the file is kept; the model can say so and offer it again
+        log.warning("delivery of file %s failed: %s", row.id, exc)
+        delivered = False
+    result = generated_result(row, delivered=delivered, **delivery, **extra)
+    if not delivered:
+        result["note"] = str(delivery.get("what_user_can_do")
+                             or "the file was saved in the user's library but could not be sent now")
+    return result

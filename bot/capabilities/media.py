@@ -1,0 +1,103 @@
+"""Files users send (MediaUrlN): downloaded with the account's credentials, size-capped, stored.
+
+Twilio protects media URLs with HTTP Basic auth and answers with a redirect to the file's storage;
+httpx drops the credentials when the redirect leaves Twilio's host, which is what we want.
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+import uuid
+from typing import Any
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.services import Services
+from bot.storage.models import InboundMessage, User, UserFile
+
+log = logging.getLogger("bot.capabilities.media")
+
+
+class MediaError(Exception):
+    pass
+
+
+def _extension(mime: str) -> str:
+    if mime == "image/jpeg":
+        return ".jpg"
+    return mimetypes.guess_extension(mime.split(";")[0].strip()) or ".bin"
+
+
+async def download(services: Services, url: str) -> tuple[bytes, str]:
+    settings = services.settings
+    auth = (settings.twilio_account_sid, settings.twilio_auth_token) if settings.twilio_account_sid else None
+    cap = settings.media_max_bytes
+    try:
+        async with services.http.stream("GET", url, auth=auth, follow_redirects=True,
+                                        timeout=httpx.Timeout(30.0, connect=10.0)) as resp:
+            if resp.status_code != 200:
+                raise MediaError(f"HTTP {resp.status_code}")
+            declared = resp.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > cap:
+                raise MediaError(f"file too large ({declared} bytes)")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise MediaError(f"file too large (over {cap} bytes)")
+                chunks.append(chunk)
+            return b"".join(chunks), resp.headers.get("Content-Type", "")
+    except httpx.HTTPError as exc:
+        raise MediaError(f"download failed: {exc!r}") from exc
+
+
+async def store(
+    services: Services, db: AsyncSession, user_id: int, name: str, mime: str, data: bytes,
+    origin: str = "upload",
+) -> UserFile:
+    """Keeps the bytes as one of the user's files (origin "upload", or "generated" for a spoken reply)."""
+    try:
+        from bot.capabilities import library  # extracts the text for search, when the file library exists
+    except ImportError:
+        library = None  # type: ignore[assignment]
+    add_file = getattr(library, "add_file", None)
+    if add_file is not None:
+        return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin=origin)
+    key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"
+    await services.files.put(key, data)
+    row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin=origin, storage_key=key,
+                   created_at=services.clock())
+    db.add(row)
+    await db.flush()
+    return row
+
+
+async def receive_all(
+    services: Services, db: AsyncSession, user: User, row: InboundMessage
+) -> tuple[list[UserFile], int]:
+    """(files received, number of files that could not be)."""
+    received: list[UserFile] = []
+    failed = 0
+    for index, item in enumerate(row.media or []):
+        url = item.get("url", "")
+        try:
+            data, served_type = await download(services, url)
+            declared = item.get("content_type") or served_type or "application/octet-stream"
+            mime = declared.split(";")[0].strip()
+            stamp = (row.created_at or services.clock()).strftime("%Y%m%d-%H%M%S")
+            name = f"{mime.split('/')[0]}-{stamp}-{index + 1}{_extension(mime)}"
+            received.append(await store(services, db, user.id, name, mime, data))
+        except MediaError as exc:
+            failed += 1
+            log.warning("media not received", extra={"inbound_id": row.id, "index": index, "error": str(exc)})
+        except Exception:
+            failed += 1
+            log.exception("media not stored", extra={"inbound_id": row.id, "index": index})
+    return received, failed
+
+
+def describe(files: list[UserFile]) -> list[dict[str, Any]]:
+    return [{"id": f.id, "name": f.name, "mime": f.mime, "size": f.size} for f in files]

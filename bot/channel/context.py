@@ -1,0 +1,41 @@
+"""One inbound message as the handlers see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.services import Services
+from bot.storage.models import Conversation, InboundMessage, User, UserFile
+
+
+@dataclass
+class Incoming:
+    services: Services
+    db: AsyncSession  # the worker commits it after the handler returns
+    user: User
+    conversation: Conversation
+    inbound: InboundMessage
+    channel: str  # whatsapp | sms | cli
+    text: str  # Body with surrounding white space removed
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lang(self) -> str:
+        return self.user.language or "fr"
+
+    def t(self, fr: str, en: str) -> str:
+        """French first, English for users who chose it."""
+        return en if self.lang == "en" else fr
+
+    async def reply(self, text: str = "", *, media: UserFile | None = None, kind: str = "reply") -> Any:
+        """Sends to this user on this channel; returns the outbound result (outbound.SendResult)."""
+        from bot.channel.outbound import send_to_user  # late: outbound imports this module's types
+
+        prefix = self.extra.pop("reply_prefix", "") if text.strip() else ""
+        if prefix:  # the first reply to a voice note starts with what was heard
+            text = f"{prefix}\n\n{text}"
+        return await send_to_user(self.services, self.user, text=text, media=media, channel=self.channel,
+                                  kind=kind)

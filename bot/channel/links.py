@@ -1,0 +1,83 @@
+"""Signed, expiring links to a user's files, for Twilio to fetch (WhatsApp media) or a person to open.
+
+`/files/{id}/{expires}/{signature}/{name}`: the HMAC covers id, expiry and name, so changing any
+character of the link makes it invalid. Twilio fetches with HEAD and GET and rejects the media
+when the Content-Type does not match. The name WhatsApp shows for a document is the file name of
+the media: the link's last path segment, which is also the `Content-Disposition` name we serve.
+So the name is readable (`bilan-syscohada-2026.pdf`): ASCII, lower case, words joined by hyphens,
+no spaces, long enough to recognise the file.
+
+Two lifetimes: FILE_LINK_TTL_S for WhatsApp media, which Twilio fetches within seconds, and
+FILE_LINK_SMS_TTL_S (days) for links a person reads later: in an SMS, an e-mail or a template.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import time
+from pathlib import PurePosixPath
+
+from unidecode import unidecode
+
+from bot.config import Settings
+from bot.storage.models import UserFile
+
+MAX_NAME = 48
+
+
+def short_name(name: str, max_len: int = MAX_NAME) -> str:
+    """A readable ASCII file name for links: `Bilan SYSCOHADA 2026.pdf` -> `bilan-syscohada-2026.pdf`.
+
+    Lower case, words joined by hyphens, at most `max_len` characters, the extension kept."""
+    path = PurePosixPath(unidecode(name or "file").replace("\\", "/").split("/")[-1])
+    ext = re.sub(r"[^A-Za-z0-9]", "", path.suffix)[:8].lower()
+    stem = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "file"
+    room = max_len - (len(ext) + 1 if ext else 0)
+    if len(stem) > room:
+        # Cut at a word boundary when one is near, so the name does not end mid-word.
+        cut = stem[: max(1, room)]
+        stem = cut.rsplit("-", 1)[0] if "-" in cut[room // 2:] else cut
+    stem = stem.strip("-") or "file"
+    return f"{stem}.{ext}" if ext else stem
+
+
+def _signature(secret: str, file_id: int, expires: int, name: str) -> str:
+    mac = hmac.new(secret.encode(), f"{file_id}:{expires}:{name}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:18]).decode().rstrip("=")
+
+
+def link_ttl(settings: Settings, *, read_later: bool) -> int:
+    """Seconds a link stays valid: days when a person opens it later, else Twilio's fetch time."""
+    return settings.file_link_sms_ttl_s if read_later else settings.file_link_ttl_s
+
+
+def file_path(settings: Settings, user_file: UserFile, *, now: float | None = None,
+              ttl_s: int | None = None, read_later: bool = False) -> str:
+    ttl = ttl_s if ttl_s is not None else link_ttl(settings, read_later=read_later)
+    expires = int((now if now is not None else time.time()) + ttl)
+    name = short_name(user_file.name)
+    sig = _signature(settings.secret_key, user_file.id, expires, name)
+    return f"/files/{user_file.id}/{expires}/{sig}/{name}"
+
+
+def file_url(settings: Settings, user_file: UserFile, *, ttl_s: int | None = None,
+             read_later: bool = False) -> str:
+    """The public link to `user_file`: valid FILE_LINK_TTL_S seconds, or FILE_LINK_SMS_TTL_S when
+    `read_later` (a person opens it from an SMS, an e-mail or a template message)."""
+    return settings.public_base_url + file_path(settings, user_file, ttl_s=ttl_s, read_later=read_later)
+
+
+def check_link(settings: Settings, file_id: str, expires: str, sig: str, name: str,
+               *, now: float | None = None) -> int | None:
+    """The file id when the link is genuine and unexpired, else None."""
+    if not (file_id.isdigit() and expires.isdigit()) or len(file_id) > 18 or len(expires) > 12:
+        return None
+    expected = _signature(settings.secret_key, int(file_id), int(expires), name)
+    if not hmac.compare_digest(expected, sig):
+        return None
+    if int(expires) < (now if now is not None else time.time()):
+        return None
+    return int(file_id)

@@ -1,0 +1,354 @@
+"""The HTTP side: Twilio's webhooks, health, metrics and the signed file links.
+
+The inbound webhook only checks, stores and enqueues: the turn runs in a worker and answers
+through the REST API, so Twilio gets its 200 in milliseconds whatever the model does.
+
+With the database down, a checked webhook (inbound message or status callback) that is not stored
+within SPOOL_AFTER_S is kept in the local spool (bot.channel.spool) and still answered 200; a background
+task of the app replays the spool in order once the database answers. Only a full spool
+(SPOOL_MAX_BYTES) or a disk that refuses the write gets 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+from multidict import MultiDict
+from sqlalchemy import select, text
+from twilio.request_validator import RequestValidator
+
+from bot import metrics
+from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
+from bot.channel.links import check_link
+from bot.channel.outbound import note_status
+from bot.channel.spool import Spool, SpoolEntry
+from bot.services import Services
+from bot.storage.models import OutboundMessage, UserFile
+
+log = logging.getLogger("bot.channel.web")
+
+SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
+TWIML_EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
+# Progress order of delivery statuses: a late "sent" never overwrites "delivered".
+STATUS_RANK = {"created": 0, "accepted": 1, "scheduled": 1, "queued": 2, "sending": 3, "sent": 4,
+               "delivered": 5, "read": 6, "undelivered": 7, "failed": 7, "canceled": 7}
+FAILED = frozenset({"undelivered", "failed"})
+STATUS_KEY_TTL_S = 900
+
+
+def services_of(request: web.Request) -> Services:
+    return request.app[SERVICES]
+
+
+def twiml() -> web.Response:
+    return web.Response(text=TWIML_EMPTY, content_type="text/xml")
+
+
+async def _signed_form(request: web.Request, services: Services) -> MultiDict[str] | web.Response:
+    """The form when the request is genuinely from Twilio; else the error response to send."""
+    signature = request.headers.get("X-Twilio-Signature", "")
+    if not signature:
+        log.warning("webhook without signature", extra={"path": request.path, "peer": request.remote})
+        return web.Response(status=403, text="missing signature")
+    raw = await request.read()
+    if request.content_type != "application/x-www-form-urlencoded":
+        return web.Response(status=400, text="expected application/x-www-form-urlencoded")
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        log.warning("webhook with bad encoding", extra={"path": request.path})
+        return web.Response(status=400, text="body is not valid UTF-8 form data")
+    form: MultiDict[str] = MultiDict(pairs)
+    url = services.settings.public_base_url + request.raw_path
+    validator: RequestValidator = request.app[VALIDATOR]
+    # The exact URL first (one HMAC); the validator also tries it with and without the port.
+    exact = hmac.compare_digest(validator.compute_signature(url, form), signature)
+    if not exact and not validator.validate(url, form, signature):
+        log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
+        return web.Response(status=403, text="invalid signature")
+    return form
+
+
+async def inbound(request: web.Request) -> web.Response:
+    started = time.perf_counter()
+    services = services_of(request)
+    form = await _signed_form(request, services)
+    if isinstance(form, web.Response):
+        metrics.INBOUND.labels("unknown", "rejected").inc()
+        return form
+    try:
+        params = parse_params(form)
+    except MalformedWebhook as exc:
+        log.warning("malformed webhook", extra={"error": str(exc)})
+        metrics.INBOUND.labels("unknown", "malformed").inc()
+        return web.Response(status=400, text=f"malformed webhook: {exc}")
+    received_at = services.clock()
+    spool = request.app[SPOOL]
+    stored: tuple[int, int | None] | None = None
+    if not spool.pending:  # else behind what is spooled already: a user's messages keep their order
+        try:
+            stored = await asyncio.wait_for(request.app[WRITER].submit(params, received_at),
+                                            services.settings.spool_after_s)
+        except Exception as exc:
+            log.warning("inbound message not stored, spooling it",
+                        extra={"message_sid": params.message_sid, "error": repr(exc)[:300]})
+    if stored is None:
+        return await _spool(request, SpoolEntry("inbound", received_at, list(form.items())), params.channel)
+    user_id, inbound_id = stored
+    if inbound_id is None:
+        log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
+        metrics.INBOUND.labels(params.channel, "duplicate").inc()
+    else:
+        try:
+            await services.state.push_user(user_id)
+        except Exception:
+            # The message is stored: the sweeper queues it once the shared state answers again.
+            log.warning("could not queue an inbound message; the sweeper will", extra={"user_id": user_id})
+        metrics.INBOUND.labels(params.channel, "accepted").inc()
+    metrics.WEBHOOK_SECONDS.observe(time.perf_counter() - started)
+    return twiml()
+
+
+async def _spool(request: web.Request, entry: SpoolEntry, channel: str) -> web.Response:
+    """Keeps a checked webhook on disk and acknowledges it; 503 only when even that fails."""
+    try:
+        await request.app[SPOOL].append(entry)
+    except Exception:
+        log.exception("webhook could not be spooled", extra={"kind": entry.kind})
+        metrics.INBOUND.labels(channel, "error").inc()
+        return web.Response(status=503, text="temporarily unavailable")
+    metrics.INBOUND.labels(channel, "spooled").inc()
+    request.app[REPLAY_NOW].set()
+    return twiml()
+
+
+def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
+    sid = form.get("MessageSid") or form.get("SmsSid") or ""
+    new_status = (form.get("MessageStatus") or form.get("SmsStatus") or "").lower()
+    return (sid, new_status) if sid and new_status in STATUS_RANK else None
+
+
+async def record_status(services: Services, form: MultiDict[str]) -> None:
+    """Records a (checked, well-formed) status callback on its outbound row."""
+    fields = _status_fields(form)
+    assert fields is not None
+    sid, new_status = fields
+    error_code = form.get("ErrorCode") or None
+    async with services.sessions() as db:
+        row = await db.scalar(select(OutboundMessage).where(OutboundMessage.sid == sid))
+        if row is None:
+            log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
+            return
+        if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0) or (error_code and not row.error_code):
+            if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0):
+                row.status = new_status
+            row.error_code = error_code or row.error_code
+            row.updated_at = services.clock()
+            # Counts towards the user's delivery health: repeated permanent failures stop proactive sends.
+            await note_status(services, db, row, new_status)
+        await db.commit()
+    if new_status in FAILED:
+        log.warning("message not delivered", extra={"sid": sid, "error_code": error_code})
+
+
+async def status(request: web.Request) -> web.Response:
+    services = services_of(request)
+    form = await _signed_form(request, services)
+    if isinstance(form, web.Response):
+        return form
+    fields = _status_fields(form)
+    if fields is None:
+        return web.Response(status=400, text="malformed status callback")
+    sid, new_status = fields
+    metrics.STATUS_CALLBACKS.labels(new_status).inc()
+    try:
+        # First, for the sender waiting to send the next part (it reads the shared state only).
+        await services.state.kv_set(f"outstatus:{sid}", new_status, STATUS_KEY_TTL_S)
+    except Exception:
+        log.warning("could not share a message status", extra={"sid": sid})
+    if not request.app[SPOOL].pending:
+        # Not cancelled when late: a session cut in the middle of a locked SQLite write would wait
+        # for the lock anyway to give its connection back. Left to finish; the spooled copy is
+        # recorded again later, harmlessly (a status only moves forward).
+        task = asyncio.create_task(record_status(services, form))
+        request.app[BACKGROUND].add(task)
+        task.add_done_callback(request.app[BACKGROUND].discard)
+        await asyncio.wait({task}, timeout=services.settings.spool_after_s)
+        if task.done() and task.exception() is None:
+            return twiml()
+        error = repr(task.exception()) if task.done() else "timed out"
+        log.warning("status not recorded, spooling it", extra={"sid": sid, "error": error[:300]})
+    return await _spool(request, SpoolEntry("status", services.clock(), list(form.items())), "status")
+
+
+async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
+    """Stores one spooled webhook as if it had just been received (at its own arrival time)."""
+    services = app[SERVICES]
+    form: MultiDict[str] = MultiDict(entry.form)
+    if entry.kind == "status":
+        if _status_fields(form) is not None:
+            await record_status(services, form)
+        return
+    try:
+        params = parse_params(form)
+    except MalformedWebhook as exc:  # checked before it was spooled: only a hand-edited file
+        log.warning("spooled webhook skipped", extra={"error": str(exc)})
+        return
+    user_id, inbound_id = await app[WRITER].submit(params, entry.received_at)
+    if inbound_id is not None:
+        metrics.INBOUND.labels(params.channel, "accepted").inc()
+        with contextlib.suppress(Exception):  # the sweeper queues it otherwise
+            await services.state.push_user(user_id)
+
+
+async def _replayer(app: web.Application) -> None:
+    """Replays the spool whenever something is in it, every SPOOL_REPLAY_S until it works."""
+    spool, wake = app[SPOOL], app[REPLAY_NOW]
+    interval = app[SERVICES].settings.spool_replay_s
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), interval)
+        wake.clear()
+        if not spool.pending:
+            continue
+        try:
+            count = await spool.replay(lambda entry: replay_entry(app, entry))
+            if count:
+                log.warning("spooled webhooks stored", extra={"entries": count})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("spool not replayed yet", extra={"error": repr(exc)[:300]})
+
+
+# Types a browser shows without running anything of the file on our origin. Everything else (HTML,
+# SVG, XML, scripts, unknown types) is a download in a sandbox with no script and no same-origin.
+INLINE_TYPES = frozenset({
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "image/gif",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "application/msword",
+    "application/vnd.ms-excel",
+    "application/vnd.ms-powerpoint",
+})
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def file_headers(mime: str, name: str) -> dict[str, str]:
+    """Headers of a served file: inline only for INLINE_TYPES; otherwise an attachment with
+    `Content-Security-Policy: sandbox`, so an uploaded HTML or SVG never runs on this domain even
+    if a browser shows it. The declared type is kept (Twilio checks it against the media)."""
+    base = mime.split(";", 1)[0].strip().lower()
+    safe_name = _SAFE_NAME.sub("_", name)[:120] or "file"
+    headers = {
+        "Content-Type": mime,
+        "Cache-Control": "private, max-age=300",
+        "X-Content-Type-Options": "nosniff",
+    }
+    if base in INLINE_TYPES:
+        headers["Content-Disposition"] = f'inline; filename="{safe_name}"'
+    else:
+        headers["Content-Disposition"] = f'attachment; filename="{safe_name}"'
+        headers["Content-Security-Policy"] = "sandbox"
+    return headers
+
+
+async def serve_file(request: web.Request) -> web.StreamResponse:
+    services = services_of(request)
+    m = request.match_info
+    file_id = check_link(services.settings, m["id"], m["expires"], m["sig"], m["name"])
+    if file_id is None:
+        return web.Response(status=404, text="link invalid or expired")
+    async with services.sessions() as db:
+        row = await db.get(UserFile, file_id)
+    if row is None:
+        return web.Response(status=404, text="file not found")
+    headers = file_headers(row.mime, m["name"])
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(row.size)
+        return web.Response(status=200, headers=headers)
+    data = await services.files.get(row.storage_key)
+    return web.Response(body=data, headers=headers)
+
+
+async def healthz(_request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    services = services_of(request)
+    checks: dict[str, bool] = {}
+
+    async def db_ok() -> bool:
+        async with services.engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+        return True
+
+    for name, probe in (("database", db_ok), ("state", services.state.ping)):
+        try:
+            checks[name] = bool(await asyncio.wait_for(probe(), 2.0))
+        except Exception:
+            checks[name] = False
+    ready = all(checks.values())
+    return web.json_response({"ready": ready, **checks}, status=200 if ready else 503)
+
+
+async def metrics_view(_request: web.Request) -> web.Response:
+    body, content_type = metrics.render()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+VALIDATOR: web.AppKey[RequestValidator] = web.AppKey("validator", RequestValidator)
+WRITER: web.AppKey[InboundWriter] = web.AppKey("inbound_writer", InboundWriter)
+SPOOL: web.AppKey[Spool] = web.AppKey("spool", Spool)
+REPLAY_NOW: web.AppKey[asyncio.Event] = web.AppKey("replay_now", asyncio.Event)
+BACKGROUND: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("background", set)
+
+
+def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
+    """The web application. `extra_routes` are aiohttp route definitions owned by other modules
+    (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
+    app = web.Application(client_max_size=2 * 1024 * 1024)
+    app[SERVICES] = services
+    app[VALIDATOR] = RequestValidator(services.settings.twilio_auth_token)
+    app[WRITER] = InboundWriter(services.engine)
+    app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes)
+    app[REPLAY_NOW] = asyncio.Event()
+    app[BACKGROUND] = set()
+
+    async def stop_writer(app: web.Application) -> None:
+        await app[WRITER].close()
+
+    async def replayer(app: web.Application) -> AsyncIterator[None]:
+        # Started with the server: webhooks spooled before a restart are stored at once.
+        app[REPLAY_NOW].set()
+        task = asyncio.create_task(_replayer(app), name="spool-replayer")
+        yield
+        for pending in [task, *app[BACKGROUND]]:
+            pending.cancel()
+        await asyncio.gather(task, *app[BACKGROUND], return_exceptions=True)
+
+    app.cleanup_ctx.append(replayer)
+    app.on_cleanup.append(stop_writer)
+    app.router.add_post("/twilio/inbound", inbound)
+    app.router.add_post("/twilio/status", status)
+    app.router.add_get("/files/{id}/{expires}/{sig}/{name}", serve_file)  # answers HEAD too
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics_view)
+    app.router.add_routes(list(extra_routes))
+    return app

@@ -1,0 +1,4 @@
+"""Storage: tables and migrations, the database engine, the shared state (queue, locks, TTL keys), files.
+
+May import only the top-level config, logs, metrics and clock modules.
+"""

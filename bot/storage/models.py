@@ -1,0 +1,423 @@
+"""Database tables. One module so that the schema reads in one place; Alembic migrations follow it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stores naive UTC, returns aware UTC: SQLite keeps no zone and PostgreSQL must agree with it."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+# BigInteger primary keys become INTEGER on SQLite so that they autoincrement there.
+PK = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    phone: Mapped[str | None] = mapped_column(String(32), unique=True)  # E.164
+    external_id: Mapped[str | None] = mapped_column(String(128), unique=True)  # WhatsApp BSUID
+    display_name: Mapped[str | None] = mapped_column(String(200))
+    mode: Mapped[str] = mapped_column(String(16), default="guest")  # guest | child | pro
+    role: Mapped[str | None] = mapped_column(String(16))  # student | parent | pro
+    onboarding_step: Mapped[str | None] = mapped_column(String(32))  # None when done
+    language: Mapped[str] = mapped_column(String(8), default="fr")
+    timezone: Mapped[str] = mapped_column(String(64), default="Africa/Abidjan")
+    school_level: Mapped[str | None] = mapped_column(String(64))
+    email: Mapped[str | None] = mapped_column(String(320))
+    email_verified: Mapped[bool] = mapped_column(Boolean, default=False)
+    pending_email: Mapped[str | None] = mapped_column(String(320))
+    email_code: Mapped[str | None] = mapped_column(String(16))
+    email_code_expires_at: Mapped[datetime | None]
+    opted_out: Mapped[bool] = mapped_column(Boolean, default=False)
+    opted_out_at: Mapped[datetime | None]
+    credit_balance: Mapped[int] = mapped_column(Integer, default=0)
+    last_inbound_at: Mapped[datetime | None]
+    last_whatsapp_inbound_at: Mapped[datetime | None]
+    last_channel: Mapped[str | None] = mapped_column(String(16))
+    delivery_failures: Mapped[int] = mapped_column(Integer, default=0)
+    # Set after repeated permanent send failures (bot.channel.outbound): proactive messages stop until the
+    # user writes again. Reason like "21610 sms: unsubscribed (STOP to the carrier)".
+    delivery_blocked_reason: Mapped[str | None] = mapped_column(String(160))
+    delivery_blocked_at: Mapped[datetime | None]
+    # A change of address asked by SMS (spoofable) and proven at the new address: the code mailed to
+    # the previous confirmed address that approves it (handlers/email_commands).
+    email_approval_code: Mapped[str | None] = mapped_column(String(16))
+    # VOCAL / VOICE: answers also come as a WhatsApp voice note (handlers/voice_commands).
+    voice_replies: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Wrong parent-link codes (OUI 1234) in a row, and until when answers are refused after too many
+    # (handlers/parents): a spoofed SMS sender cannot try every code.
+    parent_code_failures: Mapped[int] = mapped_column(Integer, default=0)
+    parent_code_locked_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+    __table_args__ = (Index("ix_conversations_user_active", "user_id", "active"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    quiz_count: Mapped[int] = mapped_column(Integer, default=0)
+    user_message_count: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Message(Base):
+    """The history the model sees: user, assistant (with tool_calls), tool results and notes."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_conversation", "conversation_id", "id"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(16))  # user | assistant | tool | note
+    content: Mapped[str | None] = mapped_column(Text)
+    tool_calls: Mapped[list[Any] | None]
+    tool_call_id: Mapped[str | None] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(64))
+    inbound_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class InboundMessage(Base):
+    """Every webhook delivery we accepted; the durable queue of work per user."""
+
+    __tablename__ = "inbound_messages"
+    __table_args__ = (Index("ix_inbound_user_status", "user_id", "status", "id"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    message_sid: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    channel: Mapped[str] = mapped_column(String(16))  # whatsapp | sms | cli
+    from_addr: Mapped[str] = mapped_column(String(160))
+    to_addr: Mapped[str | None] = mapped_column(String(160))
+    body: Mapped[str] = mapped_column(Text, default="")
+    media: Mapped[list[Any] | None]  # [{"url":..., "content_type":...}]
+    params: Mapped[dict[str, Any] | None]
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|processing|done|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None]
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    processed_at: Mapped[datetime | None]
+
+
+class OutboundMessage(Base):
+    __tablename__ = "outbound_messages"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    # Indexed: a user's latest sends are read to judge their delivery health (bot.channel.outbound).
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    channel: Mapped[str] = mapped_column(String(16))
+    to_addr: Mapped[str] = mapped_column(String(160))
+    body: Mapped[str] = mapped_column(Text, default="")
+    media_url: Mapped[str | None] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(32), default="reply")
+    sid: Mapped[str | None] = mapped_column(String(64), unique=True)
+    status: Mapped[str] = mapped_column(String(16), default="created")
+    error_code: Mapped[str | None] = mapped_column(String(16))
+    segments: Mapped[int | None] = mapped_column(Integer)
+    # The inbound message whose turn produced this send: after a crash, a turn that already
+    # answered is not run again (the user would get the answer twice).
+    inbound_id: Mapped[int | None] = mapped_column(BigInteger, index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime | None]
+    # The outbox (bot.channel.outbound): a row without sid in status `queued` waits for the background
+    # sender, which retries it (attempts, next_attempt_at, last_error) until Twilio takes it
+    # (status: Twilio's) or refuses it for good (`failed`). `payload` holds the fields to send.
+    # One logical message has one idempotency key (inbound id + part index): a replayed step
+    # finds its row instead of sending again.
+    idempotency_key: Mapped[str | None] = mapped_column(String(120), unique=True)
+    payload: Mapped[dict[str, Any] | None]
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime | None] = mapped_column(index=True)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    # When the user was told that this message never went out (on their next successful send).
+    failure_told_at: Mapped[datetime | None]
+
+
+class TurnRecord(Base):
+    """Why one agent turn ended, with tokens and latency per iteration."""
+
+    __tablename__ = "turns"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    inbound_id: Mapped[int | None] = mapped_column(BigInteger)
+    exit_reason: Mapped[str] = mapped_column(String(32))
+    iterations: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_ms: Mapped[int] = mapped_column(Integer, default=0)
+    detail: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CreditEntry(Base):
+    """The credit ledger: every change of a balance is a row with its reason."""
+
+    __tablename__ = "credit_entries"
+    __table_args__ = (UniqueConstraint("reason", "ref", name="uq_credit_reason_ref"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    delta: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(String(32))  # signup | usage | ai_bonus | purchase | ...
+    ref: Mapped[str | None] = mapped_column(String(128))  # idempotency reference, e.g. payment id
+    note: Mapped[str | None] = mapped_column(String(200))  # why, in words (an operator's --reason)
+    balance_after: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ToolEffect(Base):
+    """A tool call with side effects, keyed by its inbound message and position in the turn
+    (bot.agent.effects): a turn run again after a crash gets the stored result instead of a repeat."""
+
+    __tablename__ = "tool_effects"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(160), unique=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    tool: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="started")  # started | done
+    result: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+
+class ExerciseResult(Base):
+    __tablename__ = "exercise_results"
+    __table_args__ = (Index("ix_exercise_user_time", "user_id", "created_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
+    subject: Mapped[str] = mapped_column(String(100), default="")
+    topic: Mapped[str] = mapped_column(String(200), default="")
+    correct: Mapped[bool] = mapped_column(Boolean)
+    time_to_answer_s: Mapped[float | None]
+    source: Mapped[str] = mapped_column(String(16), default="quiz")  # quiz | report
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class UserFile(Base):
+    __tablename__ = "user_files"
+    __table_args__ = (Index("ix_user_files_user", "user_id", "id"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    mime: Mapped[str] = mapped_column(String(128))
+    size: Mapped[int] = mapped_column(BigInteger)
+    origin: Mapped[str] = mapped_column(String(16))  # upload | generated
+    storage_key: Mapped[str] = mapped_column(String(512))
+    text: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class PendingDelivery(Base):
+    """A file that could not reach the user yet (WhatsApp's 24 h window closed, no other way):
+    sent when they next write (bot.channel.outbound.deliver_waiting_files), then `sent_at` is set."""
+
+    __tablename__ = "pending_deliveries"
+    __table_args__ = (Index("ix_pending_deliveries_user", "user_id", "sent_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    file_id: Mapped[int] = mapped_column(ForeignKey("user_files.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text, default="")
+    kind: Mapped[str] = mapped_column(String(32), default="file")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sent_at: Mapped[datetime | None]
+
+
+class Memory(Base):
+    __tablename__ = "memories"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    fact: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (Index("ix_tasks_due", "done", "due_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(300))
+    priority: Mapped[str] = mapped_column(String(8), default="normal")
+    due_at: Mapped[datetime | None]
+    tags: Mapped[list[Any] | None]
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    lead_reminder_sent_at: Mapped[datetime | None]
+    reminder_sent_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ParentLink(Base):
+    __tablename__ = "parent_links"
+    __table_args__ = (UniqueConstraint("student_id", "parent_id", name="uq_parent_link"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    student_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    parent_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|confirmed|refused|stopped
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    confirmed_at: Mapped[datetime | None]
+    last_summary_at: Mapped[datetime | None]
+    # The request's own confirmation code (OUI 4821 / NON 4821), random, valid until code_expires_at;
+    # invited_at: when Twilio accepted the SMS carrying this code (None: it never left).
+    code: Mapped[str | None] = mapped_column(String(8))
+    code_expires_at: Mapped[datetime | None]
+    invited_at: Mapped[datetime | None]
+
+
+class ScheduledSend(Base):
+    """One proactive message (a task reminder, a weekly summary, a parent's daily digest), see
+    bot.pipeline.scheduler: `key` makes it unique, a claim (status "sending" until `claimed_until`) is taken
+    before sending and released with a later `next_attempt_at` when the send fails."""
+
+    __tablename__ = "scheduled_sends"
+    __table_args__ = (Index("ix_scheduled_sends_due", "status", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(160), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))  # reminder_lead | reminder_due | parent_summary | …
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    link_id: Mapped[int | None] = mapped_column(ForeignKey("parent_links.id", ondelete="CASCADE"))
+    slot_at: Mapped[datetime]  # the moment the message is about (due time, summary slot, digest time)
+    # pending | sending (claimed) | sent | skipped | failed | unknown (may have reached Twilio)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime]
+    claimed_until: Mapped[datetime | None]
+    last_error: Mapped[str | None] = mapped_column(String(300))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime | None]
+
+
+class Payment(Base):
+    __tablename__ = "payments"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    provider: Mapped[str] = mapped_column(String(32))
+    reference: Mapped[str] = mapped_column(String(128), unique=True)
+    pack: Mapped[str] = mapped_column(String(32))
+    amount: Mapped[int] = mapped_column(Integer)  # in the currency's smallest unit (XOF has none)
+    currency: Mapped[str] = mapped_column(String(8), default="XOF")
+    credits: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | paid | failed
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    paid_at: Mapped[datetime | None]
+
+
+# Full-text search over the user's files (bot.capabilities.library.search_files). Created with the table, so a
+# fresh schema from `create_all` has it too; migration 0002 creates the same on existing databases.
+USER_FILES_SEARCH_DDL: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS user_files_fts USING fts5("
+        "name, text, content='user_files', content_rowid='id', "
+        "tokenize='unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_ai AFTER INSERT ON user_files BEGIN "
+        "INSERT INTO user_files_fts(rowid, name, text) VALUES (new.id, new.name, new.text); END",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_ad AFTER DELETE ON user_files BEGIN "
+        "INSERT INTO user_files_fts(user_files_fts, rowid, name, text) "
+        "VALUES ('delete', old.id, old.name, old.text); END",
+        "CREATE TRIGGER IF NOT EXISTS user_files_fts_au AFTER UPDATE ON user_files BEGIN "
+        "INSERT INTO user_files_fts(user_files_fts, rowid, name, text) "
+        "VALUES ('delete', old.id, old.name, old.text); "
+        "INSERT INTO user_files_fts(rowid, name, text) VALUES (new.id, new.name, new.text); END",
+    ),
+    "postgresql": (
+        # French stemming, and accents ignored when the unaccent extension can be had: people
+        # often type "ecole" on a phone for "école".
+        "DO $$ BEGIN "
+        "IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'deblo_fr') THEN "
+        "CREATE TEXT SEARCH CONFIGURATION deblo_fr (COPY = french); "
+        "BEGIN "
+        "CREATE EXTENSION IF NOT EXISTS unaccent; "
+        "ALTER TEXT SEARCH CONFIGURATION deblo_fr "
+        "ALTER MAPPING FOR hword, hword_part, word WITH unaccent, french_stem; "
+        "EXCEPTION WHEN OTHERS THEN RAISE NOTICE 'unaccent unavailable: accents stay significant'; "
+        "END; "
+        "END IF; "
+        "END $$",
+        "CREATE INDEX IF NOT EXISTS ix_user_files_fts ON user_files USING GIN ("
+        "to_tsvector('deblo_fr'::regconfig, coalesce(name, '') || ' ' || coalesce(text, '')))",
+    ),
+}
+USER_FILES_SEARCH_DROP: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "DROP TRIGGER IF EXISTS user_files_fts_au",
+        "DROP TRIGGER IF EXISTS user_files_fts_ad",
+        "DROP TRIGGER IF EXISTS user_files_fts_ai",
+        "DROP TABLE IF EXISTS user_files_fts",
+    ),
+    "postgresql": ("DROP INDEX IF EXISTS ix_user_files_fts",),
+}
+
+
+def _create_user_files_search(target: Any, connection: Any, **_kw: Any) -> None:
+    from sqlalchemy import text as sql
+
+    for statement in USER_FILES_SEARCH_DDL.get(connection.dialect.name, ()):
+        connection.execute(sql(statement))
+
+
+def _drop_user_files_search(target: Any, connection: Any, **_kw: Any) -> None:
+    from sqlalchemy import text as sql
+
+    for statement in USER_FILES_SEARCH_DROP.get(connection.dialect.name, ()):
+        connection.execute(sql(statement))
+
+
+from sqlalchemy import event as _event  # noqa: E402
+
+_event.listen(UserFile.__table__, "after_create", _create_user_files_search)
+_event.listen(UserFile.__table__, "before_drop", _drop_user_files_search)
