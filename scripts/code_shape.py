@@ -8,7 +8,8 @@ It is a ratchet, not a purge: tests/core/test_code_shape.py fails when a functio
 LIMIT lines unless it is on scripts/long_functions.txt with its current length. Entries there are
 ``path::qualified_name length`` and are matched by the module's file name and the function's
 qualified name (``agent.py::run_turn``), so a ``git mv`` of bot/agent.py into a subpackage keeps
-its entry matching; the directories written before the file name are for the reader only.
+its entry matching (and when the file is renamed too, a qualified name found only once in the
+project still matches); the directories written before the file name are for the reader only.
 """
 
 from __future__ import annotations
@@ -224,17 +225,37 @@ def read_allowed(path: Path = ALLOWED_FILE) -> dict[tuple[str, str], tuple[str, 
     return allowed
 
 
+def match_listed(
+    found: list[Function], allowed: dict[tuple[str, str], tuple[str, int]]
+) -> dict[tuple[str, str], Function]:
+    """Each list entry's function: same file name and qualified name, or else (the module was
+    renamed as well as moved) the one function in the project with that qualified name."""
+    by_key: dict[tuple[str, str], Function] = {}
+    by_name: dict[str, list[Function]] = {}
+    for f in found:
+        by_key.setdefault(f.key, f)
+        by_name.setdefault(f.qualname, []).append(f)
+    matched: dict[tuple[str, str], Function] = {}
+    for key in allowed:
+        same_name = by_name.get(key[1], [])
+        f = by_key.get(key) or (same_name[0] if len(same_name) == 1 else None)
+        if f is not None:
+            matched[key] = f
+    return matched
+
+
 def ratchet(
     found: list[Function], allowed: dict[tuple[str, str], tuple[str, int]], limit: int = LIMIT
 ) -> tuple[list[str], list[str]]:
     """Problems (a function too long and not listed, or grown past its listed length) and hints."""
     problems: list[str] = []
     hints: list[str] = []
-    by_key = {f.key: f for f in found}
+    matched = match_listed(found, allowed)
+    listed_as = {(f.path, f.qualname): allowed[key] for key, f in matched.items()}
     for f in found:
         if f.lines <= limit:
             continue
-        listed = allowed.get(f.key)
+        listed = listed_as.get((f.path, f.qualname))
         if listed is None:
             problems.append(
                 f"{f.path}::{f.qualname} is {f.lines} lines (limit {limit}): split it where the "
@@ -248,7 +269,7 @@ def ratchet(
         elif f.lines < listed[1]:
             hints.append(f"{f.path}::{f.qualname} shrank to {f.lines}: lower its number in the list")
     for key, (where, _length) in allowed.items():
-        f = by_key.get(key)
+        f = matched.get(key)
         if f is None:
             hints.append(f"{where} no longer exists: remove it from the list")
         elif f.lines <= limit:
@@ -270,12 +291,13 @@ def report(top: int = 15, root: Path = ROOT) -> str:
     found = functions(root)
     allowed = read_allowed()
     over = [f for f in found if f.lines > LIMIT]
+    listed = {(f.path, f.qualname): allowed[key][1] for key, f in match_listed(found, allowed).items()}
     shown = found[: max(top, len(over))]
     parts = [
         f"Longest functions ({len(over)} over {LIMIT} lines, {len(found)} in all)",
         _table(
             ("lines", "function", "listed"),
-            [(f.lines, f"{f.path}::{f.qualname}", allowed.get(f.key, ("", ""))[1]) for f in shown],
+            [(f.lines, f"{f.path}::{f.qualname}", listed.get((f.path, f.qualname), "")) for f in shown],
         ),
         "",
         "Largest modules",

@@ -43,7 +43,7 @@ def test_the_list_stays_short() -> None:
     )
 
 
-def test_the_ratchet_judges_length_growth_and_shrinking(tmp_path: Path) -> None:
+def test_the_ratchet_judges_length_growth_and_shrinking() -> None:
     long_, short = shape.Function("bot/a.py", "f", 70), shape.Function("bot/b.py", "C.g", 65)
     allowed = {("a.py", "f"): ("bot/a.py::f", 70), ("b.py", "C.g"): ("bot/b.py::C.g", 66)}
     assert shape.ratchet([long_, short], allowed)[0] == []
@@ -59,6 +59,10 @@ def test_a_listed_function_still_matches_after_its_module_moves(tmp_path: Path) 
     listing.write_text("# comment\nbot/agent.py::run_turn 80\n")
     moved = shape.Function("bot/loop/agent.py", "run_turn", 80)
     assert shape.ratchet([moved], shape.read_allowed(listing)) == ([], [])
+    renamed = shape.Function("bot/loop/turn.py", "run_turn", 80)
+    assert shape.ratchet([renamed], shape.read_allowed(listing)) == ([], [])
+    twice = [renamed, shape.Function("bot/other.py", "run_turn", 62)]
+    assert len(shape.ratchet(twice, shape.read_allowed(listing))[0]) == 2
 
 
 def test_cycles_are_found_through_function_level_imports(tmp_path: Path) -> None:
