@@ -12,7 +12,7 @@ at the end.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -162,6 +162,155 @@ async def _can_serve(msg: Incoming) -> bool:
     return True
 
 
+async def _save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: int | None) -> bool:
+    """Saves what the user sent, with the files' note and, without vision, the photos' text.
+
+    False when nothing is left to answer: only photos came, and none could be read (the user was
+    told so). A retried message was saved on the first attempt and is not saved again.
+    """
+    services, settings, db = msg.services, msg.services.settings, msg.db
+    conversation_id = msg.conversation.id
+    if inbound_id is not None and await history.user_message_saved(db, conversation_id, inbound_id):
+        return True
+    content = msg.text
+    note = await _files_note(msg)
+    if note:
+        content = f"{content}\n\n{note}" if content else note
+    if photos and not settings.llm_vision:  # the photos' text, read here, is what the model gets
+        texts = [await vision.read_text(services, db, p) for p in photos]
+        if not any(texts) and not msg.text and len(photos) == len(msg.extra.get("files") or []):
+            await db.commit()
+            await msg.reply(vision.unreadable_reply(msg.lang))
+            return False
+        notes = [vision.photo_text_note(p.name, t, msg.lang) for p, t in zip(photos, texts, strict=True)]
+        content = "\n\n".join([content, *notes])
+    await history.save(db, conversation_id, [{"role": "user", "content": content}], inbound_id)
+    return True
+
+
+async def _prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages the loop starts from: system prompt, past conversation, this turn's photos."""
+    services, settings, user, db = msg.services, msg.services.settings, msg.user, msg.db
+    memories = list(
+        (await db.scalars(select(Memory.fact).where(Memory.user_id == user.id).order_by(Memory.id))).all()
+    )
+    system = build_system_prompt(
+        user.mode or "guest",
+        user=user,
+        language=user.language or "fr",
+        memories=memories,
+        now=services.clock(),
+        timezone=user.timezone or settings.default_timezone,
+    )
+    past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE))
+    messages = [{"role": "system", "content": system}, *past]
+    # The photos go with this turn only: history keeps the file references, not the bytes.
+    parts = await vision.photo_parts(services, photos) if photos and settings.llm_vision else []
+    if parts:
+        messages, seen["parts"] = vision.with_parts(messages, parts), len(parts)
+    return messages
+
+
+def _without_images(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) -> Any:
+    """What the loop calls when the provider refuses the photos: their OCR text instead."""
+
+    async def without_images(request: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen["refused"] = True
+        notes = await vision.photo_notes(msg.services, msg.db, photos, msg.lang)
+        await msg.db.commit()
+        return vision.without_images(request, notes)
+
+    return without_images
+
+
+class _ToolReplies:
+    """What tools send during a turn: their messages, and one short progress note at most."""
+
+    def __init__(self, msg: Incoming, inbound_id: int | None) -> None:
+        self.msg = msg
+        self.inbound_id = inbound_id
+        self.progress_sent = False
+
+    async def deliver(self, text: str = "", media: Any = None) -> Any:
+        return await self.msg.reply(text, kind="tool", media=media)
+
+    async def progress(self, note: str) -> None:
+        """One short note per turn at most, sent before whatever the tool sends next."""
+        note = note.strip()
+        if self.progress_sent or not note:
+            return
+        self.progress_sent = True
+        await self.msg.reply(note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        msg, user = self.msg, self.msg.user
+        return ToolContext(
+            services=msg.services,
+            user_id=user.id,
+            conversation_id=msg.conversation.id,
+            channel=msg.channel,
+            mode=user.mode or "guest",
+            language=user.language or "fr",
+            tool_call_id=call.id,
+            deliver=self.deliver,
+            progress=self.progress,
+            extra={"inbound_id": self.inbound_id},
+        )
+
+
+async def _relay(msg: Incoming, events: AsyncIterator[dict[str, Any]], replies: _ToolReplies) -> Any:
+    """Turns the loop's events into what the user sees; returns the turn's outcome.
+
+    Text written before tool calls goes out at once; with VOCAL on, the last text is the answer
+    and goes out with its voice note once the turn ends.
+    """
+    outcome = None
+    answer = ""
+    async for event in events:
+        kind = event["type"]
+        if kind == "text" and _speaks(msg):
+            if answer:
+                await msg.reply(answer)
+            answer = event["text"]
+        elif kind == "text":
+            await msg.reply(event["text"])
+        elif kind == "tool_progress":
+            await replies.progress(event["note"])
+        elif kind == "final":
+            outcome = event["outcome"]
+    assert outcome is not None
+    if answer:
+        await speech.reply_spoken(msg, answer)
+    return outcome
+
+
+async def _record_turn(msg: Incoming, outcome: Any, inbound_id: int | None) -> None:
+    """Writes the turn's record (the tokens were charged as they were spent, by the budget)."""
+    detail = outcome.detail()
+    if msg.extra.get("media_usage"):
+        detail["media"] = msg.extra["media_usage"]  # images, audio seconds, spoken characters
+    msg.db.add(
+        TurnRecord(
+            conversation_id=msg.conversation.id,
+            user_id=msg.user.id,
+            inbound_id=inbound_id,
+            exit_reason=outcome.exit_reason,
+            iterations=len({i["n"] for i in outcome.iterations}),
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            latency_ms=outcome.latency_ms,
+            detail=detail,
+        )
+    )
+    await msg.db.commit()
+    log.info(
+        "turn ended: %s after %d call(s), %d tokens",
+        outcome.exit_reason,
+        len(outcome.iterations),
+        outcome.total_tokens,
+    )
+
+
 async def handle(msg: Incoming) -> bool:
     services, settings, user = msg.services, msg.services.settings, msg.user
     if not msg.text and not msg.extra.get("files"):
@@ -174,49 +323,13 @@ async def handle(msg: Incoming) -> bool:
     db = msg.db
     conversation_id = msg.conversation.id
     inbound_id = msg.inbound.id if msg.inbound is not None else None
-    retry = inbound_id is not None and await history.user_message_saved(db, conversation_id, inbound_id)
     photos = _photos(msg)
-    if not retry:
-        content = msg.text
-        note = await _files_note(msg)
-        if note:
-            content = f"{content}\n\n{note}" if content else note
-        if photos and not settings.llm_vision:  # the photos' text, read here, is what the model gets
-            texts = [await vision.read_text(services, db, p) for p in photos]
-            if not any(texts) and not msg.text and len(photos) == len(msg.extra.get("files") or []):
-                await db.commit()
-                await msg.reply(vision.unreadable_reply(msg.lang))
-                return True
-            notes = [vision.photo_text_note(p.name, t, msg.lang) for p, t in zip(photos, texts, strict=True)]
-            content = "\n\n".join([content, *notes])
-        await history.save(db, conversation_id, [{"role": "user", "content": content}], inbound_id)
+    if not await _save_user_message(msg, photos, inbound_id):
+        return True
     await db.commit()
 
-    memories = list(
-        (await db.scalars(select(Memory.fact).where(Memory.user_id == user.id).order_by(Memory.id))).all()
-    )
-    system = build_system_prompt(
-        user.mode or "guest",
-        user=user,
-        language=user.language or "fr",
-        memories=memories,
-        now=services.clock(),
-        timezone=user.timezone or settings.default_timezone,
-    )
-    past = await history.load(db, conversation_id, int(settings.llm_context_tokens * HISTORY_SHARE))
-    messages = [{"role": "system", "content": system}, *past]
-    # The photos go with this turn only: history keeps the file references, not the bytes.
     seen: dict[str, Any] = {"parts": 0, "refused": False}
-    parts = await vision.photo_parts(services, photos) if photos and settings.llm_vision else []
-    if parts:
-        messages, seen["parts"] = vision.with_parts(messages, parts), len(parts)
-
-    async def without_images(request: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The provider refused the photos: their OCR text instead, in the same turn."""
-        seen["refused"] = True
-        notes = await vision.photo_notes(services, db, photos, msg.lang)
-        await db.commit()
-        return vision.without_images(request, notes)
+    messages = await _prompt(msg, photos, seen)
     offered, known = _tools_for(msg)
     taken_ids = await history.used_tool_call_ids(db, conversation_id)
     budget = await credits.turn_budget(db, user, msg.inbound, settings)
@@ -226,48 +339,19 @@ async def handle(msg: Incoming) -> bool:
     # concurrently, and the outbound path commits the turn's session when it has one open.
     await db.commit()
 
-    async def deliver(text: str = "", media: Any = None) -> Any:
-        return await msg.reply(text, kind="tool", media=media)
-
-    progress_sent = False
-
-    async def progress(note: str) -> None:
-        """One short note per turn at most, sent before whatever the tool sends next."""
-        nonlocal progress_sent
-        note = note.strip()
-        if progress_sent or not note:
-            return
-        progress_sent = True
-        await msg.reply(note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
-
-    def make_context(call: ToolCall) -> ToolContext:
-        return ToolContext(
-            services=services,
-            user_id=user.id,
-            conversation_id=conversation_id,
-            channel=msg.channel,
-            mode=user.mode or "guest",
-            language=user.language or "fr",
-            tool_call_id=call.id,
-            deliver=deliver,
-            progress=progress,
-            extra={"inbound_id": inbound_id},
-        )
-
     async def on_messages(new: list[dict[str, Any]]) -> None:
         await history.save(db, conversation_id, new, inbound_id)
         await db.commit()
 
-    outcome = None
-    answer = ""
-    async for event in run_turn(
+    replies = _ToolReplies(msg, inbound_id)
+    events = run_turn(
         services.llm,
         messages,
         tools=offered,
         known_names=known,
         mode=user.mode or "guest",
         language=user.language or "fr",
-        make_context=make_context,
+        make_context=replies.make_context,
         limits=settings.limits,
         context_tokens=settings.llm_context_tokens,
         on_messages=on_messages,
@@ -275,46 +359,9 @@ async def handle(msg: Incoming) -> bool:
         redact_arguments=redact_tool_arguments,
         budget=budget,
         effects=effects,
-        without_images=without_images if settings.llm_vision else None,
-    ):
-        kind = event["type"]
-        if kind == "text" and _speaks(msg):
-            # The last text is the answer: it goes out with its voice note once the turn ends.
-            if answer:
-                await msg.reply(answer)
-            answer = event["text"]
-        elif kind == "text":
-            await msg.reply(event["text"])
-        elif kind == "tool_progress":
-            await progress(event["note"])
-        elif kind == "final":
-            outcome = event["outcome"]
-    assert outcome is not None
-    if answer:
-        await speech.reply_spoken(msg, answer)
+        without_images=_without_images(msg, photos, seen) if settings.llm_vision else None,
+    )
+    outcome = await _relay(msg, events, replies)
     await _charge_photos(msg, seen)
-    detail = outcome.detail()
-    if msg.extra.get("media_usage"):
-        detail["media"] = msg.extra["media_usage"]  # images, audio seconds, spoken characters
-    db.add(
-        TurnRecord(
-            conversation_id=conversation_id,
-            user_id=user.id,
-            inbound_id=inbound_id,
-            exit_reason=outcome.exit_reason,
-            iterations=len({i["n"] for i in outcome.iterations}),
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
-            latency_ms=outcome.latency_ms,
-            detail=detail,
-        )
-    )
-    # The tokens were charged as they were spent, by `budget`.
-    await db.commit()
-    log.info(
-        "turn ended: %s after %d call(s), %d tokens",
-        outcome.exit_reason,
-        len(outcome.iterations),
-        outcome.total_tokens,
-    )
+    await _record_turn(msg, outcome, inbound_id)
     return True

@@ -146,6 +146,36 @@ async def execute_calls(
     """
     emit = emit or (lambda _event: None)
     outcomes: list[CallOutcome | None] = into if into is not None else [None] * len(calls)
+    runnable, duplicates = _triage(calls, outcomes, tools, known_names, mode, memory, max_calls)
+
+    async def run_one(i: int, tool: Tool, args: dict[str, Any], call: ToolCall) -> None:
+        if effects is not None and tool.side_effects:
+            outcomes[i] = await _run_keyed(effects, effects.key(first_position + i, tool.name),
+                                           tool, args, call, make_context, timeout_s, emit)
+        else:
+            outcomes[i] = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
+        if tool.side_effects:
+            memory.side_effect_results[_key(tool.name, args)] = outcomes[i].result  # type: ignore[union-attr]
+
+    await _run_in_order(runnable, run_one)
+    for i, first, stored in duplicates:
+        original = outcomes[first]
+        if original is not None:
+            outcomes[i] = _duplicate(stored, original.result)
+    return [o if o is not None else _missing(calls[i]) for i, o in enumerate(outcomes)]
+
+
+def _triage(
+    calls: list[ToolCall],
+    outcomes: list[CallOutcome | None],
+    tools: Mapping[str, Tool],
+    known_names: Collection[str],
+    mode: str,
+    memory: TurnMemory,
+    max_calls: int | None,
+) -> tuple[list[tuple[int, Tool, dict[str, Any], ToolCall]], list[tuple[int, int, ToolCall]]]:
+    """Decides what becomes of each call: answered now (into `outcomes`), run, or answered from an
+    identical side-effect call earlier in this response. Returns (runnable, duplicates)."""
     runnable: list[tuple[int, Tool, dict[str, Any], ToolCall]] = []
     first_of: dict[str, int] = {}
     duplicates: list[tuple[int, int, ToolCall]] = []
@@ -156,47 +186,11 @@ async def execute_calls(
             outcomes[i] = _over_limit(stored, max_calls, len(calls))
             continue
         tool = tools.get(call.name)
-        if tool is None:
-            if call.name in known_names:
-                outcomes[i] = CallOutcome(
-                    stored,
-                    tool_error(
-                        f"the tool '{call.name}' is not available in {mode} mode; do without it",
-                        code="not_allowed",
-                    ),
-                    "not_allowed",
-                )
-            else:
-                available = ", ".join(sorted(tools)) or "none"
-                outcomes[i] = CallOutcome(
-                    stored,
-                    tool_error(
-                        f"unknown tool '{call.name}'; available tools: {available}", code="unknown_tool"
-                    ),
-                    "unknown",
-                )
+        refusal = _refusal(call, stored, tool, args, parse_error, tools, known_names, mode)
+        if refusal is not None:
+            outcomes[i] = refusal
             continue
-        if args is None:
-            outcomes[i] = CallOutcome(
-                stored,
-                tool_error(
-                    f"the arguments are not valid JSON ({parse_error}); "
-                    "call the tool again with a valid JSON object",
-                    code="invalid_json",
-                ),
-                "invalid_args",
-            )
-            continue
-        problem = _schema_error(tool, args)
-        if problem:
-            outcomes[i] = CallOutcome(
-                stored,
-                tool_error(
-                    f"the arguments do not fit the tool's schema: {problem}", code="invalid_arguments"
-                ),
-                "invalid_args",
-            )
-            continue
+        assert tool is not None and args is not None
         if tool.side_effects:
             key = _key(tool.name, args)
             earlier = memory.side_effect_results.get(key)
@@ -208,16 +202,62 @@ async def execute_calls(
                 continue
             first_of[key] = i
         runnable.append((i, tool, args, stored))
+    return runnable, duplicates
 
-    async def run_one(i: int, tool: Tool, args: dict[str, Any], call: ToolCall) -> None:
-        if effects is not None and tool.side_effects:
-            outcomes[i] = await _run_keyed(effects, effects.key(first_position + i, tool.name),
-                                           tool, args, call, make_context, timeout_s, emit)
-        else:
-            outcomes[i] = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
-        if tool.side_effects:
-            memory.side_effect_results[_key(tool.name, args)] = outcomes[i].result  # type: ignore[union-attr]
 
+def _refusal(
+    call: ToolCall,
+    stored: ToolCall,
+    tool: Tool | None,
+    args: dict[str, Any] | None,
+    parse_error: str | None,
+    tools: Mapping[str, Tool],
+    known_names: Collection[str],
+    mode: str,
+) -> CallOutcome | None:
+    """Why a call cannot run (unknown tool, not in this mode, bad arguments), or None if it can."""
+    if tool is None and call.name in known_names:
+        return CallOutcome(
+            stored,
+            tool_error(
+                f"the tool '{call.name}' is not available in {mode} mode; do without it",
+                code="not_allowed",
+            ),
+            "not_allowed",
+        )
+    if tool is None:
+        available = ", ".join(sorted(tools)) or "none"
+        return CallOutcome(
+            stored,
+            tool_error(f"unknown tool '{call.name}'; available tools: {available}", code="unknown_tool"),
+            "unknown",
+        )
+    if args is None:
+        return CallOutcome(
+            stored,
+            tool_error(
+                f"the arguments are not valid JSON ({parse_error}); "
+                "call the tool again with a valid JSON object",
+                code="invalid_json",
+            ),
+            "invalid_args",
+        )
+    problem = _schema_error(tool, args)
+    if problem:
+        return CallOutcome(
+            stored,
+            tool_error(f"the arguments do not fit the tool's schema: {problem}", code="invalid_arguments"),
+            "invalid_args",
+        )
+    return None
+
+
+async def _run_in_order(
+    runnable: list[tuple[int, Tool, dict[str, Any], ToolCall]],
+    run_one: Callable[[int, Tool, dict[str, Any], ToolCall], Awaitable[None]],
+) -> None:
+    """Runs the calls concurrently, except that an `exclusive` one waits for those before it and
+    runs alone."""
     batch: list[Awaitable[None]] = []
     try:
         for i, tool, args, call in runnable:
@@ -236,11 +276,6 @@ async def execute_calls(
         for coro in batch:  # never started when an earlier exclusive call was cancelled
             if inspect.iscoroutine(coro) and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
                 coro.close()
-    for i, first, stored in duplicates:
-        original = outcomes[first]
-        if original is not None:
-            outcomes[i] = _duplicate(stored, original.result)
-    return [o if o is not None else _missing(calls[i]) for i, o in enumerate(outcomes)]
 
 
 def _duplicate(stored: ToolCall, earlier: dict[str, Any]) -> CallOutcome:

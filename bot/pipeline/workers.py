@@ -90,6 +90,8 @@ class Pipeline:
         self._tasks: list[asyncio.Task[None]] = []
         self._later: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        self.leases = _Leases(services, self._later)
+        self.messages = _Messages(services, dispatch)
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -180,48 +182,25 @@ class Pipeline:
 
     # --- one user --------------------------------------------------------------------------
     async def process_user(self, user_id: int) -> None:
-        settings = self.services.settings
         state = self.services.state
-        token = await state.acquire(lock_key(user_id), settings.worker_lease_s)
+        token = await state.acquire(lock_key(user_id), self.services.settings.worker_lease_s)
         if token is None:
             self._push_later(user_id)  # another worker has this user; look again shortly
             return
         self.active.add(user_id)
         current: dict[str, int | None] = {"row": None}
         done = asyncio.Event()
-        renewer = asyncio.create_task(self._renew(user_id, token, current, done))
+        renewer = asyncio.create_task(self.leases.renew(user_id, token, current, done))
         busy = False
         try:
-            while not self._stopping.is_set():
-                row_id = await self._claim_next(user_id)
-                if row_id is None:
-                    break
-                if row_id == BUSY:
-                    busy = True
-                    break
-                current["row"] = row_id
-                handled = await self._process(row_id)
-                current["row"] = None
-                if not handled:
-                    busy = True  # look again later rather than spin while Redis is away
-                    break
+            busy = await self._run_rows(user_id, current)
         finally:
             # Told to stop rather than cancelled: cancelling a database or Redis call half-way can
             # leave its connection in a state where returning it to the pool hangs.
             done.set()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            if current["row"] is not None:
-                # Stopped in the middle of a turn: give the row's lease back so that the next
-                # start recovers it at once.
-                await self._end_lease(current["row"])
-            self.active.discard(user_id)
-            try:
-                await state.release(lock_key(user_id), token)
-            except Exception:
-                # Shared state unreachable: the lock expires by itself; the row's lease in the
-                # database is what keeps two workers off the same message meanwhile.
-                log.warning("could not release a user lock", extra={"user_id": user_id})
+            await self._let_go(user_id, token, current["row"])
         if busy:
             self._push_later(user_id)
         # A message that arrived between the last claim and the release: queue it again.
@@ -229,19 +208,53 @@ class Pipeline:
             with contextlib.suppress(Exception):  # the sweeper queues it otherwise
                 await state.push_user(user_id)
 
-    async def _end_lease(self, row_id: int) -> None:
-        try:
-            async with self.services.sessions() as db:
-                await db.execute(
-                    update(InboundMessage)
-                    .where(InboundMessage.id == row_id, InboundMessage.status == "processing")
-                    .values(lease_until=system_now() - timedelta(seconds=1))
-                )
-                await db.commit()
-        except Exception:
-            log.warning("could not end the lease of an interrupted message", extra={"inbound_id": row_id})
+    async def _run_rows(self, user_id: int, current: dict[str, int | None]) -> bool:
+        """Runs the user's rows one by one; True when it stopped with work left for later."""
+        while not self._stopping.is_set():
+            row_id = await self.messages.claim_next(user_id)
+            if row_id is None:
+                return False
+            if row_id == BUSY:
+                return True
+            current["row"] = row_id
+            handled = await self.messages.process(row_id)
+            current["row"] = None
+            if not handled:
+                return True  # look again later rather than spin while Redis is away
+        return False
 
-    async def _renew(self, user_id: int, token: str, current: dict[str, int | None],
+    async def _let_go(self, user_id: int, token: str, row_id: int | None) -> None:
+        """Gives back what process_user held: the row's lease if a turn was cut, the user's lock."""
+        if row_id is not None:
+            # Stopped in the middle of a turn: give the row's lease back so that the next
+            # start recovers it at once.
+            await self.leases.end(row_id)
+        self.active.discard(user_id)
+        try:
+            await self.services.state.release(lock_key(user_id), token)
+        except Exception:
+            # Shared state unreachable: the lock expires by itself; the row's lease in the
+            # database is what keeps two workers off the same message meanwhile.
+            log.warning("could not release a user lock", extra={"user_id": user_id})
+
+    async def _has_pending(self, user_id: int) -> bool:
+        async with self.services.sessions() as db:
+            found = await db.scalar(
+                select(InboundMessage.id)
+                .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending").limit(1)
+            )
+        return found is not None
+
+
+class _Leases:
+    """The leases that keep one user's work to one worker: the user's lock in the shared state,
+    renewed while it runs, and the current row's lease in the database beside it."""
+
+    def __init__(self, services: Services, later: set[asyncio.Task[None]]) -> None:
+        self.services = services
+        self._later = later  # the pipeline's side tasks, cancelled when it stops
+
+    async def renew(self, user_id: int, token: str, current: dict[str, int | None],
                      done: asyncio.Event) -> None:
         lease = self.services.settings.worker_lease_s
         db_renewal: asyncio.Task[None] | None = None
@@ -278,15 +291,27 @@ class Pipeline:
         except Exception:
             log.warning("could not extend a message's lease", extra={"inbound_id": row_id})
 
-    async def _has_pending(self, user_id: int) -> bool:
-        async with self.services.sessions() as db:
-            found = await db.scalar(
-                select(InboundMessage.id)
-                .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending").limit(1)
-            )
-        return found is not None
+    async def end(self, row_id: int) -> None:
+        try:
+            async with self.services.sessions() as db:
+                await db.execute(
+                    update(InboundMessage)
+                    .where(InboundMessage.id == row_id, InboundMessage.status == "processing")
+                    .values(lease_until=system_now() - timedelta(seconds=1))
+                )
+                await db.commit()
+        except Exception:
+            log.warning("could not end the lease of an interrupted message", extra={"inbound_id": row_id})
 
-    async def _claim_next(self, user_id: int) -> int | None:
+
+class _Messages:
+    """One row at a time: claimed, recovered when a dead worker left it, handled, or failed."""
+
+    def __init__(self, services: Services, dispatch: Dispatch) -> None:
+        self.services = services
+        self.dispatch = dispatch
+
+    async def claim_next(self, user_id: int) -> int | None:
         """The next row of this user, marked `processing`; recovers a row a dead worker left."""
         settings = self.services.settings
         async with self.services.sessions() as db:
@@ -303,7 +328,7 @@ class Pipeline:
                 await self._recover(db, orphan)
                 await db.commit()
                 if orphan.status != "pending":
-                    return await self._claim_next(user_id)
+                    return await self.claim_next(user_id)
             row = await db.scalar(
                 select(InboundMessage)
                 .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending")
@@ -354,10 +379,8 @@ class Pipeline:
             current_keys.reset(keys)
             current_inbound.reset(token)
 
-    async def _process(self, row_id: int) -> bool:
+    async def process(self, row_id: int) -> bool:
         """Handles one row; False when it was postponed (the shared state did not answer)."""
-        from bot.capabilities import media, speech
-
         services = self.services
         started = time.perf_counter()
         inbound_token = current_inbound.set(row_id)
@@ -365,41 +388,12 @@ class Pipeline:
         log_token = logs.bind(inbound_id=row_id)
         try:
             async with services.sessions() as db:
-                row = await db.get(InboundMessage, row_id)
+                msg = await self._arrived(db, row_id)
+                row, user = msg.inbound, msg.user
                 assert row is not None
-                user = await db.get(User, row.user_id)
-                assert user is not None
-                now = services.clock()
-                conv = await active_conversation(db, user, now)
-                logs.bind(inbound_id=row_id, user_id=user.id, conversation_id=conv.id)
-                conv.user_message_count = (conv.user_message_count or 0) + 1
-                arrived = row.created_at or now
-                user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)
-                if row.channel == "whatsapp":
-                    user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)
-                user.last_channel = row.channel
-                # Committed now: the turn may take long, and SQLite has a single writer.
-                await db.commit()
-                msg = Incoming(services=services, db=db, user=user, conversation=conv, inbound=row,
-                               channel=row.channel, text=(row.body or "").strip())
                 session_token = current_session.set(db)
                 try:
-                    received, failed = await media.receive_all(services, db, user, row)
-                    if received:
-                        await db.commit()
-                    msg.extra["files"] = received
-                    msg.extra["media_failed"] = failed
-                    if failed:
-                        await msg.reply(msg.t(
-                            "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
-                            "I could not receive your file. Could you send it again?",
-                        ), kind="system")
-                    # A voice note's words become the message's text for every handler.
-                    await speech.hear(msg)
-                    unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
-                    if (msg.text or received or not failed) and not unheard:
-                        taken_by = await self.dispatch(msg)
-                        log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
+                    await self._handle(msg, row)
                     # done, or delivering while an answer waits in the outbox (see bot.channel.outbound).
                     row.status, row.processed_at = await inbound_outcome(db, row_id), system_now()
                     await db.commit()
@@ -423,6 +417,50 @@ class Pipeline:
             current_keys.reset(keys_token)
             current_inbound.reset(inbound_token)
         return True
+
+    async def _arrived(self, db: Any, row_id: int) -> Incoming:
+        """Notes the message's arrival on its user and conversation; the message handlers get."""
+        services = self.services
+        row = await db.get(InboundMessage, row_id)
+        assert row is not None
+        user = await db.get(User, row.user_id)
+        assert user is not None
+        now = services.clock()
+        conv = await active_conversation(db, user, now)
+        logs.bind(inbound_id=row_id, user_id=user.id, conversation_id=conv.id)
+        conv.user_message_count = (conv.user_message_count or 0) + 1
+        arrived = row.created_at or now
+        user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)
+        if row.channel == "whatsapp":
+            user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)
+        user.last_channel = row.channel
+        # Committed now: the turn may take long, and SQLite has a single writer.
+        await db.commit()
+        return Incoming(services=services, db=db, user=user, conversation=conv, inbound=row,
+                        channel=row.channel, text=(row.body or "").strip())
+
+    async def _handle(self, msg: Incoming, row: InboundMessage) -> None:
+        """Receives the message's media and voice, then hands it to the handlers when anything
+        is left to answer (a file that could not be received has been apologised for)."""
+        from bot.capabilities import media, speech
+
+        services, db = self.services, msg.db
+        received, failed = await media.receive_all(services, db, msg.user, row)
+        if received:
+            await db.commit()
+        msg.extra["files"] = received
+        msg.extra["media_failed"] = failed
+        if failed:
+            await msg.reply(msg.t(
+                "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
+                "I could not receive your file. Could you send it again?",
+            ), kind="system")
+        # A voice note's words become the message's text for every handler.
+        await speech.hear(msg)
+        unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
+        if (msg.text or received or not failed) and not unheard:
+            taken_by = await self.dispatch(msg)
+            log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
 
     async def _postpone(self, row_id: int, error: str) -> None:
         """Back to `pending` for the sweeper to queue once Redis answers; nothing is lost.
