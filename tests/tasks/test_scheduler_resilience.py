@@ -228,7 +228,7 @@ async def test_a_claim_that_expires_on_the_last_attempt_ends_as_failed(make_harn
         ("SCHEDULED_SEND_ATTEMPTS", "0", "SCHEDULED_SEND_ATTEMPTS must be 1 or more"),
         ("SCHEDULED_SEND_ATTEMPTS", "many", "SCHEDULED_SEND_ATTEMPTS must be a whole number"),
         ("SCHEDULED_SEND_BACKOFF_S", "-1", "SCHEDULED_SEND_BACKOFF_S must be 0 or more"),
-        ("SCHEDULED_SEND_CLAIM_S", "0", "SCHEDULED_SEND_CLAIM_S more than 0"),
+        ("SCHEDULED_SEND_CLAIM_S", "0", "SCHEDULED_SEND_CLAIM_S must be more than 0"),
         ("PARENT_DIGEST_HOUR", "24", "PARENT_DIGEST_HOUR must be an hour from 0 to 23"),
     ],
 )
