@@ -45,7 +45,7 @@ def test_a_bad_value_is_named(name: str, value: str) -> None:
 def test_start_up_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        caplog: pytest.LogCaptureFixture) -> None:
     settings = load_settings({})
-    caplog.set_level(logging.INFO, logger="bot.agent.vision")
+    caplog.set_level(logging.INFO, logger="bot.capabilities.speech")
     assert speech.log_availability(settings) == []  # everything is installed here
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()

@@ -337,7 +337,7 @@ async def test_a_parent_group_removed_meanwhile_is_made_again(services) -> None:
 
 def test_parent_groups_are_removed_when_the_process_exits(tmp_path: Path) -> None:
     name = cgroup_name()
-    script = ("from bot import cgroup\n"
+    script = ("from bot.capabilities import cgroup\n"
               f"limiter = cgroup.setup('auto', {name!r}, 1 << 30)\n"
               "print('\\n'.join(str(p) for _, p in limiter.parents))\n")
     root = Path(__file__).resolve().parents[2]
