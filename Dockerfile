@@ -1,10 +1,11 @@
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-# bubblewrap runs the code sandbox of the pro mode; DejaVu renders French text in PDFs; Tesseract
-# (with French data) reads photos' text; ffmpeg converts voice notes and makes spoken replies.
+# bubblewrap runs the code sandbox of the pro mode; DejaVu renders French text in PDFs and Symbola
+# their emoji; Tesseract (with French data) reads photos' text; ffmpeg converts voice notes and
+# makes spoken replies.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap fonts-dejavu-core \
+    && apt-get install -y --no-install-recommends bubblewrap fonts-dejavu-core fonts-symbola \
        tesseract-ocr tesseract-ocr-fra ffmpeg \
     && rm -rf /var/lib/apt/lists/*
 

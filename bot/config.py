@@ -303,7 +303,7 @@ class Environment(BaseSettings):
     agent_final_reserve_s: float = 20.0
     agent_progress_note_after_s: float = 8.0
     max_tool_calls_per_response: int = Field(8, ge=1)
-    # Message path: workers, sweeper, outbound (bot.pipeline, bot.outbound, bot.links).
+    # Message path: workers, sweeper, outbound (bot.pipeline, bot.channel.outbound, bot.channel.links).
     worker_concurrency: int = 16
     worker_lease_s: float = 30.0
     sweep_interval_s: float = 5.0
@@ -327,7 +327,7 @@ class Environment(BaseSettings):
     spool_after_s: Positive = 5.0
     spool_replay_s: Positive = 2.0
     spool_max_bytes: int = Field(100 * 1024 * 1024, ge=4096)
-    # Proactive sends (reminders, summaries, parents' digests) and their retries (bot.scheduler).
+    # Proactive sends (reminders, summaries, parents' digests) and their retries (bot.pipeline.scheduler).
     scheduled_send_attempts: int = Field(5, ge=1)
     scheduled_send_backoff_s: float = Field(60.0, ge=0)
     scheduled_send_claim_s: float = Field(300.0, gt=0)
@@ -336,7 +336,7 @@ class Environment(BaseSettings):
     parent_digest_hour: Annotated[int, AfterValidator(_hour)] = 7  # local hour of a parent's digest
     reminder_lead_minutes: int = 60
     default_timezone: str = "Africa/Abidjan"
-    max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.tasks)
+    max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.capabilities.tasks)
     # Messages, payloads, outbound rows, tool effects and files older than this are purged.
     retention_days: int = Field(365, ge=1)
     # Credits.
@@ -382,7 +382,7 @@ class Environment(BaseSettings):
     # Bug reports.
     bug_report_email: str = ""
     bug_report_whatsapp: str = ""
-    # Sandbox for bash_execute (bubblewrap), limits per command (checked by bot.sandbox).
+    # Sandbox for bash_execute (bubblewrap), limits per command (checked by bot.capabilities.sandbox).
     sandbox_bwrap: str = "bwrap"
     sandbox_timeout_s: float = 30.0
     sandbox_cpu_s: int = 20
@@ -397,7 +397,8 @@ class Environment(BaseSettings):
     sandbox_cpus: float = 1.0  # CPU quota per sandbox
     sandbox_limiter: Lower = "auto"  # auto | cgroup2 | cgroup1 | rlimits (per-process limits only)
     sandbox_cgroup: str = "deblo-sandbox"  # name of the parent control group
-    # Photos and voice notes (bot.vision, bot.speech); "" base URLs, keys and model are the LLM's.
+    # Photos and voice notes (bot.agent.vision, bot.capabilities.speech); "" base URLs, keys and
+    # model are the LLM's.
     llm_vision: bool = True
     llm_vision_model: str = ""
     transcribe_base_url: Url = ""
