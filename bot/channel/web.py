@@ -43,6 +43,7 @@ STATUS_RANK = {"created": 0, "accepted": 1, "scheduled": 1, "queued": 2, "sendin
                "delivered": 5, "read": 6, "undelivered": 7, "failed": 7, "canceled": 7}
 FAILED = frozenset({"undelivered", "failed"})
 STATUS_KEY_TTL_S = 900
+UNKNOWN_SID_WAIT_S = 3.0
 
 
 def services_of(request: web.Request) -> Services:
@@ -137,6 +138,19 @@ def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
     return (sid, new_status) if sid and new_status in STATUS_RANK else None
 
 
+async def _row_for_sid(db: Any, sid: str) -> OutboundMessage | None:
+    """The outbound row with this SID. Twilio may call back before the sender has saved the SID
+    its create call just returned, so an unknown SID is looked for again for a short while (well
+    within SPOOL_AFTER_S), each time in a fresh transaction that sees the sender's commit."""
+    deadline = time.monotonic() + UNKNOWN_SID_WAIT_S
+    while True:
+        row = await db.scalar(select(OutboundMessage).where(OutboundMessage.sid == sid))
+        if row is not None or time.monotonic() >= deadline:
+            return row
+        await db.rollback()
+        await asyncio.sleep(0.1)
+
+
 async def record_status(services: Services, form: MultiDict[str]) -> None:
     """Records a (checked, well-formed) status callback on its outbound row."""
     fields = _status_fields(form)
@@ -144,7 +158,7 @@ async def record_status(services: Services, form: MultiDict[str]) -> None:
     sid, new_status = fields
     error_code = form.get("ErrorCode") or None
     async with services.sessions() as db:
-        row = await db.scalar(select(OutboundMessage).where(OutboundMessage.sid == sid))
+        row = await _row_for_sid(db, sid)
         if row is None:
             log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
             return
