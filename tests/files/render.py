@@ -58,40 +58,35 @@ def _run(args: list[str], timeout_s: float, what: str) -> subprocess.CompletedPr
     return done
 
 
-def to_pdf(source: Path, outdir: Path | None = None, *, timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
-    """Converts an Office file (docx, xlsx, pptx…) to PDF with LibreOffice headless; returns the PDF.
+def _soffice(source: Path, fmt: str, outdir: Path, timeout_s: float, what: str) -> Path:
+    """One LibreOffice headless conversion of `source` to `fmt` in `outdir`; returns the new file.
 
     Each call gets its own LibreOffice profile: two conversions sharing one block each other
     (or fail) when tests run in parallel.
     """
     soffice = tool("soffice")
-    source = Path(source)
     if not source.is_file():
-        raise RenderError(f"no file to render at {source}")
-    outdir = Path(outdir) if outdir is not None else source.parent
+        raise RenderError(f"no file to {what} at {source}")
     outdir.mkdir(parents=True, exist_ok=True)
     profile = Path(tempfile.gettempdir()) / f"lo-profile-{os.getpid()}-{uuid.uuid4().hex}"
     try:
-        args = [
-            soffice,
-            f"-env:UserInstallation=file://{profile}",
-            "--headless",
-            "--norestore",
-            "--nologo",
-            "--convert-to",
-            "pdf",
-            "--outdir",
-            str(outdir),
-            str(source),
-        ]
-        done = _run(args, timeout_s, f"LibreOffice converting {source.name}")
+        args = [soffice, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
+                "--nologo", "--convert-to", fmt, "--outdir", str(outdir), str(source)]
+        done = _run(args, timeout_s, f"LibreOffice converting {source.name} to {fmt}")
     finally:
         shutil.rmtree(profile, ignore_errors=True)
-    pdf = outdir / (source.stem + ".pdf")
-    if not pdf.is_file():  # soffice exits 0 even when it could not load the file
+    made = outdir / f"{source.stem}.{fmt.split(':')[0]}"
+    if not made.is_file():  # soffice exits 0 even when it could not load the file
         out = (done.stdout + done.stderr).decode(errors="replace").strip()
-        raise RenderError(f"LibreOffice made no PDF from {source.name}: {out or 'no output'}")
-    return pdf
+        label = "PDF" if fmt == "pdf" else fmt
+        raise RenderError(f"LibreOffice made no {label} from {source.name}: {out or 'no output'}")
+    return made
+
+
+def to_pdf(source: Path, outdir: Path | None = None, *, timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
+    """Converts an Office file (docx, xlsx, pptx…) to PDF with LibreOffice headless; returns the PDF."""
+    source = Path(source)
+    return _soffice(source, "pdf", Path(outdir) if outdir is not None else source.parent, timeout_s, "render")
 
 
 def render_bytes(data: bytes, name: str, outdir: Path) -> Path:
@@ -243,32 +238,7 @@ def convert(source: Path, fmt: str, outdir: Path, *, timeout_s: float = CONVERT_
     """Converts with LibreOffice headless to another format than PDF ("xlsx", "ods", "csv"…);
     returns the new file. A spreadsheet comes back with the values LibreOffice computed for its
     formulas, which is how a test reads the totals a person would see."""
-    soffice = tool("soffice")
     source = Path(source)
-    if not source.is_file():
-        raise RenderError(f"no file to convert at {source}")
-    outdir.mkdir(parents=True, exist_ok=True)
     if outdir.resolve() == source.parent.resolve():
         raise RenderError("convert into another directory than the source's: it would overwrite it")
-    profile = Path(tempfile.gettempdir()) / f"lo-profile-{os.getpid()}-{uuid.uuid4().hex}"
-    try:
-        args = [
-            soffice,
-            f"-env:UserInstallation=file://{profile}",
-            "--headless",
-            "--norestore",
-            "--nologo",
-            "--convert-to",
-            fmt,
-            "--outdir",
-            str(outdir),
-            str(source),
-        ]
-        done = _run(args, timeout_s, f"LibreOffice converting {source.name} to {fmt}")
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    result = outdir / f"{source.stem}.{fmt.split(':')[0]}"
-    if not result.is_file():
-        out = (done.stdout + done.stderr).decode(errors="replace").strip()
-        raise RenderError(f"LibreOffice made no {fmt} from {source.name}: {out or 'no output'}")
-    return result
+    return _soffice(source, fmt, outdir, timeout_s, "convert")
