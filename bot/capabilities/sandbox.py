@@ -45,6 +45,7 @@ _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/alternatives", "/etc/
 _DEVICES = ("null", "zero", "random", "urandom")
 # bwrap's own processes (outer, namespace init) and the gate's shell count against the process cap.
 _HELPER_PROCS = 4
+_BACKSTOP_SANDBOXES = 16  # sandboxes at their process cap at once, host-wide, before the backstop binds
 # Waits for one line on stdin (sent once the process is in its control group), then becomes bwrap.
 _GATE = 'read -r go || exit 125; exec "$@" </dev/null'
 _GATE_FAILED = 125
@@ -301,7 +302,10 @@ def bwrap_args(bwrap: str, limits: Limits, command: str, *, nproc_backstop: bool
         args += _tmpfs(bwrap, path, limits.workspace_mb)
     # Read-only root and /dev (not their submounts): only /work, /tmp and /dev/shm take writes.
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--"]
-    nproc = limits.max_procs + _HELPER_PROCS * 2 if nproc_backstop else limits.max_procs
+    # RLIMIT_NPROC counts every process of the sandbox uid on the host, across sandboxes. With a
+    # control group capping each sandbox it is only a backstop, so it leaves room for several
+    # sandboxes at their cap at once: otherwise one user's fork bomb stops the others' forks.
+    nproc = (limits.max_procs + _HELPER_PROCS) * _BACKSTOP_SANDBOXES if nproc_backstop else limits.max_procs
     args += [
         "prlimit",
         f"--cpu={limits.cpu_s}",
