@@ -259,6 +259,13 @@ def _minimal_dev(bwrap: str, limits: Limits) -> list[str]:
     return args
 
 
+def _nproc(limits: Limits, *, backstop: bool) -> int:
+    """RLIMIT_NPROC counts every process of the sandbox uid on the host, across sandboxes. With a
+    control group capping each sandbox it is only a backstop, so it leaves room for several
+    sandboxes at their cap at once: otherwise one user's fork bomb stops the others' forks."""
+    return (limits.max_procs + _HELPER_PROCS) * _BACKSTOP_SANDBOXES if backstop else limits.max_procs
+
+
 def bwrap_args(bwrap: str, limits: Limits, command: str, *, nproc_backstop: bool = False) -> list[str]:
     """The command line; `nproc_backstop` when a control group caps processes (the rlimit, per uid,
     then only backs it up)."""
@@ -302,10 +309,7 @@ def bwrap_args(bwrap: str, limits: Limits, command: str, *, nproc_backstop: bool
         args += _tmpfs(bwrap, path, limits.workspace_mb)
     # Read-only root and /dev (not their submounts): only /work, /tmp and /dev/shm take writes.
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/work", "--"]
-    # RLIMIT_NPROC counts every process of the sandbox uid on the host, across sandboxes. With a
-    # control group capping each sandbox it is only a backstop, so it leaves room for several
-    # sandboxes at their cap at once: otherwise one user's fork bomb stops the others' forks.
-    nproc = (limits.max_procs + _HELPER_PROCS) * _BACKSTOP_SANDBOXES if nproc_backstop else limits.max_procs
+    nproc = _nproc(limits, backstop=nproc_backstop)
     args += [
         "prlimit",
         f"--cpu={limits.cpu_s}",
