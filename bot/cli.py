@@ -31,6 +31,13 @@ def dispatch_function() -> Any:
     return dispatch
 
 
+def job_runner() -> Any:
+    """What a background job runs (bot.pipeline.jobs.JobWorkers): the agent turn carried on."""
+    from handlers.background import run_job
+
+    return run_job
+
+
 def registered_jobs() -> list[Any]:
     """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker; each claims its rows atomically."""
     from bot.capabilities.progress import weekly_summary_jobs
@@ -49,9 +56,11 @@ def registered_jobs() -> list[Any]:
 def registered_routes() -> list[Any]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[Any] = []
+    from bot.capabilities.job_page import ROUTES as job_page_routes
     from bot.capabilities.payments.webhook import ROUTES as payment_routes
 
     routes += payment_routes
+    routes += job_page_routes  # /jobs/{id}: a background job's live progress page
     return routes
 
 
@@ -81,6 +90,7 @@ async def _serve(settings: Settings, workers: int | None) -> None:
     from aiohttp import web
 
     from bot.channel.web import create_app
+    from bot.pipeline.jobs import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
@@ -93,31 +103,39 @@ async def _serve(settings: Settings, workers: int | None) -> None:
     await site.start()
     run_workers = settings.single_process if workers is None else workers > 0
     pipeline = Pipeline(services, dispatch_function(), concurrency=workers or None, jobs=registered_jobs())
-    if run_workers:
+    background = JobWorkers(services, job_runner()) if run_workers else None
+    if background is not None:
         await pipeline.start()
+        await background.start()
     log.info("serving", extra={"host": settings.host, "port": settings.port, "workers": run_workers,
                                "public_base_url": settings.public_base_url})
     try:
         await _until_signalled()
     finally:
-        if run_workers:
+        if background is not None:
+            await background.stop()
             await pipeline.stop()
         await runner.cleanup()
         await services.close()
 
 
 async def _worker(settings: Settings, concurrency: int | None) -> None:
+    from bot.pipeline.jobs import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
     startup_checks(settings)
     services = await build_services(settings)
     pipeline = Pipeline(services, dispatch_function(), concurrency=concurrency, jobs=registered_jobs())
+    background = JobWorkers(services, job_runner())
     await pipeline.start()
-    log.info("worker started", extra={"concurrency": pipeline.concurrency})
+    await background.start()
+    log.info("worker started", extra={"concurrency": pipeline.concurrency,
+                                      "job_concurrency": background.concurrency})
     try:
         await _until_signalled()
     finally:
+        await background.stop()
         await pipeline.stop()
         await services.close()
 

@@ -48,6 +48,8 @@ class Limits:
     progress_note_after_s: float = 8.0
     # Calls run from one model response; the others get a result saying they were not run.
     max_tool_calls_per_response: int = 8
+    # A turn carried on as a background job (bot.pipeline.jobs) has this long in all, from its start.
+    background_timeout_s: float = 1800.0
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,11 @@ class Settings:
     image_input_credits: int
     audio_seconds_per_credit: int
     speech_chars_per_credit: int
+    job_concurrency: int
+    job_lease_s: float
+    job_sweep_interval_s: float
+    job_broker_heartbeat_timeout_s: float
+    job_broker_maintenance_chance: int
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -302,6 +309,7 @@ class Environment(BaseSettings):
     agent_turn_timeout_s: float = 180.0
     agent_final_reserve_s: float = 20.0
     agent_progress_note_after_s: float = 8.0
+    agent_background_timeout_s: Positive = 1800.0  # a long turn's budget once it runs as a job
     max_tool_calls_per_response: int = Field(8, ge=1)
     # Message path: workers, sweeper, outbound (bot.pipeline, bot.channel.outbound, bot.channel.links).
     worker_concurrency: int = 16
@@ -414,6 +422,20 @@ class Environment(BaseSettings):
     image_input_credits: int = Field(1, ge=0)
     audio_seconds_per_credit: int = Field(60, ge=1)
     speech_chars_per_credit: int = Field(500, ge=1)
+    # Background jobs (bot.storage.job_queue, bot.pipeline.jobs): jobs run at once per process; the
+    # lease a running job holds (renewed every third of it, with the job's heartbeat); how often
+    # jobs whose heartbeat is older than two leases are queued again.
+    job_concurrency: int = Field(2, ge=1)
+    job_lease_s: Positive = 30.0
+    job_sweep_interval_s: Positive = 30.0
+    # With Redis (Dramatiq's broker): a process silent this long is dead and the jobs it had taken
+    # go back to the queue. A live one polls Redis about once a second, so not below a few seconds.
+    job_broker_heartbeat_timeout_s: float = Field(60.0, ge=2)
+    # Per million Redis commands, how many also look for dead processes' jobs. Dramatiq's 1,000 suits
+    # busy queues; an idle process sends one or two commands a second per queue, so at 1,000 a dead
+    # process's job could wait ten minutes or more. 10,000 (1%) finds it within a minute or two of the
+    # heartbeat timeout at a cost of a few cheap lookups a minute (the jobs sweeper is the backstop).
+    job_broker_maintenance_chance: int = Field(10_000, ge=1, le=1_000_000)
 
     @model_validator(mode="before")
     @classmethod
@@ -457,6 +479,7 @@ _SAID = {
     "bool_parsing": "must be true or false (on or off)",
     "greater_than_equal": "must be {ge} or more",
     "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be {le} or less",
     "literal_error": "must be {expected}",
 }
 
@@ -512,6 +535,7 @@ def _settings(read: Environment) -> Settings:
             final_answer_reserve_s=read.agent_final_reserve_s,
             progress_note_after_s=read.agent_progress_note_after_s,
             max_tool_calls_per_response=read.max_tool_calls_per_response,
+            background_timeout_s=read.agent_background_timeout_s,
         ),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,

@@ -30,6 +30,7 @@ class Services:
     llm: Any = None  # bot.agent.llm.LLMClient
     files: Any = None  # bot.storage.filestore.FileStore
     console: Any = None  # bot.channel.outbound.ConsoleSink when running `python -m bot chat`
+    jobs: Any = None  # bot.storage.job_queue.JobQueue: background jobs (run by bot.pipeline.jobs)
     extra: dict[str, Any] = field(default_factory=dict)
 
     async def close(self) -> None:
@@ -38,6 +39,8 @@ class Services:
             if close is not None:
                 await close()
         await self.http.aclose()
+        if self.jobs is not None:
+            self.jobs.close()
         await self.state.close()
         await self.engine.dispose()
 
@@ -56,8 +59,10 @@ async def build_services(settings: Settings, *, clock: Clock = system_now) -> Se
     from bot.agent.llm import LLMClient
     from bot.channel.twilio_client import TwilioClient
     from bot.storage.filestore import LocalFileStore
+    from bot.storage.job_queue import JobQueue
 
     services.twilio = TwilioClient(settings)
     services.llm = LLMClient(settings)
     services.files = LocalFileStore(settings.data_dir / "files")
+    services.jobs = JobQueue(settings)
     return services

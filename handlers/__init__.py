@@ -22,6 +22,7 @@ def chain() -> list[Handler]:
         commands,
         credits_choice,
         email_commands,
+        job_commands,
         memory_commands,
         onboarding,
         optout,
@@ -42,6 +43,8 @@ def chain() -> list[Handler]:
         parents.handle,
         quiz_answer.handle,
         credits_choice.handle,
+        # STATUT / ANNULER answer from the database at once, whatever else is going on.
+        job_commands.handle,
         commands.handle,
         progress.handle,
         memory_commands.handle,

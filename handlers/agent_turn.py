@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from bot.agent import history, vision
 from bot.agent.effects import for_turn
-from bot.agent.loop import run_turn
+from bot.agent.loop import PROMOTED, new_state, run_turn
 from bot.agent.prompts import build_system_prompt
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
@@ -28,6 +28,7 @@ from bot.capabilities import credits, menus, speech
 from bot.capabilities.quiz import redact_tool_arguments
 from bot.channel.context import Incoming
 from bot.storage.models import Memory, TurnRecord, UserFile
+from handlers import background
 
 log = logging.getLogger(__name__)
 
@@ -276,11 +277,15 @@ async def _relay(msg: Incoming, events: AsyncIterator[dict[str, Any]], replies: 
             await msg.reply(event["text"])
         elif kind == "tool_progress":
             await replies.progress(event["note"])
+        elif kind == "long_work":
+            await background.tell_long_work(msg)
         elif kind == "final":
             outcome = event["outcome"]
     assert outcome is not None
     if answer:
         await speech.reply_spoken(msg, answer)
+    if outcome.exit_reason == PROMOTED and outcome.state is not None:
+        await background.promote(msg, outcome.state)
     return outcome
 
 
@@ -309,6 +314,23 @@ async def _record_turn(msg: Incoming, outcome: Any, inbound_id: int | None) -> N
         len(outcome.iterations),
         outcome.total_tokens,
     )
+
+
+def _start_state(msg: Incoming, messages: list[dict[str, Any]], offered: list[Tool],
+                 taken_ids: set[str]) -> tuple[Any, float | None]:
+    """The turn's state, and when it goes to the background (None: it never does).
+
+    With a job queue, a turn with tools gets the whole background budget as its deadline and is
+    promoted when AGENT_TURN_TIMEOUT_S passes (at once when a pro user asked for it)."""
+    limits = msg.services.settings.limits
+    if not (offered and background.can_promote(msg.services)):
+        state = new_state(messages, timeout_s=limits.turn_timeout_s, taken_ids=taken_ids)
+        promote_at = None
+    else:
+        state = new_state(messages, timeout_s=limits.background_timeout_s, taken_ids=taken_ids)
+        promote_at = state.started + (0.0 if background.background_asked(msg) else limits.turn_timeout_s)
+    state.tool_names = [t.name for t in offered]
+    return state, promote_at
 
 
 async def handle(msg: Incoming) -> bool:
@@ -344,9 +366,12 @@ async def handle(msg: Incoming) -> bool:
         await db.commit()
 
     replies = _ToolReplies(msg, inbound_id)
+    state, promote_at = _start_state(msg, messages, offered, taken_ids)
+    state.effects_from = effects.first_position if effects is not None else 0
     events = run_turn(
         services.llm,
-        messages,
+        state=state,
+        promote_at=promote_at,
         tools=offered,
         known_names=known,
         mode=user.mode or "guest",
@@ -355,7 +380,6 @@ async def handle(msg: Incoming) -> bool:
         limits=settings.limits,
         context_tokens=settings.llm_context_tokens,
         on_messages=on_messages,
-        taken_ids=taken_ids,
         redact_arguments=redact_tool_arguments,
         budget=budget,
         effects=effects,

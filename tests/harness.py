@@ -84,6 +84,7 @@ class Harness:
     runner: web.AppRunner
     session: aiohttp.ClientSession
     env: dict[str, str] = field(default_factory=dict)
+    job_workers: Any = None  # bot.pipeline.jobs.JobWorkers: background jobs run in the test process
 
     # --- webhooks ----------------------------------------------------------------------------
     def address(self, phone: str, channel: str) -> str:
@@ -226,7 +227,18 @@ class Harness:
         await self.stop_workers()
         await self.start_workers(dispatch)
 
+    async def restart_job_workers(self) -> None:
+        """Stops the job workers as a dying process would leave its jobs, then starts new ones."""
+        from bot.cli import job_runner
+        from bot.pipeline.jobs import JobWorkers
+
+        await self.job_workers.stop()
+        self.job_workers = JobWorkers(self.services, job_runner())
+        await self.job_workers.start()
+
     async def close(self) -> None:
+        if self.job_workers is not None:
+            await self.job_workers.stop()
         await self.pipeline.stop()
         await self.session.close()
         await self.twilio.stop()
@@ -258,7 +270,8 @@ def _free_socket() -> socket.socket:
 
 async def start_harness(database: Database, data_dir: Path, redis_prefix: str, env: Mapping[str, str],
                         *, clock: ManualClock | None = None) -> Harness:
-    from bot.cli import dispatch_function, registered_jobs, registered_routes
+    from bot.cli import dispatch_function, job_runner, registered_jobs, registered_routes
+    from bot.pipeline.jobs import JobWorkers
 
     twilio = FakeTwilio()
     await twilio.start()
@@ -311,10 +324,12 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
     await web.SockSite(runner, sock).start()
     pipeline = Pipeline(services, dispatch_function(), jobs=registered_jobs())
     await pipeline.start()
+    job_workers = JobWorkers(services, job_runner())
+    await job_workers.start()
     session = aiohttp.ClientSession()
     return Harness(
         settings=settings, services=services, twilio=twilio, llm=llm, clock=clock, base_url=base_url,
-        pipeline=pipeline, runner=runner, session=session, env=dict(values),
+        pipeline=pipeline, runner=runner, session=session, env=dict(values), job_workers=job_workers,
     )
 
 

@@ -1,11 +1,20 @@
 """The agent loop: the model thinks, calls tools, reads their results, and answers.
 
 `run_turn` is an async generator of events (the seed's types):
+  {"type": "step", "n"}                       a step begins (a model call, then its tools)
   {"type": "text", "text": ...}               text for the user (before tool calls, or the answer)
-  {"type": "tool_start", "name", "tool_call_id", "arguments"}
+  {"type": "tool_start", "name", "tool_call_id", "arguments", "n"}
   {"type": "tool_progress", "name", "note"}   a tool runs long (once per turn at most)
-  {"type": "tool_end", "name", "tool_call_id", "status", "duration_ms"}
+  {"type": "tool_end", "name", "tool_call_id", "status", "duration_ms", "n"}
+  {"type": "long_work"}                       the direct budget passed while a tool still runs
+  {"type": "promote"}                         the direct budget passed: go on in the background
   {"type": "final", "outcome": TurnOutcome}   always last
+
+The turn is a `TurnState` (bot/agent/turn_state.py) advanced one step at a time by `_Turn.step`;
+`save(state)` is called after every step, so a turn can be resumed from its last step by another
+process (`run_turn(..., state=saved)`). With `promote_at`, a turn still working when that time
+passes stops before its next step with exit reason `promoted` instead of being forced to answer:
+the caller carries it on in the background. `should_stop()` is asked before every step (ANNULER).
 
 Caps (bot.config.Limits): at most `max_iterations` model calls, the last one sent with
 `tool_choice: "none"`; one deadline for the whole turn shared by the model and the tools, with a
@@ -18,29 +27,30 @@ call's tokens are reported as soon as it returns. The user always gets text.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.agent.effects import EffectStore
-from bot.agent.executor import CallOutcome, TurnMemory, complete_outcomes, execute_calls
 from bot.agent.llm import ImagesRefused, LLMClient, LLMError, LLMResponse
 from bot.agent.sse import ToolCall, repair_ids
+from bot.agent.tool_batch import run_batch
 from bot.agent.toolspec import Tool, ToolContext
 from bot.agent.truncation import fit_context, total_tokens
-from bot.agent.untrusted import TurnSources
+from bot.agent.turn_state import ANSWERED, TurnState, new_state
 from bot.config import Limits
 
-ANSWERED = "answered"
 FORCED_MAX_ITERATIONS = "forced_max_iterations"
 FORCED_DEADLINE = "forced_deadline"
 PROVIDER_ERROR = "provider_error"
 EMPTY_ANSWER = "empty_answer"
 ABORTED = "aborted"
 OVER_BUDGET = "over_budget"
+PROMOTED = "promoted"  # the turn goes on in the background (its state was saved)
+CANCELLED = "cancelled"  # should_stop() said so before a step
+
+__all__ = ["ANSWERED", "Budget", "TurnOutcome", "TurnState", "new_state", "run_turn"]
 
 FALLBACK_TEXT = {
     PROVIDER_ERROR: {
@@ -63,20 +73,19 @@ FALLBACK_TEXT = {
 }
 # Tokens an answer is assumed to take when a model call's cost is estimated beforehand.
 COMPLETION_ALLOWANCE = 512
-_DONE: dict[str, Any] = {"type": "_done"}  # the executor finished (put on the event queue)
-DEFAULT_PROGRESS = {"fr": "⏳ Je travaille dessus, un instant…", "en": "⏳ Working on it, one moment…"}
 
 
 @dataclass
 class TurnOutcome:
     exit_reason: str
-    text: str  # everything the user was shown, joined
+    text: str  # everything the user was shown in this run, joined
     iterations: list[dict[str, Any]] = field(default_factory=list)
     new_messages: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_ms: int = 0
     tool_runs: list[dict[str, Any]] = field(default_factory=list)
+    state: TurnState | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -95,7 +104,14 @@ class Budget:
 
 
 def _tools_tokens(schemas: Sequence[dict[str, Any]]) -> int:
+    import json
+
     return int(len(json.dumps(list(schemas))) / 3.5) if schemas else 0
+
+
+def _monotonic(wall: float) -> float:
+    """A wall-clock deadline as the time.monotonic() value the model client expects."""
+    return time.monotonic() + (wall - time.time())
 
 
 def _steps_left_note(left: int, language: str) -> dict[str, Any]:
@@ -107,68 +123,52 @@ def _steps_left_note(left: int, language: str) -> dict[str, Any]:
     return {"role": "system", "content": text}
 
 
-def _progress_sender(queue: asyncio.Queue[dict[str, Any]], name: str) -> Callable[[str], Awaitable[None]]:
-    async def progress(note: str) -> None:
-        queue.put_nowait({"type": "tool_progress", "name": name, "note": note})
+@dataclass
+class _Turn:
+    """What a turn runs with that is code, not data: the model, the tools and the callbacks."""
 
-    return progress
+    llm: LLMClient
+    state: TurnState
+    tools: Sequence[Tool]
+    known_names: Collection[str]
+    mode: str
+    lang: str
+    make_context: Callable[[ToolCall], ToolContext] | None
+    limits: Limits
+    context_tokens: int
+    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None
+    redact_arguments: Callable[[str, str], str] | None
+    budget: Budget | None
+    effects: EffectStore | None
+    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None
+    promote_at: float | None
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+    shown_now: list[str] = field(default_factory=list)
+    outcome: TurnOutcome = field(default_factory=lambda: TurnOutcome(exit_reason=ANSWERED, text=""))
 
+    def __post_init__(self) -> None:
+        self.schemas = [t.openai_schema() for t in self.tools]
+        self.tools_tokens = _tools_tokens(self.schemas)
+        self.by_name = {t.name: t for t in self.tools}
+        self.run_started = time.time()
 
-async def run_turn(
-    llm: LLMClient,
-    messages: list[dict[str, Any]],
-    *,
-    tools: Sequence[Tool] = (),
-    known_names: Collection[str] = (),
-    mode: str = "child",
-    language: str = "fr",
-    make_context: Callable[[ToolCall], ToolContext] | None = None,
-    limits: Limits | None = None,
-    context_tokens: int = 32_000,
-    turn_timeout_s: float | None = None,
-    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None,
-    taken_ids: set[str] | None = None,
-    redact_arguments: Callable[[str, str], str] | None = None,
-    budget: Budget | None = None,
-    effects: EffectStore | None = None,
-    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
-) -> AsyncIterator[dict[str, Any]]:
-    """Runs one turn from `messages` (system prompt, history and the user's message).
+    # --- small pieces ----------------------------------------------------------------------
+    @property
+    def reserve(self) -> float:
+        s = self.state
+        return min(self.limits.final_answer_reserve_s, (s.deadline - s.started) / 2)
 
-    `redact_arguments(name, arguments)` rewrites a call's arguments as history keeps them, after
-    the tool ran with the real ones (a quiz's answer must not travel again to the model).
-    `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
-    `without_images(messages)` gives the messages with their images replaced by text (OCR): used
-    once, in the same turn, when the provider refuses image input.
-    """
-    limits = limits or Limits()
-    lang = "en" if language == "en" else "fr"
-    started = time.monotonic()
-    deadline = started + (turn_timeout_s if turn_timeout_s is not None else limits.turn_timeout_s)
-    reserve = min(limits.final_answer_reserve_s, (deadline - started) / 2)
-    by_name = {t.name: t for t in tools}
-    schemas = [t.openai_schema() for t in tools]
-    tools_tokens = _tools_tokens(schemas)
-    history = list(messages)
-    taken = (
-        taken_ids
-        if taken_ids is not None
-        else {c.get("id", "") for m in messages for c in (m.get("tool_calls") or [])}
-    )
-    memory = TurnMemory()
-    # Where browse_url may go and whether third-party text was read: what save_memory looks at.
-    sources = TurnSources.for_turn(messages)
-    outcome = TurnOutcome(exit_reason=ANSWERED, text="")
-    shown: list[str] = []
-    progress_sent = False
-    position = 0  # tool calls of this turn so far: the key of a side effect is its position
+    def promote_due(self) -> bool:
+        """The direct budget has passed and the turn still has work to do."""
+        return self.promote_at is not None and bool(self.tools) and time.time() >= self.promote_at
 
-    def ctx_for(call: ToolCall) -> ToolContext:
-        if make_context is None:
-            raise RuntimeError("tools offered without a make_context")
-        return make_context(call)
+    def say(self, text: str) -> dict[str, Any]:
+        self.state.shown.append(text)
+        self.shown_now.append(text)
+        return {"type": "text", "text": text}
 
-    def record(n: int, resp: LLMResponse | None, forced: bool, extra: dict[str, Any] | None = None) -> None:
+    def record(self, n: int, resp: LLMResponse | None, forced: bool,
+               extra: dict[str, Any] | None = None) -> None:
         entry: dict[str, Any] = {"n": n, "forced": forced}
         if resp is not None:
             entry.update(
@@ -180,200 +180,219 @@ async def run_turn(
                 tool_calls=len(resp.tool_calls),
                 attempts=len(resp.attempts),
             )
-            outcome.prompt_tokens += resp.prompt_tokens
-            outcome.completion_tokens += resp.completion_tokens
+            self.state.prompt_tokens += resp.prompt_tokens
+            self.state.completion_tokens += resp.completion_tokens
         entry.update(extra or {})
-        outcome.iterations.append(entry)
+        self.state.iterations.append(entry)
+        self.outcome.iterations.append(entry)
 
-    def say(text: str) -> dict[str, Any]:
-        shown.append(text)
-        return {"type": "text", "text": text}
-
-    def affordable(request: list[dict[str, Any]], with_tools: bool) -> bool:
-        if budget is None or budget.tokens is None:
+    def affordable(self, request: list[dict[str, Any]], with_tools: bool) -> bool:
+        if self.budget is None or self.budget.tokens is None:
             return True
-        estimate = total_tokens(request, tools_tokens if with_tools else 0) + COMPLETION_ALLOWANCE
-        return outcome.total_tokens + estimate <= budget.tokens
+        estimate = total_tokens(request, self.tools_tokens if with_tools else 0) + COMPLETION_ALLOWANCE
+        return self.state.total_tokens + estimate <= self.budget.tokens
 
-    async def spent(resp: LLMResponse) -> None:
-        if budget is not None and budget.spend is not None:
-            await budget.spend(resp.prompt_tokens + resp.completion_tokens)
+    async def spent(self, resp: LLMResponse) -> None:
+        self.state.model_calls += 1
+        if self.budget is not None and self.budget.spend is not None:
+            await self.budget.spend(resp.prompt_tokens + resp.completion_tokens)
 
-    async def persist(new: list[dict[str, Any]]) -> None:
-        outcome.new_messages.extend(new)
-        if on_messages is not None:
-            await on_messages(new)
+    async def persist(self, new: list[dict[str, Any]]) -> None:
+        self.outcome.new_messages.extend(new)
+        if self.on_messages is not None:
+            await self.on_messages(new)
 
-    try:
-        n = 0
-        force_now = False
-        while n < limits.max_iterations:
-            n += 1
-            remaining = deadline - time.monotonic()
-            at_deadline = force_now or remaining <= reserve
-            forced = n >= limits.max_iterations or at_deadline or not tools
-            if forced and tools:
-                outcome.exit_reason = FORCED_DEADLINE if at_deadline else FORCED_MAX_ITERATIONS
-            request = history
-            left = limits.max_iterations - n
-            if tools and not forced and left <= 2:
-                request = [*history, _steps_left_note(left + 1, lang)]
-            request = fit_context(request, context_tokens, tools_tokens)
-            if not affordable(request, bool(schemas)):
-                record(n, None, forced, {"over_budget": True})
-                outcome.exit_reason = OVER_BUDGET
-                yield say(FALLBACK_TEXT[OVER_BUDGET][lang])
-                break
-            call_deadline = deadline if forced else deadline - reserve
-            try:
-                resp = await llm.chat(
-                    request,
-                    tools=schemas or None,
-                    tool_choice="none" if (forced and schemas) else None,
-                    deadline=call_deadline,
-                )
-            except LLMError as exc:
-                record(n, None, forced, {"error": str(exc), "attempts": exc.attempts})
-                if isinstance(exc, ImagesRefused) and without_images is not None:
-                    history = await without_images(history)
-                    without_images = None
-                    n -= 1  # the same step again, with the photos' text instead of the photos
-                    continue
-                if not forced and time.monotonic() >= call_deadline - 0.05:
-                    # The model call ran into the reserve: answer with what we have, now.
-                    force_now = True
-                    continue
-                outcome.exit_reason = PROVIDER_ERROR
-                yield say(FALLBACK_TEXT[PROVIDER_ERROR][lang])
-                break
-            record(n, resp, forced)
-            await spent(resp)
-            calls = resp.tool_calls
-            if forced and calls:
-                # Asked for text but got tool calls: drop them and ask once more without tools.
-                if not resp.content.strip():
-                    retry = fit_context(history, context_tokens)
-                    if not affordable(retry, False):
-                        outcome.exit_reason = OVER_BUDGET
-                        yield say(FALLBACK_TEXT[OVER_BUDGET][lang])
-                        break
-                    try:
-                        resp = await llm.chat(retry, deadline=deadline)
-                        record(n, resp, True, {"retry_without_tools": True})
-                        await spent(resp)
-                    except LLMError as exc:
-                        record(n, None, True, {"error": str(exc), "retry_without_tools": True})
-                        outcome.exit_reason = PROVIDER_ERROR
-                        yield say(FALLBACK_TEXT[PROVIDER_ERROR][lang])
-                        break
-                calls = []
-            if not calls:
-                text = resp.content.strip()
-                if not text:
-                    if outcome.exit_reason == ANSWERED:
-                        outcome.exit_reason = EMPTY_ANSWER
-                    text = FALLBACK_TEXT[EMPTY_ANSWER][lang]
-                await persist([{"role": "assistant", "content": text}])
-                yield say(text)
-                break
-            calls = repair_ids(calls, taken)
-            if resp.content.strip():
-                yield say(resp.content.strip())
-            assistant = {
-                "role": "assistant",
-                "content": resp.content or None,
-                "tool_calls": [c.as_openai() for c in calls],
-            }
-            tool_timeout = min(limits.tool_timeout_s, deadline - reserve - time.monotonic())
-            queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-            into: list[CallOutcome | None] = [None] * len(calls)
+    def finish(self, reason: str | None = None) -> None:
+        if reason is not None:
+            self.state.exit_reason = reason
+        self.state.done = True
 
-            shown_images: list[dict[str, Any]] = []  # image parts tools asked the model to see
+    # --- one step --------------------------------------------------------------------------
+    def _plan(self, n: int) -> tuple[bool, list[dict[str, Any]]]:
+        """Whether this step is forced to text, and the request it sends."""
+        s, limits = self.state, self.limits
+        at_deadline = s.force_now or s.deadline - time.time() <= self.reserve
+        forced = n >= limits.max_iterations or at_deadline or not self.tools
+        if forced and self.tools:
+            s.exit_reason = FORCED_DEADLINE if at_deadline else FORCED_MAX_ITERATIONS
+        request = s.messages
+        left = limits.max_iterations - n
+        if self.tools and not forced and left <= 2:
+            request = [*s.messages, _steps_left_note(left + 1, self.lang)]
+        return forced, fit_context(request, self.context_tokens, self.tools_tokens)
 
-            def make(call: ToolCall, _queue: asyncio.Queue[dict[str, Any]] = queue,
-                     _images: list[dict[str, Any]] = shown_images) -> ToolContext:
-                ctx = ctx_for(call)
-                ctx.extra["images"] = _images
-                tool = by_name.get(call.name)
+    async def step(self) -> AsyncIterator[dict[str, Any]]:
+        s = self.state
+        s.iteration += 1
+        n = s.iteration
+        forced, request = self._plan(n)
+        if not self.affordable(request, bool(self.schemas)):
+            self.record(n, None, forced, {"over_budget": True})
+            self.finish(OVER_BUDGET)
+            yield self.say(FALLBACK_TEXT[OVER_BUDGET][self.lang])
+            return
+        resp = await self._call(n, request, forced)
+        if resp is None:
+            if s.done:
+                yield self.say(FALLBACK_TEXT[s.exit_reason][self.lang])
+            return
+        calls = resp.tool_calls
+        if forced and calls:
+            resp = await self._text_instead(n, resp)
+            if resp is None:
+                yield self.say(FALLBACK_TEXT[s.exit_reason][self.lang])
+                return
+            calls = []
+        if not calls:
+            async for event in self._answer(resp):
+                yield event
+            return
+        async for event in self._tools(n, resp, calls):
+            yield event
 
-                if ctx.progress is None:
-                    ctx.progress = _progress_sender(_queue, call.name)
-                if ctx.turn is None:
-                    ctx.turn = sources
-                ctx.extra.setdefault("progress_default", (tool.progress_note or {}) if tool else {})
-                return ctx
-
-            task = asyncio.create_task(
-                execute_calls(
-                    calls,
-                    tools=by_name,
-                    known_names=known_names,
-                    mode=mode,
-                    make_context=make,
-                    timeout_s=tool_timeout,
-                    memory=memory,
-                    emit=queue.put_nowait,
-                    into=into,
-                    max_calls=limits.max_tool_calls_per_response,
-                    effects=effects,
-                    first_position=position,
-                )
+    async def _call(self, n: int, request: list[dict[str, Any]], forced: bool) -> LLMResponse | None:
+        """The step's model call; None when it failed (the state says what comes next)."""
+        s = self.state
+        call_deadline = s.deadline if forced else s.deadline - self.reserve
+        try:
+            resp = await self.llm.chat(
+                request,
+                tools=self.schemas or None,
+                tool_choice="none" if (forced and self.schemas) else None,
+                deadline=_monotonic(call_deadline),
             )
-            position += len(calls)
-            task.add_done_callback(lambda _task, _queue=queue: _queue.put_nowait(_DONE))
-            batch_started = time.monotonic()
-            try:
-                while True:
-                    if progress_sent:
-                        event = await queue.get()
-                    else:
-                        try:
-                            wait = batch_started + limits.progress_note_after_s - time.monotonic()
-                            async with asyncio.timeout(max(0.0, wait)):
-                                event = await queue.get()
-                        except TimeoutError:
-                            progress_sent = True
-                            running = [c for c, o in zip(calls, into, strict=True) if o is None]
-                            tool = by_name.get(running[0].name) if running else None
-                            note = (tool.progress_note or {}) if tool else {}
-                            yield {
-                                "type": "tool_progress",
-                                "name": tool.name if tool else "",
-                                "note": note.get(lang) or note.get("fr") or DEFAULT_PROGRESS[lang],
-                            }
-                            continue
-                    if event is _DONE:
-                        break
-                    if event["type"] == "tool_progress":
-                        if progress_sent:
-                            continue
-                        progress_sent = True
-                    yield event
-                outcomes = task.result()
-            finally:
-                if not task.done():
-                    task.cancel()
-                    try:
-                        await task
-                    except BaseException:  # cancelled on purpose; its outcome is not needed
-                        pass
-            outcomes = complete_outcomes(calls, list(into))
+        except LLMError as exc:
+            self.record(n, None, forced, {"error": str(exc), "attempts": exc.attempts})
+            if isinstance(exc, ImagesRefused) and self.without_images is not None and not s.images_replaced:
+                s.messages = await self.without_images(s.messages)
+                s.images_replaced = True
+                s.iteration -= 1  # the same step again, with the photos' text instead of the photos
+            elif not forced and time.time() >= call_deadline - 0.05:
+                s.force_now = True  # the model call ran into the reserve: answer with what we have
+            else:
+                self.finish(PROVIDER_ERROR)
+            return None
+        self.record(n, resp, forced)
+        await self.spent(resp)
+        return resp
+
+    async def _text_instead(self, n: int, resp: LLMResponse) -> LLMResponse | None:
+        """Asked for text but got tool calls: drop them; without text, ask once more without tools."""
+        if resp.content.strip():
+            return resp
+        retry = fit_context(self.state.messages, self.context_tokens)
+        if not self.affordable(retry, False):
+            self.finish(OVER_BUDGET)
+            return None
+        try:
+            resp = await self.llm.chat(retry, deadline=_monotonic(self.state.deadline))
+        except LLMError as exc:
+            self.record(n, None, True, {"error": str(exc), "retry_without_tools": True})
+            self.finish(PROVIDER_ERROR)
+            return None
+        self.record(n, resp, True, {"retry_without_tools": True})
+        await self.spent(resp)
+        return resp
+
+    async def _answer(self, resp: LLMResponse) -> AsyncIterator[dict[str, Any]]:
+        text = resp.content.strip()
+        if not text:
+            if self.state.exit_reason == ANSWERED:
+                self.state.exit_reason = EMPTY_ANSWER
+            text = FALLBACK_TEXT[EMPTY_ANSWER][self.lang]
+        await self.persist([{"role": "assistant", "content": text}])
+        self.finish()
+        yield self.say(text)
+
+    async def _tools(self, n: int, resp: LLMResponse, calls: list[ToolCall]) -> AsyncIterator[dict[str, Any]]:
+        s = self.state
+        taken = set(s.taken_ids)
+        calls = repair_ids(calls, taken)
+        s.taken_ids = sorted(taken)
+        if resp.content.strip():
+            yield self.say(resp.content.strip())
+        assistant = {"role": "assistant", "content": resp.content or None,
+                     "tool_calls": [c.as_openai() for c in calls]}
+        images: list[dict[str, Any]] = []  # image parts tools asked the model to see
+        outcomes: list[Any] = []
+        async for event in run_batch(self, n, calls, images, outcomes):
+            yield event
+        for o in outcomes:
+            s.tool_runs.append({"n": n, "name": o.call.name, "status": o.status,
+                                "duration_ms": o.duration_ms})
+            self.outcome.tool_runs.append(s.tool_runs[-1])
+        if self.redact_arguments is not None:
             for o in outcomes:
-                outcome.tool_runs.append(
-                    {"n": n, "name": o.call.name, "status": o.status, "duration_ms": o.duration_ms}
-                )
-            if redact_arguments is not None:
-                for o in outcomes:
-                    o.call.arguments = redact_arguments(o.call.name, o.call.arguments)
-            assistant["tool_calls"] = [o.call.as_openai() for o in outcomes]
-            new = [assistant, *(o.message() for o in outcomes)]
-            history.extend(new)
-            await persist(new)
-            if shown_images:
-                # Seen in this turn only: history keeps the file reference, never the bytes.
-                note = "[Images requested with read_user_file, in order:]"
-                history.append({"role": "user", "content": [{"type": "text", "text": note}, *shown_images]})
+                o.call.arguments = self.redact_arguments(o.call.name, o.call.arguments)
+        assistant["tool_calls"] = [o.call.as_openai() for o in outcomes]
+        new = [assistant, *(o.message() for o in outcomes)]
+        s.messages.extend(new)
+        await self.persist(new)
+        if images:
+            # Seen in this turn only: history keeps the file reference, never the bytes.
+            note = "[Images requested with read_user_file, in order:]"
+            s.messages.append({"role": "user", "content": [{"type": "text", "text": note}, *images]})
+
+    def result(self, exit_reason: str) -> TurnOutcome:
+        o, s = self.outcome, self.state
+        o.exit_reason = exit_reason
+        o.text = "\n\n".join(self.shown_now)
+        o.prompt_tokens = sum(i.get("prompt_tokens", 0) for i in o.iterations)
+        o.completion_tokens = sum(i.get("completion_tokens", 0) for i in o.iterations)
+        o.latency_ms = int((time.time() - self.run_started) * 1000)
+        o.state = s
+        return o
+
+
+async def run_turn(
+    llm: LLMClient, messages: list[dict[str, Any]] | None = None, *, state: TurnState | None = None,
+    tools: Sequence[Tool] = (), known_names: Collection[str] = (), mode: str = "child",
+    language: str = "fr", make_context: Callable[[ToolCall], ToolContext] | None = None,
+    limits: Limits | None = None, context_tokens: int = 32_000, turn_timeout_s: float | None = None,
+    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None,
+    taken_ids: set[str] | None = None, redact_arguments: Callable[[str, str], str] | None = None,
+    budget: Budget | None = None, effects: EffectStore | None = None,
+    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
+    save: Callable[[TurnState], Awaitable[None]] | None = None,
+    should_stop: Callable[[], Awaitable[bool]] | None = None, promote_at: float | None = None,
+) -> AsyncIterator[dict[str, Any]]:
+    """Runs one turn from `messages` (system prompt, history and the user's message), or goes on
+    with a saved `state`.
+
+    `redact_arguments(name, arguments)` rewrites a call's arguments as history keeps them, after
+    the tool ran with the real ones (a quiz's answer must not travel again to the model).
+    `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
+    `without_images(messages)` gives the messages with their images replaced by text (OCR): used
+    once, in the same turn, when the provider refuses image input.
+    """
+    limits = limits or Limits()
+    if state is None:
+        timeout = turn_timeout_s if turn_timeout_s is not None else limits.turn_timeout_s
+        state = new_state(list(messages or []), timeout_s=timeout, taken_ids=taken_ids)
+        state.tool_names = [t.name for t in tools]
+    turn = _Turn(
+        llm=llm, state=state, tools=tools, known_names=known_names, mode=mode,
+        lang="en" if language == "en" else "fr", make_context=make_context, limits=limits,
+        context_tokens=context_tokens, on_messages=on_messages, redact_arguments=redact_arguments,
+        budget=budget, effects=effects, without_images=without_images, promote_at=promote_at,
+    )
+    exit_reason: str | None = None
+    try:
+        while not state.done:
+            if should_stop is not None and await should_stop():
+                exit_reason = CANCELLED
+                break
+            if turn.promote_due():
+                exit_reason = PROMOTED
+                yield {"type": "promote"}
+                break
+            yield {"type": "step", "n": state.iteration + 1}
+            async for event in turn.step():
+                yield event
+            if not state.done and state.iteration >= limits.max_iterations:
+                turn.finish(FORCED_MAX_ITERATIONS)  # a forced step always answers; this is a guard
+            if save is not None:
+                await save(state)
     finally:
-        outcome.text = "\n\n".join(shown)
-        outcome.latency_ms = int((time.monotonic() - started) * 1000)
+        outcome = turn.result(exit_reason or state.exit_reason)
     yield {"type": "final", "outcome": outcome}

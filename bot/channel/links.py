@@ -81,3 +81,37 @@ def check_link(settings: Settings, file_id: str, expires: str, sig: str, name: s
     if int(expires) < (now if now is not None else time.time()):
         return None
     return int(file_id)
+
+
+# --- progress pages of background jobs: /jobs/{id}?sig=<expires>.<mac> -----------------------
+
+
+def _job_mac(secret: str, job_id: int, expires: int) -> str:
+    mac = hmac.new(secret.encode(), f"job:{job_id}:{expires}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:18]).decode().rstrip("=")
+
+
+def job_signature(settings: Settings, job_id: int, *, now: float | None = None,
+                  ttl_s: int | None = None) -> str:
+    """The `sig` of a job's progress page: its expiry and an HMAC of id and expiry, so the link
+    opens that one job only, until it expires (FILE_LINK_SMS_TTL_S unless `ttl_s`)."""
+    ttl = ttl_s if ttl_s is not None else settings.file_link_sms_ttl_s
+    expires = int((now if now is not None else time.time()) + ttl)
+    return f"{expires}.{_job_mac(settings.secret_key, job_id, expires)}"
+
+
+def job_page_url(settings: Settings, job_id: int, *, now: float | None = None) -> str:
+    """The public link to a job's live progress page, sent with STATUT and the long-work note."""
+    return f"{settings.public_base_url}/jobs/{job_id}?sig={job_signature(settings, job_id, now=now)}"
+
+
+def check_job_signature(settings: Settings, job_id: str, sig: str, *, now: float | None = None) -> int | None:
+    """The job id when `sig` is genuine for it and unexpired, else None."""
+    expires, _, mac = (sig or "").partition(".")
+    if not (job_id.isdigit() and expires.isdigit()) or len(job_id) > 18 or len(expires) > 12:
+        return None
+    if not hmac.compare_digest(_job_mac(settings.secret_key, int(job_id), int(expires)), mac):
+        return None
+    if int(expires) < (now if now is not None else time.time()):
+        return None
+    return int(job_id)

@@ -195,6 +195,51 @@ class TurnRecord(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class GenerationJob(Base):
+    """A long turn carried on in the background (bot.capabilities.jobs): its saved state, status,
+    steps and result. The row is the truth; the job queue only says which job to run next."""
+
+    __tablename__ = "generation_jobs"
+    __table_args__ = (Index("ix_generation_jobs_user_status", "user_id", "status"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    conversation_id: Mapped[int] = mapped_column(ForeignKey("conversations.id", ondelete="CASCADE"))
+    inbound_id: Mapped[int | None] = mapped_column(BigInteger)  # the message that asked for it
+    channel: Mapped[str] = mapped_column(String(16))  # whatsapp | sms | cli
+    request: Mapped[str] = mapped_column(Text, default="")  # the user's words, for STATUT and the page
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    # queued | running | completed | failed | cancelled
+    state: Mapped[dict[str, Any] | None]  # the saved TurnState (bot.agent.loop), after every step
+    step: Mapped[str | None] = mapped_column(String(200))  # what it is doing now, as the user reads it
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # runs started (a dead worker's too)
+    worker: Mapped[str | None] = mapped_column(String(64))
+    heartbeat_at: Mapped[datetime | None]
+    deadline_at: Mapped[datetime | None]  # AGENT_BACKGROUND_TIMEOUT_S after the turn began
+    result_text: Mapped[str | None] = mapped_column(Text)
+    result_files: Mapped[list[Any] | None]  # user_files ids, in the order they were made
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+
+
+class JobEvent(Base):
+    """One event of a job's timeline (tool_start, tool_progress, tool_end, status, file, done).
+    `key` is unique per job, so a step replayed after a crash does not write its events twice."""
+
+    __tablename__ = "job_events"
+    __table_args__ = (UniqueConstraint("job_id", "key", name="uq_job_events_key"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("generation_jobs.id", ondelete="CASCADE"), index=True)
+    key: Mapped[str] = mapped_column(String(80))
+    type: Mapped[str] = mapped_column(String(24))
+    data: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class CreditEntry(Base):
     """The credit ledger: every change of a balance is a row with its reason."""
 

@@ -9,10 +9,12 @@ messages; the queue only says "this user has pending work", so losing a queue en
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import secrets
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -55,6 +57,71 @@ class State(Protocol):
     async def release(self, key: str, token: str) -> None: ...
     async def ping(self) -> bool: ...
     async def close(self) -> None: ...
+    async def publish(self, channel: str, message: str) -> None: ...
+    def subscribe(self, channel: str) -> Subscription: ...
+
+
+log = logging.getLogger(__name__)
+
+
+class Subscription:
+    """The messages published on one channel while it is open: `async with state.subscribe(ch) as
+    sub:`; inside the block every later `publish` reaches it (it has subscribed by then), read with
+    `async for message in sub` or `await sub.get(timeout_s)`. Messages are a live feed, not stored:
+    what was published before, or while the source was away, is not replayed (the database is the
+    record). `closed` turns true when it is closed or its source went away; iteration then ends."""
+
+    def __init__(self, start: Callable[[Subscription], Awaitable[None]],
+                 stop: Callable[[], Awaitable[None]]) -> None:
+        self._start, self._stop = start, stop
+        # Unbounded: a channel carries a few events a second at most, and a reader that falls
+        # behind should still see every one of them.
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closed = False
+        self._started = False
+
+    def deliver(self, message: str) -> None:
+        if not self.closed:
+            self._queue.put_nowait(message)
+
+    def end(self) -> None:
+        """No more messages will come (closed, or the source is gone)."""
+        if not self.closed:
+            self.closed = True
+            self._queue.put_nowait(None)
+
+    async def __aenter__(self) -> Subscription:
+        await self._start(self)
+        self._started = True
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self.end()
+        if self._started:
+            self._started = False
+            await self._stop()
+
+    async def get(self, timeout_s: float | None = None) -> str | None:
+        """The next message; None after `timeout_s` without one, or once closed."""
+        try:
+            message = await asyncio.wait_for(self._queue.get(), timeout_s)
+        except TimeoutError:
+            return None
+        if message is None:
+            self._queue.put_nowait(None)  # every later get sees the end too
+        return message
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> str:
+        message = await self.get()
+        if message is None:
+            raise StopAsyncIteration
+        return message
 
 
 class MemoryState:
@@ -64,6 +131,7 @@ class MemoryState:
         self._clock = clock
         self._kv: dict[str, tuple[str, float | None]] = {}
         self._queue: asyncio.Queue[int] = asyncio.Queue()
+        self._subscribers: dict[str, set[Subscription]] = {}
 
     def _alive(self, key: str) -> str | None:
         item = self._kv.get(key)
@@ -126,7 +194,29 @@ class MemoryState:
         return True
 
     async def close(self) -> None:
-        return None
+        # Readers still open learn that nothing more will come (a live page ends its stream).
+        for subs in self._subscribers.values():
+            for sub in subs:
+                sub.end()
+
+    async def publish(self, channel: str, message: str) -> None:
+        for sub in list(self._subscribers.get(channel, ())):
+            sub.deliver(message)
+
+    def subscribe(self, channel: str) -> Subscription:
+        subscribers = self._subscribers
+
+        async def start(sub: Subscription) -> None:
+            subscribers.setdefault(channel, set()).add(sub)
+
+        async def stop() -> None:
+            listening = subscribers.get(channel, set())
+            listening.discard(sub)
+            if not listening:
+                subscribers.pop(channel, None)
+
+        sub = Subscription(start, stop)
+        return sub
 
 
 # Compare-and-delete / compare-and-extend: a lock is only touched by the worker that holds it.
@@ -195,6 +285,62 @@ class RedisState:
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+    async def publish(self, channel: str, message: str) -> None:
+        await self.redis.publish(self.prefix + channel, message)
+
+    def subscribe(self, channel: str) -> Subscription:
+        # One connection per subscription, held while it is open; a reader task moves what Redis
+        # pushes into the subscription's queue.
+        pubsub = self.redis.pubsub()
+        reader: list[asyncio.Task[None]] = []
+
+        async def start(sub: Subscription) -> None:
+            try:
+                await pubsub.subscribe(self.prefix + channel)
+                await _subscribed(pubsub, SUBSCRIBE_CONFIRM_S)
+            except BaseException:
+                await pubsub.aclose()
+                raise
+            reader.append(asyncio.create_task(_pump(pubsub, sub), name=f"subscription:{channel}"))
+
+        async def stop() -> None:
+            for task in reader:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            # Closing the connection ends the subscription on the server's side too.
+            await pubsub.aclose()
+
+        return Subscription(start, stop)
+
+
+SUBSCRIBE_CONFIRM_S = 5.0
+
+
+async def _subscribed(pubsub: Any, timeout_s: float) -> None:
+    """Waits for Redis to confirm the SUBSCRIBE: a PUBLISH from another connection is only sure to
+    reach this one after that (before it, Redis may not have read our command yet)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while (left := deadline - loop.time()) > 0:
+        message = await pubsub.get_message(timeout=left)
+        if message is not None and message.get("type") == "subscribe":
+            return
+    raise redis.exceptions.TimeoutError(f"no SUBSCRIBE confirmation within {timeout_s}s")
+
+
+async def _pump(pubsub: Any, sub: Subscription) -> None:
+    try:
+        while True:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            if message is not None and message.get("type") == "message":
+                sub.deliver(message["data"])
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the connection is gone: the reader sees the end and may resubscribe
+        log.warning("subscription lost: %r", exc)
+        sub.end()
 
 
 def make_state(redis_url: str | None, prefix: str = KEY_PREFIX) -> State:

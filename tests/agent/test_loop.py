@@ -51,7 +51,7 @@ async def test_one_tool_then_answer(fake_llm: FakeLLM) -> None:
     llm = LLMClient(make_settings(fake_llm.url))
     turn = await drive(llm, [ECHO])
     assert turn.texts == ["Je vérifie.", "Le résultat est 7."]
-    assert [e["type"] for e in turn.events] == ["text", "tool_start", "tool_end", "text"]
+    assert [e["type"] for e in turn.events] == ["step", "text", "tool_start", "tool_end", "step", "text"]
     second = fake_llm.requests[1]["messages"]
     assistant = second[-2]
     assert assistant["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"x": 7}'}

@@ -3,6 +3,7 @@ real LLM client against the local SSE server, messages out through the fake Twil
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -10,7 +11,8 @@ from sqlalchemy import select
 
 from bot.agent.toolspec import Tool
 from bot.capabilities import credits
-from bot.storage.models import CreditEntry, Memory, Message, TurnRecord
+from bot.storage.models import CreditEntry, GenerationJob, Memory, Message, TurnRecord
+from handlers.background import LONG_WORK_NOTE
 from tests.agent.loop_helpers import ECHO, HANG, HUGE
 
 PHONE = "+2250700000001"
@@ -124,9 +126,12 @@ async def test_hanging_tool_one_progress_note_then_answer(make_harness: Any) -> 
 
 
 async def test_turn_deadline(make_harness: Any) -> None:
+    """Past its direct budget the turn goes on in the background; at the background budget the
+    last step is forced to text, and the user gets the long-work note, then that answer."""
     h = await make_harness(
         AGENT_TOOL_TIMEOUT_S="0.5",
-        AGENT_TURN_TIMEOUT_S="2",
+        AGENT_TURN_TIMEOUT_S="1",
+        AGENT_BACKGROUND_TIMEOUT_S="3",
         AGENT_FINAL_RESERVE_S="0.5",
         AGENT_PROGRESS_NOTE_AFTER_S="60",
     )
@@ -134,13 +139,21 @@ async def test_turn_deadline(make_harness: Any) -> None:
     await h.make_user(PHONE, mode="pro")
     for i in range(9):
         h.llm.push_tool_calls(("hang", {"n": i}))
+    h.llm.push_text("Voici ce que j'ai pu faire.")
     await h.inbound(PHONE, "Travaille longtemps")
     await h.settle()
-    texts = await h.texts_to(PHONE)
-    assert len(texts) == 1 and texts[0]
     [turn] = await turns(h)
-    assert turn.exit_reason == "forced_deadline" and turn.iterations < 10
-    assert turn.latency_ms < 4000
+    assert turn.exit_reason == "promoted" and turn.latency_ms < 4000
+    for _ in range(200):
+        async with h.services.sessions() as db:
+            job = await db.scalar(select(GenerationJob))
+        if job is not None and job.status == "completed":
+            break
+        await asyncio.sleep(0.05)
+    assert job is not None and job.status == "completed"
+    assert job.state["exit_reason"] == "forced_deadline" and job.state["iteration"] < 10
+    texts = await h.texts_to(PHONE)
+    assert texts == [LONG_WORK_NOTE[0], job.result_text] and job.result_text
 
 
 async def test_pro_only_tool_asked_in_child_mode_with_the_real_registry(harness: Any) -> None:

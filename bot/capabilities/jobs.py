@@ -1,0 +1,285 @@
+"""Background jobs' records: the `generation_jobs` row, its timeline (`job_events`), and the texts a
+user reads about it (STATUT, the label of each step).
+
+A turn too long for AGENT_TURN_TIMEOUT_S goes on as a job; the row is the truth about it, the
+events are its timeline. Each event is stored once per key (a replayed step re-uses its keys, so
+it is not written twice) and, once committed, published on `progress_channel(job_id)` for the
+live page. Publishing is best effort: a page that missed an event reads it again from the table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.services import Services
+from bot.storage.models import GenerationJob, JobEvent, User
+from bot.storage.state import is_unavailable
+
+log = logging.getLogger(__name__)
+
+QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = "queued", "running", "completed", "failed", "cancelled"
+ACTIVE = (QUEUED, RUNNING)
+ENDED = (COMPLETED, FAILED, CANCELLED)
+
+
+def progress_channel(job_id: int) -> str:
+    return f"job:{job_id}:progress"
+
+
+# --- rows ----------------------------------------------------------------------------------------
+
+
+async def create_job(db: AsyncSession, *, user_id: int, conversation_id: int, inbound_id: int | None,
+                     channel: str, request: str, state: dict[str, Any] | None,
+                     deadline_at: datetime | None, created_at: datetime | None = None) -> GenerationJob:
+    """A queued job; added and flushed (it has its id), the caller commits."""
+    job = GenerationJob(user_id=user_id, conversation_id=conversation_id, inbound_id=inbound_id,
+                        channel=channel, request=request, status=QUEUED, state=state,
+                        deadline_at=deadline_at, cancel_requested=False, attempts=0)
+    if created_at is not None:
+        job.created_at = created_at
+    db.add(job)
+    await db.flush()
+    return job
+
+
+async def active_jobs(db: AsyncSession, user_id: int) -> list[GenerationJob]:
+    """The user's queued and running jobs: running first, then the oldest queued."""
+    running_first = case((GenerationJob.status == RUNNING, 0), else_=1)
+    query = (select(GenerationJob)
+             .where(GenerationJob.user_id == user_id, GenerationJob.status.in_(ACTIVE))
+             .order_by(running_first, GenerationJob.created_at, GenerationJob.id))
+    return list((await db.scalars(query)).all())
+
+
+async def active_job(db: AsyncSession, user_id: int) -> GenerationJob | None:
+    """The job STATUT and ANNULER are about: the running one, else the oldest queued."""
+    jobs = await active_jobs(db, user_id)
+    return jobs[0] if jobs else None
+
+
+async def user_jobs_ahead(db: AsyncSession, job: GenerationJob) -> int:
+    """How many other active jobs of the same user were created before `job`."""
+    earlier = (GenerationJob.created_at < job.created_at) | (
+        (GenerationJob.created_at == job.created_at) & (GenerationJob.id < job.id))
+    query = select(func.count(GenerationJob.id)).where(
+        GenerationJob.user_id == job.user_id, GenerationJob.status.in_(ACTIVE),
+        GenerationJob.id != job.id, earlier)
+    return int(await db.scalar(query) or 0)
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+def event_dict(row: JobEvent) -> dict[str, Any]:
+    """The shape stored events are served and published in: id, type, at, then the data."""
+    data = {k: v for k, v in (row.data or {}).items() if k not in ("id", "type", "at")}
+    return {"id": row.id, "type": row.type, "at": row.created_at.astimezone(UTC).isoformat(), **data}
+
+
+async def record_event(services: Services, job_id: int, key: str, type: str,
+                       data: dict[str, Any]) -> dict[str, Any] | None:
+    """Stores the event unless this job already has `key`, then publishes it. Its own session, so
+    the event is visible (and published) at once, whatever the caller's transaction does. None
+    when the key existed: nothing is stored or published twice."""
+    async with services.sessions() as db:
+        row = JobEvent(job_id=job_id, key=key, type=type, data=data, created_at=services.clock())
+        db.add(row)
+        try:
+            await db.commit()
+        except IntegrityError:
+            await db.rollback()
+            return None
+        event = event_dict(row)
+    try:
+        await services.state.publish(progress_channel(job_id), json.dumps(event, ensure_ascii=False))
+    except Exception as exc:
+        if not is_unavailable(exc):
+            raise
+        # Stored is what counts: a page that was watching reads it again when it reconnects.
+        log.warning("job %s event %s not published: shared state unavailable", job_id, key)
+    return event
+
+
+async def events(db: AsyncSession, job_id: int, after_id: int = 0) -> list[dict[str, Any]]:
+    """The job's stored events with an id above `after_id`, in id order."""
+    query = select(JobEvent).where(JobEvent.job_id == job_id, JobEvent.id > after_id).order_by(JobEvent.id)
+    return [event_dict(row) for row in (await db.scalars(query)).all()]
+
+
+# --- cancelling ----------------------------------------------------------------------------------
+
+
+async def request_cancel(services: Services, job_id: int) -> GenerationJob | None:
+    """ANNULER. A queued job is cancelled at once (status, finished_at, its `status` and `done`
+    events); a running one gets `cancel_requested`, and its runner stops before the next step.
+    Conditional updates, so a worker starting the job at the same moment is not overwritten.
+    Returns the job as it now is, or None when there is no such job or it had already ended."""
+    now = services.clock()
+    async with services.sessions() as db:
+        cancelled = await db.execute(
+            update(GenerationJob).where(GenerationJob.id == job_id, GenerationJob.status == QUEUED)
+            .values(status=CANCELLED, cancel_requested=True, finished_at=now))
+        flagged = None
+        if cancelled.rowcount == 0:  # type: ignore[attr-defined]
+            flagged = await db.execute(
+                update(GenerationJob).where(GenerationJob.id == job_id, GenerationJob.status == RUNNING)
+                .values(cancel_requested=True))
+        await db.commit()
+        job = await db.get(GenerationJob, job_id, populate_existing=True)
+        if job is None or (flagged is not None and flagged.rowcount == 0):  # type: ignore[attr-defined]
+            return None
+        user = await db.get(User, job.user_id)
+    if job.status == CANCELLED:
+        en = user is not None and user.language == "en"
+        text = ("Cancelled at your request before it started." if en
+                else "Annulé à ta demande avant d'avoir commencé.")
+        await record_event(services, job_id, f"status:{CANCELLED}:{job.attempts}", "status",
+                           {"status": CANCELLED})
+        await record_event(services, job_id, "done", "done", {"status": CANCELLED, "text": text})
+    return job
+
+
+# --- what the user reads -------------------------------------------------------------------------
+
+# (emoji, French, English) for each tool of tools/modes.py ALL_TOOL_NAMES (bot never imports tools:
+# tests/jobs checks that this table names every one of them).
+_STEPS: dict[str, tuple[str, str, str]] = {
+    "generate_xlsx": ("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
+    "generate_pdf": ("📄", "Création du PDF", "Making the PDF"),
+    "generate_pptx": ("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
+    "generate_docx": ("📝", "Rédaction du document Word", "Writing the Word document"),
+    "generate_html": ("🌐", "Création de la page HTML", "Building the HTML page"),
+    "generate_md": ("🗒️", "Rédaction du document Markdown", "Writing the Markdown document"),
+    "send_email_to_user": ("✉️", "Envoi de l'e-mail", "Sending the e-mail"),
+    "draft_email": ("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
+    "send_sms_to_user": ("💬", "Envoi du SMS", "Sending the SMS"),
+    "send_whatsapp_to_user": ("📲", "Envoi du message WhatsApp", "Sending the WhatsApp message"),
+    "list_user_files": ("🗂️", "Liste de tes fichiers", "Listing your files"),
+    "read_user_file": ("📖", "Lecture du fichier", "Reading the file"),
+    "search_user_files": ("🔍", "Recherche dans tes fichiers", "Searching your files"),
+    "save_memory": ("🧠", "Mémorisation", "Saving to memory"),
+    "bash_execute": ("💻", "Exécution du code", "Running code"),
+    "web_search": ("🔎", "Recherche sur le web", "Searching the web"),
+    "browse_url": ("🌍", "Lecture de la page web", "Reading the web page"),
+    "interactive_quiz": ("❓", "Préparation du quiz", "Preparing the quiz"),
+    "true_false_quiz": ("⚖️", "Préparation du vrai ou faux", "Preparing the true-or-false question"),
+    "award_bonus_credits": ("🎁", "Attribution des crédits bonus", "Awarding bonus credits"),
+    "report_exercise_result": ("📈", "Enregistrement du résultat", "Recording the result"),
+    "create_task": ("⏰", "Création de la tâche", "Creating the task"),
+    "buy_credits": ("💳", "Préparation de l'achat de crédits", "Preparing the credit purchase"),
+    "report_bug": ("🐞", "Signalement du problème", "Reporting the problem"),
+}
+_GENERIC_STEP = ("⚙️", "Traitement en cours", "Working on it")
+
+
+def step_label(tool_name: str, lang: str) -> str:
+    """« 📊 Génération du tableur Excel… »: what a step does, as the user reads it."""
+    emoji, fr, en = _STEPS.get(tool_name, _GENERIC_STEP)
+    return f"{emoji} {en if lang == 'en' else fr}…"
+
+
+def duration_text(seconds: float) -> str:
+    """`12 s`, `3 min 05 s`, `1 h 02 min`: short enough for an SMS line."""
+    total = max(0, round(seconds))
+    if total < 60:
+        return f"{total} s"
+    if total < 3600:
+        return f"{total // 60} min {total % 60:02d} s"
+    return f"{total // 3600} h {total % 3600 // 60:02d} min"
+
+
+@dataclass
+class _Step:
+    label: str
+    ok: bool
+    seconds: float
+    count: int = 1
+
+
+def _label(event: dict[str, Any], lang: str) -> str:
+    name = str(event.get("name") or "")
+    return step_label(name, lang) if name in _STEPS else str(event.get("label") or step_label(name, lang))
+
+
+def _steps(events: Sequence[dict[str, Any]], lang: str) -> tuple[list[_Step], str | None]:
+    """The finished steps (the same step done again is one line, counted) and the label of the
+    step that started last and has not ended."""
+    done: dict[str, _Step] = {}
+    started: dict[tuple[Any, Any], str] = {}
+    for event in events:
+        ident = (event.get("n"), event.get("call_id"))
+        if event.get("type") == "tool_start":
+            started[ident] = _label(event, lang)
+        elif event.get("type") == "tool_end":
+            started.pop(ident, None)
+            label = _label(event, lang).removesuffix("…")
+            ok = event.get("status", "ok") == "ok"
+            seconds = float(event.get("duration_ms") or 0) / 1000
+            step = done.get(f"{label}:{ok}")
+            if step is None:
+                done[f"{label}:{ok}"] = _Step(label, ok, seconds)
+            else:
+                step.count, step.seconds = step.count + 1, step.seconds + seconds
+    return list(done.values()), (list(started.values())[-1] if started else None)
+
+
+_MAX_STEP_LINES = 8
+
+
+def _step_lines(steps: list[_Step], lang: str) -> list[str]:
+    lines = [f"{'✅' if s.ok else '⚠️'} {s.label}{f' ×{s.count}' if s.count > 1 else ''} — "
+             f"{duration_text(s.seconds)}" for s in steps]
+    if len(lines) > _MAX_STEP_LINES:
+        hidden = len(lines) - _MAX_STEP_LINES + 1
+        more = f"… +{hidden} steps" if lang == "en" else f"… +{hidden} étapes"
+        lines = [more, *lines[-(_MAX_STEP_LINES - 1):]]
+    return lines
+
+
+def _head(job: GenerationJob, current: str | None, lang: str) -> list[str]:
+    en = lang == "en"
+    if job.status == QUEUED:
+        return ["🕒 Waiting to start." if en else "🕒 En attente de démarrage."]
+    if job.status == RUNNING:
+        step = job.step or current or ("🤔 Thinking…" if en else "🤔 Réflexion…")
+        lines = [f"⏳ Now: {step}" if en else f"⏳ En cours : {step}"]
+        if job.cancel_requested:
+            lines.append("🛑 Stopping after this step." if en
+                         else "🛑 Arrêt demandé : je m'arrête après cette étape.")
+        return lines
+    ended = {COMPLETED: ("✅ Done.", "✅ Terminé."), FAILED: ("❌ Failed.", "❌ Échec."),
+             CANCELLED: ("🛑 Cancelled.", "🛑 Annulé.")}
+    en_text, fr_text = ended.get(job.status, (job.status, job.status))
+    return [en_text if en else fr_text]
+
+
+def _elapsed_line(job: GenerationJob, now: datetime, lang: str) -> str:
+    en = lang == "en"
+    if job.status == QUEUED:
+        spent = duration_text((now - job.created_at).total_seconds())
+        return f"⏱️ Waiting for {spent}" if en else f"⏱️ En attente depuis {spent}"
+    start = job.started_at or job.created_at
+    end = job.finished_at if job.status in ENDED and job.finished_at else now
+    spent = duration_text((end - start).total_seconds())
+    if job.status in ENDED:
+        return f"⏱️ Took {spent}" if en else f"⏱️ Durée : {spent}"
+    return f"⏱️ Running for {spent}" if en else f"⏱️ Depuis {spent}"
+
+
+def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now: datetime, link: str) -> str:
+    """The STATUT answer, for a phone screen or an SMS: where the job is, the steps done with
+    their durations, the time spent, and the live page's link. Each thing said once."""
+    steps, current = _steps(events, lang)
+    lines = [*_head(job, current, lang), *_step_lines(steps, lang), _elapsed_line(job, now, lang)]
+    lines.append(f"🔗 Live: {link}" if lang == "en" else f"🔗 En direct : {link}")
+    return "\n".join(lines)

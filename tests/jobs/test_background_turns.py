@@ -1,0 +1,198 @@
+"""Long turns end to end in one process: promoted at the direct budget, carried on as a job,
+STATUT and ANNULER while it runs, the answer sent once, a second request queued behind."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.agent.toolspec import Tool, ToolContext
+from bot.storage.models import GenerationJob, JobEvent, TurnRecord
+from handlers.background import LONG_WORK_NOTE
+from tests.agent.loop_helpers import OBJ
+from tests.fakes.llm import Step
+
+PHONE = "+2250700000141"
+
+
+async def _slow(_ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.sleep(float(args.get("s", 0.5)))
+    return {"success": True, "done": args.get("what", "")}
+
+
+SLOW = Tool("web_search", "searches slowly", OBJ, frozenset({"child", "pro"}), _slow)
+
+
+def offer(h: Any, *tools: Tool) -> None:
+    h.services.extra["tools_for_mode"] = lambda mode, settings: list(tools)
+
+
+async def long_harness(make_harness: Any, turn_s: str = "1") -> Any:
+    h = await make_harness(AGENT_TURN_TIMEOUT_S=turn_s, AGENT_FINAL_RESERVE_S="1", JOB_SWEEP_INTERVAL_S="1",
+                           JOB_LEASE_S="1")
+    offer(h, SLOW)
+    return h
+
+
+def script_steps(h: Any, steps: int, seconds: float, answer: str = "Voici le bilan complet.",
+                 when: str = "") -> None:
+    """The model's part: `steps` slow searches, then `answer`, for the request containing `when`
+    (decided from each request, so that concurrent turns each get their own script)."""
+    plans = h.llm.__dict__.setdefault("plans", {})
+    plans[when] = (steps, seconds, answer)
+
+    def respond(body: dict[str, Any]) -> Step:
+        messages = body["messages"]
+        last = max(i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str))
+        asked = messages[last]["content"]
+        key = max((k for k in plans if k in asked), key=len, default="")
+        todo, wait, text = plans[key]
+        done = sum(1 for m in messages[last:] if m["role"] == "tool")
+        if done < todo:
+            return Step("tools", calls=[("web_search", {"s": wait, "what": f"étape {done + 1}"}, None)])
+        return Step("text", content=text)
+
+    h.llm.responder = respond
+
+
+async def jobs(h: Any) -> list[GenerationJob]:
+    async with h.services.sessions() as db:
+        return list((await db.scalars(select(GenerationJob).order_by(GenerationJob.id))).all())
+
+
+async def wait_job(h: Any, status: str | tuple[str, ...], timeout_s: float = 30.0,
+                   index: int = 0) -> GenerationJob:
+    wanted = (status,) if isinstance(status, str) else status
+    for _ in range(int(timeout_s / 0.05)):
+        found = await jobs(h)
+        if len(found) > index and found[index].status in wanted:
+            return found[index]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no job {index} in {wanted}: {[(j.id, j.status) for j in await jobs(h)]}")
+
+
+async def test_a_turn_of_six_slow_steps_finishes_in_the_background(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 6, 0.5)
+    await h.inbound(PHONE, "Recherche les normes SYSCOHADA et fais le bilan")
+    await h.settle()  # the message is done once the turn is promoted; the job goes on
+    job = await wait_job(h, "completed")
+    texts = await h.texts_to(PHONE)
+    assert texts.count(LONG_WORK_NOTE[0]) == 1, texts
+    assert texts.count("Voici le bilan complet.") == 1 and texts[-1] == "Voici le bilan complet."
+    assert texts.index(LONG_WORK_NOTE[0]) < texts.index("Voici le bilan complet.")
+    # Six tool steps and the answer, one model call each, whichever process made them.
+    assert len(h.llm.requests) == 7
+    last = h.llm.requests[-1]["messages"]
+    assert sum(1 for m in last if m["role"] == "tool") == 6
+    assert job.attempts == 1 and job.result_text == "Voici le bilan complet." and job.error is None
+    async with h.services.sessions() as db:
+        events = (await db.scalars(select(JobEvent).where(JobEvent.job_id == job.id))).all()
+        [turn] = (await db.scalars(select(TurnRecord))).all()
+    assert sum(1 for e in events if e.type == "tool_end") == 6
+    assert [e.data["status"] for e in events if e.type == "done"] == ["completed"]
+    assert turn.exit_reason == "promoted"
+
+
+async def test_statut_answers_at_once_while_the_job_runs(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 4, 1.0)
+    await h.inbound(PHONE, "Fais le bilan")
+    await h.settle()
+    job = await wait_job(h, "running")
+    requests_before = len(h.llm.requests)
+    await h.inbound(PHONE, "STATUT")
+    await h.settle()
+    reply = (await h.texts_to(PHONE))[-1]
+    assert f"/jobs/{job.id}?sig=" in reply and "🔎" in reply, reply
+    assert len(h.llm.requests) - requests_before <= 1  # STATUT itself asks the model nothing
+    assert (await jobs(h))[0].status == "running"
+    await wait_job(h, "completed")
+
+
+async def test_annuler_stops_the_job_at_the_next_step_and_says_what_was_done(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 6, 0.8)
+    await h.inbound(PHONE, "Fais le bilan")
+    await h.settle()
+    await wait_job(h, "running")
+    await h.inbound(PHONE, "ANNULER")
+    await h.settle()
+    job = await wait_job(h, "cancelled")
+    texts = await h.texts_to(PHONE)
+    told = [t for t in texts if t.startswith("🛑 Travail annulé")]
+    assert len(told) == 1 and "Déjà fait" in told[0], texts
+    assert "Voici le bilan complet." not in texts
+    assert len(h.llm.requests) < 7 and job.finished_at is not None
+
+
+async def test_asked_in_the_background_a_pro_turn_is_promoted_at_once(make_harness: Any) -> None:
+    h = await long_harness(make_harness, turn_s="60")
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 1, 0.1, answer="C'est prêt.")
+    await h.inbound(PHONE, "Fais-moi le bilan en arrière-plan")
+    await h.settle()
+    await wait_job(h, "completed")
+    texts = await h.texts_to(PHONE)
+    assert texts == [LONG_WORK_NOTE[0], "C'est prêt."]
+
+
+async def test_a_second_long_request_waits_behind_the_first(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 3, 0.6, answer="Premier fini.", when="Premier")
+    await h.inbound(PHONE, "Premier long travail")
+    await h.settle()
+    await wait_job(h, "running")
+    script_steps(h, 3, 0.6, answer="Second fini.", when="Second")
+    await h.inbound(PHONE, "Second long travail")
+    await h.settle()
+    first = await wait_job(h, "completed", index=0)
+    second = await wait_job(h, "completed", index=1)
+    assert second.started_at is not None and first.finished_at is not None
+    assert second.started_at >= first.finished_at
+    texts = await h.texts_to(PHONE)
+    assert texts.index("Premier fini.") < texts.index("Second fini.")
+
+
+async def test_a_job_resumed_by_another_worker_sends_nothing_twice(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 5, 0.5)
+    await h.inbound(PHONE, "Fais le bilan")
+    await h.settle()
+    await wait_job(h, "running")
+    await asyncio.sleep(1.0)
+    await h.restart_job_workers()  # the running job is dropped mid-step, then taken up again
+    job = await wait_job(h, "completed", timeout_s=60)
+    texts = await h.texts_to(PHONE)
+    assert texts.count("Voici le bilan complet.") == 1 and texts.count(LONG_WORK_NOTE[0]) == 1
+    assert job.attempts >= 2
+
+
+async def test_a_shutting_down_worker_hands_the_job_back_after_its_step(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 4, 0.6)
+    await h.inbound(PHONE, "Fais le bilan")
+    await h.settle()
+    await wait_job(h, "running")
+    h.services.jobs.draining = True  # what a SIGTERM does: finish the step, then give the job back
+    await asyncio.sleep(1.5)  # the step running then ends; no other starts
+    [job] = await jobs(h)
+    steps_then = job.state["iteration"]
+    assert job.status == "running" and job.attempts == 1
+    await asyncio.sleep(1.0)
+    [job] = await jobs(h)
+    assert job.state["iteration"] == steps_then and job.attempts == 1  # nothing runs meanwhile
+    assert "Voici le bilan complet." not in await h.texts_to(PHONE)
+    h.services.jobs.draining = False
+    await h.restart_job_workers()
+    done = await wait_job(h, "completed")
+    assert done.attempts == 2
+    assert (await h.texts_to(PHONE)).count("Voici le bilan complet.") == 1
