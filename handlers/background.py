@@ -267,8 +267,10 @@ class _JobTurn:
             self.handed_back = True  # this process shuts down: another one takes the next step
             return True
         async with self.services.sessions() as db:
-            return bool(await db.scalar(
-                select(GenerationJob.cancel_requested).where(GenerationJob.id == self.job.id)))
+            wanted = await db.scalar(
+                select(GenerationJob.cancel_requested).where(GenerationJob.id == self.job.id))
+        # Gone (the person's data was erased) stops it as ANNULER does.
+        return wanted is None or bool(wanted)
 
     async def budget(self) -> Budget | None:
         """What the user's balance still pays for; each model call charged once, by its number."""
@@ -354,20 +356,15 @@ async def _end(services: Services, job: GenerationJob, user: User, conversation:
         return
     failed = outcome.exit_reason == PROVIDER_ERROR
     status = jobs.FAILED if failed else jobs.COMPLETED
-    token = current_keys.set(SendKeys(f"job:{job.id}:final"))
-    try:
-        sent = await send_to_user(services, user, text=answer, channel=job.channel, kind="reply")
-    finally:
-        current_keys.reset(token)
+    async with services.sessions() as db:
+        if await db.get(GenerationJob, job.id) is None:
+            return  # erased meanwhile: nothing is sent to a person who asked to be forgotten
+    sent = await _say(services, job, user, answer, "final")
     async with services.sessions() as db:
         await history.save(db, conversation.id, [{"role": "assistant", "content": answer}], job.inbound_id)
-        row = await db.get(GenerationJob, job.id)
-        if row is not None:
-            row.status, row.finished_at, row.step = status, services.clock(), None
-            row.result_text, row.state = answer, state.to_json()
-            row.error = "provider_error" if failed else None
         await db.commit()
-    await jobs.record_event(services, job.id, "done", "done", {"status": status, "text": answer})
+    await _close(services, job, status, answer, result_text=answer, state=state.to_json(),
+                 error="provider_error" if failed else None)
     log.info("background job ended: %s (%s)", status, outcome.exit_reason,
              extra={"job_id": job.id, "user_id": user.id, "delivered": getattr(sent, "ok", None)})
 
@@ -379,21 +376,36 @@ def _done_steps(state: TurnState, lang: str) -> str:
     return "\n".join([_t(lang, DONE_SO_FAR), *lines])
 
 
+async def _say(services: Services, job: GenerationJob, user: User, text: str, what: str) -> Any:
+    """Sends the job's closing message once: its outbox key names the job and what it says."""
+    token = current_keys.set(SendKeys(f"job:{job.id}:{what}"))
+    try:
+        return await send_to_user(services, user, text=text, channel=job.channel, kind="reply")
+    finally:
+        current_keys.reset(token)
+
+
+async def _close(services: Services, job: GenerationJob, status: str, text: str, **values: Any) -> None:
+    """Writes the job's end (after its message went: a status seen ended means the user was told)."""
+    async with services.sessions() as db:
+        row = await db.get(GenerationJob, job.id)
+        if row is not None:
+            row.status, row.finished_at, row.step = status, services.clock(), None
+            for name, value in values.items():
+                setattr(row, name, value)
+        await db.commit()
+    await jobs.record_event(services, job.id, "done", "done", {"status": status, "text": text})
+
+
 async def _cancelled(services: Services, job: GenerationJob, user: User, state: TurnState) -> None:
     lang = user.language or "fr"
     async with services.sessions() as db:
         row = await db.get(GenerationJob, job.id)
         if row is None or row.status in jobs.ENDED:
             return
-        row.status, row.finished_at, row.step = jobs.CANCELLED, services.clock(), None
-        await db.commit()
     text = f"{_t(lang, CANCELLED_NOTE)}\n{_done_steps(state, lang)}"
-    token = current_keys.set(SendKeys(f"job:{job.id}:cancelled"))
-    try:
-        await send_to_user(services, user, text=text, channel=job.channel, kind="reply")
-    finally:
-        current_keys.reset(token)
-    await jobs.record_event(services, job.id, "done", "done", {"status": jobs.CANCELLED, "text": text})
+    await _say(services, job, user, text, "cancelled")
+    await _close(services, job, jobs.CANCELLED, text)
 
 
 async def _crashed(services: Services, job: GenerationJob, user: User, exc: Exception,
@@ -412,15 +424,5 @@ async def _crashed(services: Services, job: GenerationJob, user: User, exc: Exce
     lang = user.language or "fr"
     what = _t(lang, ("une erreur technique l'a interrompu", "a technical error stopped it"))
     text = _t(lang, FAILED_NOTE).format(what=what)
-    async with services.sessions() as db:
-        row = await db.get(GenerationJob, job.id)
-        if row is not None:
-            row.status, row.finished_at, row.error, row.step = jobs.FAILED, services.clock(), error, None
-        await db.commit()
-    token = current_keys.set(SendKeys(f"job:{job.id}:failed"))
-    try:
-        await send_to_user(services, user, text=text, channel=job.channel, kind="reply")
-    finally:
-        current_keys.reset(token)
-    await jobs.record_event(services, job.id, "done", "done", {"status": jobs.FAILED, "text": text})
-
+    await _say(services, job, user, text, "failed")
+    await _close(services, job, jobs.FAILED, text, error=error)

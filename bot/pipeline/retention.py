@@ -1,9 +1,11 @@
 """Retention: what people wrote, were sent and uploaded is deleted once older than RETENTION_DAYS.
 
 Purged: `messages` (the history the model sees), `inbound_messages` (the webhook payloads: body,
-params, media), `outbound_messages` (what was sent), `tool_effects` (stored tool results) and
-`user_files` (the row and its bytes in the file store). Kept: users, conversations, the credit
-ledger (`credit_entries`, `payments`), exercise results, tasks, turn records (counts, no text).
+params, media), `outbound_messages` (what was sent), `tool_effects` (stored tool results),
+background jobs that have ended (`generation_jobs`: their saved turn and answer, and their
+`job_events`) and `user_files` (the row and its bytes in the file store). Kept: users,
+conversations, the credit ledger (`credit_entries`, `payments`), exercise results, tasks, turn
+records (counts, no text).
 
 Conversations keep working: bot.agent.history already drops a tool result whose call is gone and gives a
 call whose result is gone an "interrupted" result, so a cut through a turn loads fine.
@@ -30,7 +32,15 @@ from sqlalchemy import delete, func, select, update
 
 from bot.pipeline.scheduler import Job
 from bot.services import Services
-from bot.storage.models import InboundMessage, Message, OutboundMessage, ToolEffect, UserFile
+from bot.storage.models import (
+    GenerationJob,
+    InboundMessage,
+    JobEvent,
+    Message,
+    OutboundMessage,
+    ToolEffect,
+    UserFile,
+)
 
 log = logging.getLogger("bot.pipeline.retention")
 
@@ -134,6 +144,10 @@ async def purge(services: Services, now: datetime) -> PurgeReport:
     report.deleted["inbound_messages"] = await _purge_inbound(services, cutoff)
     report.deleted["outbound_messages"] = await _delete_old(services, OutboundMessage, cutoff)
     report.deleted["tool_effects"] = await _delete_old(services, ToolEffect, cutoff)
+    report.deleted["job_events"] = await _delete_old(services, JobEvent, cutoff)
+    # A job still running is left alone, however old (it ends within AGENT_BACKGROUND_TIMEOUT_S).
+    report.deleted["generation_jobs"] = await _delete_old(
+        services, GenerationJob, cutoff, GenerationJob.status.in_(("completed", "failed", "cancelled")))
     if report.total or report.files_left:
         log.info("retention purge", extra={"cutoff": cutoff.isoformat(), **report.deleted,
                                            "files_left": len(report.files_left)})
