@@ -20,5 +20,13 @@ RUN useradd --create-home --uid 10001 deblo && mkdir -p /data && chown deblo /da
 USER deblo
 ENV DATA_DIR=/data HOST=0.0.0.0 PORT=8080
 EXPOSE 8080
+# For `serve` (the default command); a `worker` or `db upgrade` container has no web server
+# (docker-compose.yml turns this check off for them; `docker run --no-healthcheck` does too).
 HEALTHCHECK --interval=30s --timeout=3s CMD python -c "import urllib.request,os; urllib.request.urlopen(f'http://127.0.0.1:{os.environ.get(\"PORT\",\"8080\")}/healthz', timeout=2)"
-CMD ["sh", "-c", "python -m bot db upgrade && exec python -m bot serve"]
+# The command is chosen by argument: `docker run IMAGE` serves and runs the workers in one process,
+# `docker run IMAGE worker` is one more worker, `docker run IMAGE db upgrade` migrates. Python is
+# the process that gets SIGTERM: it finishes what is in flight within SHUTDOWN_GRACE_S (25 s), so
+# stop it with 30 s (`docker stop -t 30`; docker-compose.yml sets stop_grace_period).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["python", "-m", "bot"]
+CMD ["serve", "--with-workers"]

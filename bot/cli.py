@@ -13,7 +13,7 @@ import logging
 import signal
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, NoReturn
 
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
@@ -39,7 +39,8 @@ def job_runner() -> Any:
 
 
 def registered_jobs() -> list[Any]:
-    """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker; each claims its rows atomically."""
+    """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker: each once per period across
+    processes, and each claims its rows atomically."""
     from bot.capabilities.progress import weekly_summary_jobs
 
     jobs: list[Any] = []
@@ -86,7 +87,7 @@ def _settings(require: tuple[str, ...] = ()) -> Settings:
         raise SystemExit(2) from None
 
 
-async def _serve(settings: Settings, workers: int | None) -> None:
+async def _serve(settings: Settings, workers: int | None, with_workers: bool = False) -> None:
     from aiohttp import web
 
     from bot.channel.web import create_app
@@ -97,11 +98,14 @@ async def _serve(settings: Settings, workers: int | None) -> None:
     startup_checks(settings)
     services = await build_services(settings)
     app = create_app(services, extra_routes=registered_routes())
-    runner = web.AppRunner(app, access_log=None)
+    # On SIGTERM the webhooks in flight get SHUTDOWN_GRACE_S to be answered (see _stop_all).
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=settings.shutdown_grace_s)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     await site.start()
-    run_workers = settings.single_process if workers is None else workers > 0
+    # --with-workers: the message and job workers run here with Redis too (one process for it all,
+    # or next to `worker` processes).
+    run_workers = with_workers or (settings.single_process if workers is None else workers > 0)
     pipeline = Pipeline(services, dispatch_function(), concurrency=workers or None, jobs=registered_jobs())
     background = JobWorkers(services, job_runner()) if run_workers else None
     if background is not None:
@@ -112,10 +116,9 @@ async def _serve(settings: Settings, workers: int | None) -> None:
     try:
         await _until_signalled()
     finally:
-        if background is not None:
-            await background.stop()
-            await pipeline.stop()
-        await runner.cleanup()
+        grace = settings.shutdown_grace_s
+        await _stop_all(runner.cleanup(), *([background.stop(grace), pipeline.stop(grace)]
+                                            if background is not None else []))
         await services.close()
 
 
@@ -135,9 +138,17 @@ async def _worker(settings: Settings, concurrency: int | None) -> None:
     try:
         await _until_signalled()
     finally:
-        await background.stop()
-        await pipeline.stop()
+        grace = settings.shutdown_grace_s
+        await _stop_all(background.stop(grace), pipeline.stop(grace))
         await services.close()
+
+
+async def _stop_all(*stops: Awaitable[None]) -> None:
+    """Runs the stops side by side, so that they share one SHUTDOWN_GRACE_S: the web server stops
+    listening and answers the webhooks in flight while the workers end their turns and jobs' steps."""
+    for result in await asyncio.gather(*stops, return_exceptions=True):
+        if isinstance(result, BaseException):
+            log.error("error while stopping", exc_info=result)
 
 
 async def _until_signalled() -> None:
@@ -376,10 +387,12 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m bot", description="Deblo bot")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="web server (and the workers, without REDIS_URL)")
+    serve = sub.add_parser("serve", help="web server (and the workers: without REDIS_URL, or --with-workers)")
     serve.add_argument("--workers", type=int, default=None,
                        help="worker coroutines in this process (default: WORKER_CONCURRENCY without Redis, "
                             "none with Redis)")
+    serve.add_argument("--with-workers", action="store_true",
+                       help="run the message and job workers in this process with REDIS_URL too")
     worker = sub.add_parser("worker", help="process queued messages (with REDIS_URL)")
     worker.add_argument("--concurrency", type=int, default=None)
     chat = sub.add_parser("chat", help="talk to the bot in the terminal")
@@ -411,9 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command == "serve":
+        if args.with_workers and args.workers == 0:
+            return _usage_error("--with-workers runs workers: --workers must be 1 or more")
         settings = _settings(REQUIRED_FOR_SERVE)
         logs.setup(settings.log_level)
-        asyncio.run(_serve(settings, args.workers))
+        asyncio.run(_serve(settings, args.workers, args.with_workers))
     elif args.command == "worker":
         # Workers sign file links that `serve` checks: they need the same SECRET_KEY.
         settings = _settings(("SECRET_KEY",))

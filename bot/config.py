@@ -50,6 +50,8 @@ class Limits:
     max_tool_calls_per_response: int = 8
     # A turn carried on as a background job (bot.pipeline.jobs) has this long in all, from its start.
     background_timeout_s: float = 1800.0
+    # What a cached prompt token counts for in the turn's budget and charge (CACHED_TOKENS_FACTOR).
+    cached_tokens_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,9 @@ class Settings:
     turn_overdraft_credits: int
     llm_max_retries: int
     llm_retry_base_s: float
+    llm_prompt_cache_key: str
+    llm_cache_control: str
+    cached_tokens_factor: float
     worker_lease_s: float
     sweep_interval_s: float
     requeue_delay_s: float
@@ -145,6 +150,7 @@ class Settings:
     twilio_backoff_s: float
     twilio_timeout_s: float
     jobs_enabled: bool
+    shutdown_grace_s: float
     scheduled_send_attempts: int
     scheduled_send_backoff_s: float
     scheduled_send_claim_s: float
@@ -181,6 +187,9 @@ class Settings:
     job_sweep_interval_s: float
     job_broker_heartbeat_timeout_s: float
     job_broker_maintenance_chance: int
+    user_max_messages_per_minute: int
+    llm_max_concurrency: int
+    user_daily_token_limit: int
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -304,6 +313,14 @@ class Environment(BaseSettings):
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 2
     llm_retry_base_s: float = 0.5
+    # Prompt caching: `prompt_cache_key` (one per user, OpenAI and OpenRouter route a user's calls to
+    # the same cache) and `cache_control` on the stable part of the system prompt (Anthropic models
+    # through OpenRouter need it). auto: the key for api.openai.com and openrouter.ai, the marker for
+    # anthropic/ models on openrouter.ai; other OpenAI-compatible servers may refuse unknown fields.
+    llm_prompt_cache_key: Annotated[Literal["auto", "on", "off"], BeforeValidator(_lower)] = "auto"
+    llm_cache_control: Annotated[Literal["auto", "on", "off"], BeforeValidator(_lower)] = "auto"
+    # Cached prompt tokens (usage.prompt_tokens_details.cached_tokens) are charged at this share.
+    cached_tokens_factor: float = Field(0.25, ge=0, le=1)
     agent_max_iterations: int = 10
     agent_tool_timeout_s: float = 60.0
     agent_turn_timeout_s: float = 180.0
@@ -318,6 +335,10 @@ class Environment(BaseSettings):
     requeue_delay_s: float = 0.25
     max_attempts: int = 3
     jobs_enabled: bool = True
+    # On SIGTERM: how long webhooks and turns in flight, and background jobs' current steps, have to
+    # end before what is left is cancelled (recovered by another worker). Under the 30 s a container
+    # gets to stop (docker-compose.yml's stop_grace_period).
+    shutdown_grace_s: float = Field(25.0, gt=0)
     outbound_part_wait_s: float = 3.0
     media_max_bytes: int = 16 * 1024 * 1024
     file_link_ttl_s: int = 3600
@@ -347,6 +368,13 @@ class Environment(BaseSettings):
     max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.capabilities.tasks)
     # Messages, payloads, outbound rows, tool effects and files older than this are purged.
     retention_days: int = Field(365, ge=1)
+    # Limits that protect people and the bill: turns one user may start per rolling minute (more
+    # messages wait, kept, and are answered in order, after one notice; 0 = off); model calls
+    # streaming at once per process (a call waits for a slot within its deadline); tokens one user
+    # may use per day, the day of the user's time zone (a turn is not started past it; 0 = off).
+    user_max_messages_per_minute: int = Field(20, ge=0)
+    llm_max_concurrency: int = Field(32, ge=1)
+    user_daily_token_limit: int = Field(400_000, ge=0)
     # Credits.
     signup_credits: int = 50
     tokens_per_credit: int = 2000
@@ -536,6 +564,7 @@ def _settings(read: Environment) -> Settings:
             progress_note_after_s=read.agent_progress_note_after_s,
             max_tool_calls_per_response=read.max_tool_calls_per_response,
             background_timeout_s=read.agent_background_timeout_s,
+            cached_tokens_factor=read.cached_tokens_factor,
         ),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,

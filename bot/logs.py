@@ -1,12 +1,19 @@
-"""Structured JSON logs carrying the current user, conversation and message ids; phones masked."""
+"""Structured JSON logs carrying the current user, conversation and message ids; phones masked.
+
+One inbound message is followed across processes by the ids every line of its processing carries:
+`message_sid` (Twilio's MessageSid) and `inbound_id` (its row), bound by the webhook, then by the
+worker that answers it, and by a background job carried on from its turn (with `job_id`).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
 import re
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +60,17 @@ def bind(**fields: Any) -> contextvars.Token[dict[str, Any] | None]:
 
 def reset(token: contextvars.Token[dict[str, Any] | None]) -> None:
     log_context.reset(token)
+
+
+@contextlib.contextmanager
+def scope(**fields: Any) -> Iterator[None]:
+    """Binds `fields` for the block, and whatever `bind` adds inside it, then restores the ids of
+    before: a loop or a connection that handles one message after another leaks none into the next."""
+    token = bind(**fields)
+    try:
+        yield
+    finally:
+        reset(token)
 
 
 def _masked(value: Any) -> Any:

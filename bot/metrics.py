@@ -1,8 +1,13 @@
-"""Prometheus metrics of the message path (served on GET /metrics)."""
+"""Prometheus metrics of the message path (served on GET /metrics).
+
+Counters and histograms are per process (each process counts what it did). The gauges computed at
+scrape (queue depth, oldest pending message, background jobs by status) read the shared database,
+so every process that serves /metrics reports the same values: aggregate them with max, not sum.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
 INBOUND = Counter("deblo_inbound_total", "Inbound webhooks by channel and outcome", ["channel", "result"])
 WEBHOOK_SECONDS = Histogram(
@@ -17,6 +22,57 @@ TURN_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180),
 )
 JOB_RUNS = Counter("deblo_job_runs_total", "Periodic job runs by job and outcome", ["job", "result"])
+
+# Limits (bot.pipeline.rate, bot.agent.llm, bot.capabilities.credits): each refusal or deferral.
+RATE_LIMITED = Counter(
+    "deblo_rate_limited_total",
+    "USER_MAX_MESSAGES_PER_MINUTE reached: a user's next message postponed (postponed), "
+    "the notice sent (notice)",
+    ["action"],
+)
+LLM_WAITS = Counter("deblo_llm_waits_total", "Model calls that waited for a free LLM_MAX_CONCURRENCY slot")
+LLM_IN_FLIGHT = Gauge("deblo_llm_in_flight", "Model calls streaming now in this process")
+DAILY_TOKEN_LIMIT = Counter(
+    "deblo_daily_token_limit_total",
+    "USER_DAILY_TOKEN_LIMIT reached: a turn not started (refused), the day's notice sent (notice)",
+    ["action"],
+)
+
+# The work waiting, computed at scrape from the database (bot.channel.gauges).
+QUEUE_DEPTH = Gauge("deblo_queue_depth", "Inbound messages waiting to be answered (pending rows)")
+IN_PROGRESS = Gauge("deblo_messages_in_progress", "Inbound messages a worker is answering (processing rows)")
+OLDEST_PENDING = Gauge("deblo_oldest_pending_seconds", "Age of the oldest pending inbound message (0: none)")
+BACKGROUND_JOBS = Gauge("deblo_background_jobs", "Background jobs (generation_jobs rows) by status",
+                        ["status"])
+
+# Turns, model calls and Twilio sends.
+AGENT_TURN_SECONDS = Histogram(
+    "deblo_turn_seconds", "Agent turns by exit reason (answered, forced_deadline, over_budget, promoted...)",
+    ["exit_reason"], buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 600, 1800),
+)
+LLM_SECONDS = Histogram(
+    "deblo_llm_call_seconds", "Model calls that answered, by model: time from the call to its last byte",
+    ["model"], buckets=(0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
+)
+LLM_CALLS = Counter("deblo_llm_calls_total", "Model call attempts by model and result (ok, error)",
+                    ["model", "result"])
+LLM_TOKENS = Counter("deblo_llm_tokens_total", "Tokens of answered model calls by model and kind "
+                     "(prompt, completion)", ["model", "kind"])
+TWILIO_SENDS = Counter(
+    "deblo_twilio_sends_total",
+    "Twilio REST sends by outcome (accepted, retry, failed, unknown, not_configured) and error code "
+    "(Twilio's code, else the HTTP status, else none)",
+    ["channel", "outcome", "code"],
+)
+TWILIO_DELIVERY_ERRORS = Counter(
+    "deblo_twilio_delivery_errors_total", "Status callbacks reporting a failure, by status and ErrorCode",
+    ["status", "code"],
+)
+
+
+def error_code(code: object, status: object = None) -> str:
+    """The label of a Twilio error: its code, else the HTTP status, else "none"."""
+    return str(code or status or "none")[:16]
 
 
 def render() -> tuple[bytes, str]:

@@ -1,10 +1,14 @@
 """The last handler: whatever no other handler took goes to the agent loop.
 
 It checks the user can be served (credits, or the guests' daily allowance; the notice saying
-why not goes out at most once per NOTICE_INTERVAL_S), saves the user's
+why not goes out at most once per NOTICE_INTERVAL_S; past USER_DAILY_TOKEN_LIMIT tokens today,
+told once that day), saves the user's
 message, builds the prompt and history, runs the loop with the tools of the user's mode, and turns
 the loop's events into what the user sees on WhatsApp/SMS: text written before tool calls goes out
-at once, one short progress note when a tool runs long, then the answer. Everything the loop does
+at once, one short progress note when a tool runs long, then the answer. On WhatsApp the person
+first sees « typing… » (sent in the background, never waited for), and the answer goes out
+paragraph by paragraph while the model writes it (bot.channel.streaming); SMS and spoken answers
+(VOCAL) go whole. Everything the loop does
 is saved as it happens; each model call is charged as it returns, the turn's record is written
 at the end.
 """
@@ -18,8 +22,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot import metrics
 from bot.agent import history, vision
 from bot.agent.effects import for_turn
+from bot.agent.llm import prompt_cache_key
 from bot.agent.loop import PROMOTED, new_state, run_turn
 from bot.agent.prompts import build_system_prompt
 from bot.agent.sse import ToolCall
@@ -27,6 +33,7 @@ from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities import credits, menus, speech
 from bot.capabilities.quiz import redact_tool_arguments
 from bot.channel.context import Incoming
+from bot.channel.streaming import StreamedReply
 from bot.storage.models import Memory, TurnRecord, UserFile
 from handlers import background
 
@@ -34,6 +41,9 @@ log = logging.getLogger(__name__)
 
 # Share of the context budget given to past conversation; the rest is left for this turn's work.
 HISTORY_SHARE = 0.6
+# Below this many tokens left of the user's day a turn is not started: a prompt and a short answer
+# take about that much, and a turn that could not make its first call would only say it stops.
+DAILY_MIN_TURN_TOKENS = 4000
 
 
 def _tools_for(msg: Incoming) -> tuple[list[Tool], frozenset[str]]:
@@ -83,6 +93,26 @@ def _photos(msg: Incoming) -> list[UserFile]:
 def _speaks(msg: Incoming) -> bool:
     """VOCAL is on and the answer can go as a WhatsApp voice note (not offered on SMS)."""
     return bool(getattr(msg.user, "voice_replies", False)) and msg.channel == "whatsapp"
+
+
+def _on_whatsapp(msg: Incoming) -> bool:
+    """The person reads us on WhatsApp through Twilio (not SMS, not the operator's console)."""
+    return msg.channel == "whatsapp" and msg.services.console is None
+
+
+def _show_typing(msg: Incoming) -> None:
+    """« typing… » on the person's phone while the answer is prepared (Twilio's beta): sent in the
+    background, so neither its delay nor its failure touches the reply."""
+    if _on_whatsapp(msg) and msg.inbound is not None and msg.services.twilio is not None:
+        msg.services.twilio.show_typing_soon(msg.inbound.message_sid)
+
+
+def _stream_for(msg: Incoming) -> StreamedReply | None:
+    """WhatsApp answers go out paragraph by paragraph as they stream; SMS (one reply, parts of two
+    segments) and spoken answers (one voice note) go whole."""
+    if not _on_whatsapp(msg) or _speaks(msg):
+        return None
+    return StreamedReply(msg.services, msg.reply)
 
 
 async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
@@ -144,9 +174,9 @@ async def _can_serve(msg: Incoming) -> bool:
         if not allowed:
             if await _notice(msg, "guest_limit", guest_limit_text(msg)):
                 # The « 1 » the notice asks for must choose a profile, not answer an older menu.
-                await menus.clear_menu(msg.services.state, msg.conversation.id)
+                await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
             return False
-        return True
+        return await _within_daily_tokens(msg)
     if await credits.balance(msg.db, msg.user.id) <= 0:
         await _notice(
             msg,
@@ -160,7 +190,31 @@ async def _can_serve(msg: Incoming) -> bool:
             ),
         )
         return False
-    return True
+    return await _within_daily_tokens(msg)
+
+
+def _daily(msg: Incoming) -> credits.DailyTokens | None:
+    services = msg.services
+    return credits.daily_tokens(services.state, services.settings, msg.user, services.clock())
+
+
+async def _within_daily_tokens(msg: Incoming) -> bool:
+    """False once the user's turns used USER_DAILY_TOKEN_LIMIT tokens today (their day); the
+    message is answered with one notice that day, later ones with nothing, as without credits."""
+    daily = _daily(msg)
+    if daily is None or await daily.left() >= min(DAILY_MIN_TURN_TOKENS, daily.limit):
+        return True
+    metrics.DAILY_TOKEN_LIMIT.labels("refused").inc()
+    log.info("daily token limit reached", extra={"user_id": msg.user.id})
+    if await msg.services.state.set_if_absent(f"notice:{daily.key}", "1", 36 * 3600):
+        await msg.reply(msg.t(
+            "Tu as atteint la limite d'utilisation d'aujourd'hui, alors je ne peux plus répondre à "
+            "tes questions avant demain. À demain !",
+            "You have reached today's usage limit, so I can't answer more questions until tomorrow. "
+            "See you tomorrow!",
+        ), kind="notice")
+        metrics.DAILY_TOKEN_LIMIT.labels("notice").inc()
+    return False
 
 
 async def _save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: int | None) -> bool:
@@ -259,28 +313,36 @@ class _ToolReplies:
         )
 
 
-async def _relay(msg: Incoming, events: AsyncIterator[dict[str, Any]], replies: _ToolReplies) -> Any:
+async def _relay(msg: Incoming, events: AsyncIterator[dict[str, Any]], replies: _ToolReplies,
+                 stream: StreamedReply | None = None) -> Any:
     """Turns the loop's events into what the user sees; returns the turn's outcome.
 
-    Text written before tool calls goes out at once; with VOCAL on, the last text is the answer
+    Text written before tool calls goes out at once; with `stream`, the paragraphs it sent while
+    the model wrote are not sent again, only the rest. With VOCAL on, the last text is the answer
     and goes out with its voice note once the turn ends.
     """
     outcome = None
     answer = ""
-    async for event in events:
-        kind = event["type"]
-        if kind == "text" and _speaks(msg):
-            if answer:
-                await msg.reply(answer)
-            answer = event["text"]
-        elif kind == "text":
-            await msg.reply(event["text"])
-        elif kind == "tool_progress":
-            await replies.progress(event["note"])
-        elif kind == "long_work":
-            await background.tell_long_work(msg)
-        elif kind == "final":
-            outcome = event["outcome"]
+    try:
+        async for event in events:
+            kind = event["type"]
+            if kind == "text" and _speaks(msg):
+                if answer:
+                    await msg.reply(answer)
+                answer = event["text"]
+            elif kind == "text":
+                text = await stream.rest(event["text"]) if stream is not None else event["text"]
+                if text:
+                    await msg.reply(text)
+            elif kind == "tool_progress":
+                await replies.progress(event["note"])
+            elif kind == "long_work":
+                await background.tell_long_work(msg)
+            elif kind == "final":
+                outcome = event["outcome"]
+    finally:
+        if stream is not None:
+            stream.cancel()
     assert outcome is not None
     if answer:
         await speech.reply_spoken(msg, answer)
@@ -308,6 +370,7 @@ async def _record_turn(msg: Incoming, outcome: Any, inbound_id: int | None) -> N
         )
     )
     await msg.db.commit()
+    metrics.AGENT_TURN_SECONDS.labels(outcome.exit_reason).observe(outcome.latency_ms / 1000)
     log.info(
         "turn ended: %s after %d call(s), %d tokens",
         outcome.exit_reason,
@@ -342,6 +405,7 @@ async def handle(msg: Incoming) -> bool:
     await msg.db.commit()
     if not await _can_serve(msg):
         return True
+    _show_typing(msg)
     db = msg.db
     conversation_id = msg.conversation.id
     inbound_id = msg.inbound.id if msg.inbound is not None else None
@@ -354,7 +418,7 @@ async def handle(msg: Incoming) -> bool:
     messages = await _prompt(msg, photos, seen)
     offered, known = _tools_for(msg)
     taken_ids = await history.used_tool_call_ids(db, conversation_id)
-    budget = await credits.turn_budget(db, user, msg.inbound, settings)
+    budget = await credits.turn_budget(db, user, msg.inbound, settings, _daily(msg))
     effects = await for_turn(db, services.sessions, user_id=user.id, conversation_id=conversation_id,
                              inbound_id=inbound_id, clock=services.clock)
     # End the read transaction: while tools run, sends from a tool and from this handler happen
@@ -365,7 +429,7 @@ async def handle(msg: Incoming) -> bool:
         await history.save(db, conversation_id, new, inbound_id)
         await db.commit()
 
-    replies = _ToolReplies(msg, inbound_id)
+    replies, stream = _ToolReplies(msg, inbound_id), _stream_for(msg)
     state, promote_at = _start_state(msg, messages, offered, taken_ids)
     state.effects_from = effects.first_position if effects is not None else 0
     events = run_turn(
@@ -384,8 +448,10 @@ async def handle(msg: Incoming) -> bool:
         budget=budget,
         effects=effects,
         without_images=_without_images(msg, photos, seen) if settings.llm_vision else None,
+        on_text=stream.on_text if stream is not None else None,
+        cache_key=prompt_cache_key(services.settings.secret_key, user.id),
     )
-    outcome = await _relay(msg, events, replies)
+    outcome = await _relay(msg, events, replies, stream)
     await _charge_photos(msg, seen)
     await _record_turn(msg, outcome, inbound_id)
     return True

@@ -24,8 +24,10 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
+from bot import logs
 from bot.agent import history
 from bot.agent.effects import EffectStore
+from bot.agent.llm import prompt_cache_key
 from bot.agent.loop import CANCELLED as LOOP_CANCELLED
 from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState, run_turn
 from bot.agent.sse import ToolCall
@@ -36,7 +38,7 @@ from bot.channel.context import Incoming
 from bot.channel.outbound import SendKeys, current_keys, send_to_user
 from bot.clock import system_now
 from bot.services import Services
-from bot.storage.models import Conversation, GenerationJob, User, UserFile
+from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
 
 log = logging.getLogger(__name__)
 
@@ -137,10 +139,17 @@ async def _record_done_steps(services: Services, job_id: int, state: TurnState, 
 
 async def run_job(services: Services, job_id: int) -> None:
     """Runs (or resumes) one job to its end. Safe to call again for the same job."""
+    # Its log lines carry the ids of the message it was started from, as the turn's did.
+    with logs.scope(job_id=job_id):
+        await _run_job(services, job_id)
+
+
+async def _run_job(services: Services, job_id: int) -> None:
     loaded = await _begin(services, job_id)
     if loaded is None:
         return
     job, user, conversation = loaded
+    logs.bind(**await _message_ids(services, job))
     state = TurnState.from_json(job.state or {})
     side = _JobTurn(services, job, user, state)
     try:
@@ -152,6 +161,14 @@ async def run_job(services: Services, job_id: int) -> None:
         await _hand_back(services, job)
         return
     await _end(services, job, user, conversation, state, outcome, answer)
+
+
+async def _message_ids(services: Services, job: GenerationJob) -> dict[str, Any]:
+    """The log ids of the message a job comes from: its row and Twilio's MessageSid."""
+    async with services.sessions() as db:
+        sid = await db.scalar(select(InboundMessage.message_sid).where(InboundMessage.id == job.inbound_id))
+    return {"inbound_id": job.inbound_id, "message_sid": sid, "user_id": job.user_id,
+            "conversation_id": job.conversation_id}
 
 
 async def _hand_back(services: Services, job: GenerationJob) -> None:
@@ -280,18 +297,23 @@ class _JobTurn:
         per = max(1, settings.tokens_per_credit)
         async with self.services.sessions() as db:
             current = await credits.balance(db, self.user.id)
-        ceiling = state.total_tokens + max(0, current + max(0, settings.turn_overdraft_credits)) * per
+        ceiling = state.charged_tokens + max(0, current + max(0, settings.turn_overdraft_credits)) * per
+        # Never past what is left of the user's day (USER_DAILY_TOKEN_LIMIT), counted into it.
+        daily = credits.daily_tokens(self.services.state, settings, self.user, self.services.clock())
+        today = state.charged_tokens + (await daily.left() if daily is not None else 0)
 
         async def spend(tokens: int) -> None:
-            before = credits.turn_cost(state.total_tokens - tokens, per) if state.total_tokens > tokens else 0
-            due = credits.turn_cost(state.total_tokens, per) - before
+            # state.charged_tokens already counts this call (`tokens`, cached ones at their factor).
+            charged = state.charged_tokens
+            before = credits.turn_cost(charged - tokens, per) if charged > tokens else 0
+            due = credits.turn_cost(charged, per) - before
             if due > 0:
                 async with self.services.sessions() as db:
                     await credits.apply(db, self.user.id, -due, "usage",
                                         f"job:{self.job.id}:call:{state.model_calls}")
                     await db.commit()
 
-        return Budget(ceiling, spend)
+        return credits.within_today(ceiling, spend, daily, today)
 
     async def timeline(self, event: dict[str, Any]) -> None:
         """The loop's tool events become the job's timeline (and its current step)."""
@@ -326,6 +348,7 @@ async def _drive(services: Services, side: _JobTurn) -> tuple[Any, str]:
         language=user.language or "fr", make_context=side.make_context, limits=services.settings.limits,
         context_tokens=services.settings.llm_context_tokens, redact_arguments=redact_tool_arguments,
         budget=await side.budget(), effects=effects, save=side.save, should_stop=side.should_stop,
+        cache_key=prompt_cache_key(services.settings.secret_key, user.id),
     )
     outcome, answer = None, ""
     keys = None

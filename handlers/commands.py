@@ -74,7 +74,7 @@ async def show_commands(msg: Incoming, text: str) -> None:
     """A guest now sees the profile choice: a pending numbered menu (credit packs) would take the
     « 1 » they are told to send, so it is put aside, and the first-contact welcome is not needed."""
     if is_guest(msg):
-        await menus.clear_menu(msg.services.state, msg.conversation.id)
+        await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
         if msg.user.onboarding_step == "new":
             msg.user.onboarding_step = "profile"
             await msg.db.flush()
@@ -91,7 +91,7 @@ async def new_conversation(msg: Incoming) -> Conversation:
     fresh = Conversation(user_id=msg.user.id, active=True, created_at=msg.services.clock())
     msg.db.add(fresh)
     await msg.db.flush()
-    await menus.clear_menu(msg.services.state, old.id)
+    await menus.clear_menu(msg.services, old.id, db=msg.db)
     msg.conversation = fresh
     return fresh
 

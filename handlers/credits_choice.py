@@ -16,7 +16,6 @@ _NUMBER = re.compile(r"^#?\s*(\d{1,2})\s*[.)]?$")
 
 async def handle(msg: Incoming) -> bool:
     text = re.sub(r"\s+", " ", unidecode(msg.text).strip().lower()).rstrip("!.")
-    state = msg.services.state
     if _SHOW.match(text):
         reason = payments.unavailable_reason(msg.services.settings)
         if reason:
@@ -32,10 +31,10 @@ async def handle(msg: Incoming) -> bool:
     number = _NUMBER.match(text)
     if number is None:
         return False
-    menu = await menus.get_menu(state, msg.conversation.id)
+    menu = await menus.get_menu(msg.services, msg.conversation.id)
     if menu is None:
-        if await menus.expired_menu_kind(state, msg.conversation.id) == "credits":
-            await menus.clear_menu(state, msg.conversation.id)
+        if await menus.expired_menu_kind(msg.services, msg.conversation.id) == "credits":
+            await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
             await msg.reply(
                 msg.t(
                     "Ce menu a expiré. Envoie ACHETER pour revoir les offres.",
@@ -67,6 +66,6 @@ async def handle(msg: Incoming) -> bool:
             )
         )
         return True
-    await menus.clear_menu(state, msg.conversation.id)
+    await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
     await msg.reply(payments.payment_link_text(pack, checkout, msg.lang))
     return True

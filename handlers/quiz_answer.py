@@ -36,7 +36,7 @@ async def handle(msg: Incoming) -> bool:
     quiz = await pending_quiz(services, conversation_id, msg.user.id)
     if quiz is None:
         expired = number_in(msg.text) is not None and (
-            await expired_menu_kind(services.state, conversation_id) == MENU_KIND
+            await expired_menu_kind(services, conversation_id) == MENU_KIND
         )
         if expired:
             await _expired_hint(msg)
@@ -65,7 +65,7 @@ async def handle(msg: Incoming) -> bool:
     # Committed before sending: the send records its own row in another session, which SQLite
     # would make wait behind this one's open write.
     await msg.db.commit()
-    await clear_menu(services.state, conversation_id)
+    await clear_menu(services, conversation_id)
     await msg.reply(render_verdict(quiz, chosen, msg.lang, msg.channel))
     return True
 

@@ -28,6 +28,12 @@ from tests.harness import (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Several processes writing at once is the PostgreSQL deployment: the SQLite pass deselects
+    # these through `-m "not postgres_only"`, and they fail when run on SQLite.
+    config.addinivalue_line("markers", "postgres_only: needs PostgreSQL; runs in the PostgreSQL pass only")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Rendering and browser checks use no database: the second pass (PostgreSQL + Redis) skips them
     # through `-m "not single_pass"` instead of running the same slow work twice.

@@ -7,6 +7,7 @@ call of a turn carries this prefix, so a turn of n calls carries it n times.
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -14,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.cost import turns  # noqa: E402
 from bench.cost.measure import LANGUAGES, MODES, baseline_prompt, current_prompt, sizes, tool_names  # noqa: E402
+from bench.cost.turns import TOKENS_PER_CREDIT  # noqa: E402
 
 COLUMNS = ("mode", "lang", "tools", "system B", "schemas B", "total B", "~tokens", "ratio")
 
@@ -59,6 +62,24 @@ def main() -> None:
     print(table(rows()))
     print("\nFixed prompt per turn, French (plain answer: 1 call; quiz or document: 2; long turn: 10)")
     print("\n".join(per_turn()))
+    print("\nWhole turns through the loop, French; cached share as the provider's prefix cache gives it;")
+    print(f"credits at {TOKENS_PER_CREDIT} tokens each, cached tokens in full before and at 0.25 after")
+    prompts = {"before": {m: baseline_prompt(m, "fr") for m in ("child", "pro")},
+               "after": {m: current_prompt(m, "fr") for m in ("child", "pro")}}
+    print(turn_table(turns.run(prompts)))
+    times = asyncio.run(turns.first_message())
+    print(f"\nFirst WhatsApp message after the model's first token, {int(times['chars'])}-character answer "
+          f"at {turns.TOKENS_PER_S} tokens/s: {times['before']:.2f} s whole (before), "
+          f"{times['after']:.2f} s paragraph by paragraph (after)")
+
+
+def turn_table(rows: list[dict]) -> str:
+    cols = list(rows[0])
+    lines = [[str(r[c]) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(line[i]) for line in lines)) for i, c in enumerate(cols)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 3 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return "\n".join([fmt.format(*cols), fmt.format(*("-" * w for w in widths)),
+                      *(fmt.format(*line) for line in lines)])
 
 
 if __name__ == "__main__":

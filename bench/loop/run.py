@@ -70,7 +70,8 @@ def _ctx(call: Any) -> ToolContext:
 
 
 async def deblo_driver(url: str) -> tuple[Any, Any]:
-    settings = load_settings({"LLM_BASE_URL": url, "LLM_MODEL": "bench", "LLM_API_KEY": "x"})
+    settings = load_settings({"LLM_BASE_URL": url, "LLM_MODEL": "bench", "LLM_API_KEY": "x",
+                              "LLM_MAX_CONCURRENCY": "100000"})  # the cap is not what is measured
     llm = LLMClient(settings)
     limits = Limits()
 
@@ -215,7 +216,8 @@ def rss_mb() -> float:
 
 async def measure_concurrency(url: str, conversations: int) -> list[dict[str, float]]:
     """Two batches on one client: connections opened during the first (cold), reused by the second."""
-    settings = load_settings({"LLM_BASE_URL": url, "LLM_MODEL": "bench", "LLM_API_KEY": "x"})
+    settings = load_settings({"LLM_BASE_URL": url, "LLM_MODEL": "bench", "LLM_API_KEY": "x",
+                              "LLM_MAX_CONCURRENCY": "100000"})  # the cap is not what is measured
     llm = LLMClient(settings)
     limits = Limits()
 

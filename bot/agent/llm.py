@@ -5,26 +5,33 @@ caller (429, 5xx, connection errors, a stream that dies or reports an error with
 anything usable) are retried with backoff, then the fallback models are tried in order. Usage is
 taken from the provider when it sends it and estimated otherwise, so every call is counted.
 
-The httpx client runs on the aiohttp transport (httpx-aiohttp): httpcore's own connection pool
-spends time quadratic in the number of open connections, which at a few hundred concurrent
-conversations cost more CPU than everything else in the loop (see bench/loop).
+At most LLM_MAX_CONCURRENCY calls of one process stream at once: a call waits for a slot, and the
+wait counts toward its deadline (a call whose deadline passes while waiting fails as a late one).
+Latency, tokens and errors are counted by model (bot.metrics).
+
+The calls go through one aiohttp session per process, used directly: httpcore's own connection
+pool spent time quadratic in the number of open connections, and httpx's request and response
+models over aiohttp (httpx-aiohttp) still cost about a third of each call's CPU, which shows when
+hundreds of conversations get their answers at the same moment (see bench/loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
-import httpx
-from httpx_aiohttp import HttpxAiohttpClient
 
+from bot import metrics
 from bot.agent import vision
+from bot.agent.prompts import PERSONAL_HEADING
 from bot.agent.sse import Assembler, SSEParser, StreamResult, ToolCall
 from bot.config import Settings
 
@@ -56,6 +63,7 @@ class LLMResponse:
     latency_ms: int
     attempts: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Any] = field(default_factory=list)
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's cache (charged less)
 
 
 class _Retryable(Exception):
@@ -71,7 +79,7 @@ def estimate_tokens(text: str) -> int:
     return max(1, int(len(text) / 3.5)) if text else 0
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: Any) -> float | None:
     raw = headers.get("retry-after", "")
     try:
         return float(raw)
@@ -79,35 +87,33 @@ def _retry_after(headers: httpx.Headers) -> float | None:
         return None
 
 
-class _NoCookies(httpx.Cookies):
-    def extract_cookies(self, response: httpx.Response) -> None:
-        return None
-
-    def set_cookie_header(self, request: httpx.Request) -> None:
-        return None
-
-
 class LLMClient:
-    def __init__(self, settings: Settings, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._own_http = http is None
-        self.http = http or HttpxAiohttpClient(
-            timeout=httpx.Timeout(settings.llm_timeout_s, connect=min(10.0, settings.llm_timeout_s)),
-            limits=httpx.Limits(max_connections=1000, max_keepalive_connections=1000),
-        )
-        if http is None:
-            # An API authenticated by key has no use for cookies, and the cookie jar costs a
-            # noticeable share of each call's CPU at hundreds of concurrent conversations.
-            self.http._cookies = _NoCookies()  # type: ignore[attr-defined]
-        self.url = httpx.URL(settings.llm_base_url.rstrip("/") + "/chat/completions")
-        self._timeout = httpx.Timeout(
-            settings.llm_timeout_s, connect=min(10.0, settings.llm_timeout_s)
-        ).as_dict()
+        self.url = settings.llm_base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if settings.llm_api_key:
+            self._headers["Authorization"] = f"Bearer {settings.llm_api_key}"
+        self._session: aiohttp.ClientSession | None = None
         self.calls = 0
+        # Bound to the running loop at first use: one client per process and loop (build_services).
+        self._slots = asyncio.Semaphore(max(1, settings.llm_max_concurrency))
+
+    def _http(self) -> aiohttp.ClientSession:
+        """The session, made in the running loop at the first call. No cookies (an API
+        authenticated by key has no use for them) and no connection cap (LLM_MAX_CONCURRENCY is)."""
+        if self._session is None or self._session.closed:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=min(10.0, self.settings.llm_timeout_s),
+                                            sock_read=self.settings.llm_timeout_s)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                cookie_jar=aiohttp.DummyCookieJar(), timeout=timeout, trust_env=False,
+            )
+        return self._session
 
     async def close(self) -> None:
-        if self._own_http:
-            await self.http.aclose()
+        if self._session is not None:
+            await self._session.close()
 
     def models(self, images: bool = False) -> list[str]:
         """The models to try in order; a request carrying images starts with LLM_VISION_MODEL."""
@@ -129,8 +135,10 @@ class LLMClient:
         deadline: float | None = None,
         on_text: Callable[[str], Any] | None = None,
         extra: dict[str, Any] | None = None,
+        cache_key: str | None = None,
     ) -> LLMResponse:
         """One streamed completion. `deadline` is a time.monotonic() value no retry may pass.
+        `cache_key` (e.g. one per user) goes as `prompt_cache_key` where LLM_PROMPT_CACHE_KEY says so.
 
         `on_text` receives text as it streams; once it has been called, a failure is no longer
         retried (the caller has shown part of an answer) and the partial response is returned.
@@ -141,23 +149,14 @@ class LLMClient:
         images = vision.has_images(list(messages))
         for model in self.models(images):
             for attempt in range(retries + 1):
-                body: dict[str, Any] = {
-                    "model": model,
-                    "messages": list(messages),
-                    "stream": True,
-                    "stream_options": {"include_usage": True},
-                }
-                if tools:
-                    body["tools"] = list(tools)
-                if tool_choice is not None and (tools or tool_choice == "none"):
-                    body["tool_choice"] = tool_choice
-                if extra:
-                    body.update(extra)
+                body = _body(model, messages, tools, tool_choice, extra)
+                self._cache_hints(body, model, cache_key)
                 forwarded = [False]
                 try:
                     result = await self._stream_once(body, deadline, on_text, forwarded)
                 except _Retryable as exc:
                     attempts.append({"model": model, "error": exc.reason})
+                    metrics.LLM_CALLS.labels(model, "error").inc()
                     if images and vision.refuses_images(400 if exc.reason.startswith("HTTP 400") else 0,
                                                         exc.reason):
                         # The caller reads the photos' text instead, in the same turn.
@@ -174,8 +173,20 @@ class LLMClient:
                     await asyncio.sleep(wait)
                     continue
                 attempts.append({"model": model, "error": None})
-                return self._response(result, body, model, started, attempts)
+                response = self._response(result, body, model, started, attempts)
+                _count(model, response)
+                return response
         raise LLMError(f"all models failed: {attempts[-1]['error'] if attempts else 'none'}", attempts)
+
+    def _cache_hints(self, body: dict[str, Any], model: str, cache_key: str | None) -> None:
+        """Tells the provider what it may cache: the stable prefix is the same bytes at every call
+        of a mode (bot.agent.prompts), so only the hint differs between providers."""
+        host = urlsplit(self.url).hostname or ""
+        if cache_key and _wanted(self.settings.llm_prompt_cache_key, host in CACHE_KEY_HOSTS):
+            body["prompt_cache_key"] = cache_key[:64]
+        anthropic = host == "openrouter.ai" and model.startswith("anthropic/")
+        if _wanted(self.settings.llm_cache_control, anthropic):
+            body["messages"] = mark_stable_prefix(body["messages"])
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         base = self.settings.llm_retry_base_s * (2**attempt)
@@ -191,45 +202,28 @@ class LLMClient:
         on_text: Callable[[str], Any] | None,
         forwarded: list[bool],
     ) -> StreamResult:
-        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
-        if self.settings.llm_api_key:
-            headers["Authorization"] = f"Bearer {self.settings.llm_api_key}"
         parser = SSEParser()
         assembler = Assembler()
         self.calls += 1
         timeout = None if deadline is None else max(0.01, deadline - time.monotonic())
+        payload = json.dumps(body, ensure_ascii=False).encode()
         try:
-            async with asyncio.timeout(timeout):
-                # Built directly rather than through client.stream(): merging the client's defaults
-                # (URL, headers, cookies) on every call shows in the CPU time at hundreds of
-                # concurrent conversations.
-                request = httpx.Request(
-                    "POST",
-                    self.url,
-                    content=json.dumps(body).encode(),
-                    headers=headers,
-                    extensions={"timeout": self._timeout},
-                )
-                resp = await self.http.send(request, stream=True)
-                try:
-                    if resp.status_code != 200:
-                        detail = (await resp.aread())[:300].decode("utf-8", "replace")
-                        same = resp.status_code in RETRYABLE_STATUS
-                        raise _Retryable(
-                            f"HTTP {resp.status_code}: {detail}", _retry_after(resp.headers), same
-                        )
-                    async for raw in resp.aiter_bytes():
+            async with asyncio.timeout(timeout), self._slot():
+                async with self._http().post(self.url, data=payload, headers=self._headers) as resp:
+                    if resp.status != 200:
+                        detail = (await resp.read())[:300].decode("utf-8", "replace")
+                        same = resp.status in RETRYABLE_STATUS
+                        raise _Retryable(f"HTTP {resp.status}: {detail}", _retry_after(resp.headers), same)
+                    async for raw in resp.content.iter_any():
                         for event in parser.feed(raw):
                             self._feed(assembler, event, on_text, forwarded)
                     for event in parser.close():
                         self._feed(assembler, event, on_text, forwarded)
-                finally:
-                    await resp.aclose()
         except TimeoutError:
             if forwarded[0]:
                 return self._finish(assembler, parser)
             raise _Retryable("deadline", same_model=False) from None
-        except (httpx.TransportError, httpx.StreamError, aiohttp.ClientError, ConnectionError) as exc:
+        except (aiohttp.ClientError, ConnectionError) as exc:
             if forwarded[0]:
                 assembler.result.errors.append({"message": f"stream interrupted: {type(exc).__name__}"})
                 return self._finish(assembler, parser)
@@ -241,6 +235,18 @@ class LLMClient:
         if not usable and not result.done_seen and not result.finish_reasons and not forwarded[0]:
             raise _Retryable("stream ended without any answer")
         return result
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """One of this process's LLM_MAX_CONCURRENCY slots, held while the call streams."""
+        if self._slots.locked():
+            metrics.LLM_WAITS.inc()
+        async with self._slots:
+            metrics.LLM_IN_FLIGHT.inc()
+            try:
+                yield
+            finally:
+                metrics.LLM_IN_FLIGHT.dec()
 
     @staticmethod
     def _feed(
@@ -270,6 +276,9 @@ class LLMClient:
             completion = estimate_tokens(
                 result.content + "".join(c.name + c.arguments for c in result.tool_calls)
             )
+        details = usage.get("prompt_tokens_details") or {}
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        cached = min(int(prompt), cached) if isinstance(cached, int) and cached > 0 else 0
         return LLMResponse(
             content=result.content,
             reasoning=result.reasoning,
@@ -282,4 +291,62 @@ class LLMClient:
             latency_ms=int((time.monotonic() - started) * 1000),
             attempts=attempts,
             errors=result.errors,
+            cached_tokens=cached,
         )
+
+
+def _body(model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
+          tool_choice: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+    """The request body of one streamed completion."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": list(messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if tools:
+        body["tools"] = list(tools)
+    if tool_choice is not None and (tools or tool_choice == "none"):
+        body["tool_choice"] = tool_choice
+    if extra:
+        body.update(extra)
+    return body
+
+
+def _count(model: str, response: LLMResponse) -> None:
+    """An answered call in the metrics, under the model asked for (the provider may name a version)."""
+    metrics.LLM_CALLS.labels(model, "ok").inc()
+    metrics.LLM_SECONDS.labels(model).observe(response.latency_ms / 1000)
+    metrics.LLM_TOKENS.labels(model, "prompt").inc(response.prompt_tokens)
+    metrics.LLM_TOKENS.labels(model, "completion").inc(response.completion_tokens)
+    if response.cached_tokens:
+        metrics.LLM_TOKENS.labels(model, "cached").inc(response.cached_tokens)
+
+
+CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})
+
+
+def prompt_cache_key(secret: str, user_id: int) -> str:
+    """One key per user that says nothing of who it is: the provider only groups calls by it."""
+    import hashlib
+    import hmac
+
+    return "u-" + hmac.new(secret.encode(), f"cache:{user_id}".encode(), hashlib.sha256).hexdigest()[:20]
+
+
+def _wanted(setting: str, auto: bool) -> bool:
+    return setting == "on" or (setting == "auto" and auto)
+
+
+def mark_stable_prefix(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first system message as two text parts, the stable prefix marked `cache_control`
+    (a cache breakpoint: tools and that prefix are cached, what follows is read each time)."""
+    if not messages or messages[0].get("role") != "system" or not isinstance(messages[0].get("content"), str):
+        return messages
+    text = messages[0]["content"]
+    cut = text.find("\n\n" + PERSONAL_HEADING)
+    stable, rest = (text[:cut], text[cut:]) if cut > 0 else (text, "")
+    parts: list[dict[str, Any]] = [{"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}}]
+    if rest:
+        parts.append({"type": "text", "text": rest})
+    return [{**messages[0], "content": parts}, *messages[1:]]

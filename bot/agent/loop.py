@@ -97,10 +97,13 @@ class TurnOutcome:
 
 @dataclass
 class Budget:
-    """The most tokens a turn may use (None: no ceiling), and who is told what each call used."""
+    """The most tokens a turn may use (None: no ceiling), and who is told what each call used;
+    `notice` ({"fr": …, "en": …}) is what the turn ends with when the ceiling is reached, when it is
+    not the credits that ran out (the day's token limit)."""
 
     tokens: int | None = None
     spend: Callable[[int], Awaitable[None]] | None = None
+    notice: dict[str, str] | None = None
 
 
 def _tools_tokens(schemas: Sequence[dict[str, Any]]) -> int:
@@ -112,6 +115,12 @@ def _tools_tokens(schemas: Sequence[dict[str, Any]]) -> int:
 def _monotonic(wall: float) -> float:
     """A wall-clock deadline as the time.monotonic() value the model client expects."""
     return time.monotonic() + (wall - time.time())
+
+
+def _cut(resp: LLMResponse) -> bool:
+    """The stream broke off after some text (the client returns what came, marked so)."""
+    return any(isinstance(e, dict) and str(e.get("message", "")).startswith("stream interrupted")
+               for e in resp.errors)
 
 
 def _steps_left_note(left: int, language: str) -> dict[str, Any]:
@@ -142,6 +151,8 @@ class _Turn:
     effects: EffectStore | None
     without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None
     promote_at: float | None
+    on_text: Callable[[str], Any] | None = None  # the model's text as it streams
+    cache_key: str | None = None  # the provider's prompt-cache key (one per user)
     schemas: list[dict[str, Any]] = field(default_factory=list)
     shown_now: list[str] = field(default_factory=list)
     outcome: TurnOutcome = field(default_factory=lambda: TurnOutcome(exit_reason=ANSWERED, text=""))
@@ -162,6 +173,12 @@ class _Turn:
         """The direct budget has passed and the turn still has work to do."""
         return self.promote_at is not None and bool(self.tools) and time.time() >= self.promote_at
 
+    def fallback(self, reason: str) -> str:
+        """What the user is told when the turn ends for `reason` (the budget may say why it ran out)."""
+        if reason == OVER_BUDGET and self.budget is not None and self.budget.notice:
+            return self.budget.notice.get(self.lang) or self.budget.notice["fr"]
+        return FALLBACK_TEXT[reason][self.lang]
+
     def say(self, text: str) -> dict[str, Any]:
         self.state.shown.append(text)
         self.shown_now.append(text)
@@ -179,6 +196,7 @@ class _Turn:
                 usage_estimated=resp.usage_estimated,
                 tool_calls=len(resp.tool_calls),
                 attempts=len(resp.attempts),
+                cached_tokens=resp.cached_tokens,
             )
             self.state.prompt_tokens += resp.prompt_tokens
             self.state.completion_tokens += resp.completion_tokens
@@ -190,12 +208,19 @@ class _Turn:
         if self.budget is None or self.budget.tokens is None:
             return True
         estimate = total_tokens(request, self.tools_tokens if with_tools else 0) + COMPLETION_ALLOWANCE
-        return self.state.total_tokens + estimate <= self.budget.tokens
+        return self.state.charged_tokens + estimate <= self.budget.tokens
 
     async def spent(self, resp: LLMResponse) -> None:
-        self.state.model_calls += 1
+        """Counts the call: its cached prompt tokens at CACHED_TOKENS_FACTOR, the rest in full."""
+        s = self.state
+        s.model_calls += 1
+        cached = min(resp.cached_tokens, resp.prompt_tokens)
+        charged = resp.prompt_tokens - cached + round(cached * self.limits.cached_tokens_factor)
+        charged += resp.completion_tokens
+        s.cached_tokens += cached
+        s.charged_tokens += charged
         if self.budget is not None and self.budget.spend is not None:
-            await self.budget.spend(resp.prompt_tokens + resp.completion_tokens)
+            await self.budget.spend(charged)
 
     async def persist(self, new: list[dict[str, Any]]) -> None:
         self.outcome.new_messages.extend(new)
@@ -229,18 +254,18 @@ class _Turn:
         if not self.affordable(request, bool(self.schemas)):
             self.record(n, None, forced, {"over_budget": True})
             self.finish(OVER_BUDGET)
-            yield self.say(FALLBACK_TEXT[OVER_BUDGET][self.lang])
+            yield self.say(self.fallback(OVER_BUDGET))
             return
         resp = await self._call(n, request, forced)
         if resp is None:
             if s.done:
-                yield self.say(FALLBACK_TEXT[s.exit_reason][self.lang])
+                yield self.say(self.fallback(s.exit_reason))
             return
         calls = resp.tool_calls
         if forced and calls:
             resp = await self._text_instead(n, resp)
             if resp is None:
-                yield self.say(FALLBACK_TEXT[s.exit_reason][self.lang])
+                yield self.say(self.fallback(s.exit_reason))
                 return
             calls = []
         if not calls:
@@ -255,12 +280,7 @@ class _Turn:
         s = self.state
         call_deadline = s.deadline if forced else s.deadline - self.reserve
         try:
-            resp = await self.llm.chat(
-                request,
-                tools=self.schemas or None,
-                tool_choice="none" if (forced and self.schemas) else None,
-                deadline=_monotonic(call_deadline),
-            )
+            resp = await self._chat(request, forced, call_deadline)
         except LLMError as exc:
             self.record(n, None, forced, {"error": str(exc), "attempts": exc.attempts})
             if isinstance(exc, ImagesRefused) and self.without_images is not None and not s.images_replaced:
@@ -276,6 +296,24 @@ class _Turn:
         await self.spent(resp)
         return resp
 
+    async def _chat(self, request: list[dict[str, Any]], forced: bool, call_deadline: float) -> LLMResponse:
+        """The model call, its text streamed to `on_text`. The client no longer retries a stream cut
+        once text reached us; when `on_text` had shown none of it (returned nothing true), the call
+        is tried once more without streaming, as it would have been without `on_text`."""
+        owner, shown = self.on_text, [False]
+
+        def on_text(chunk: str) -> None:
+            if owner is not None and owner(chunk):
+                shown[0] = True
+
+        ask: dict[str, Any] = {"tools": self.schemas or None, "deadline": _monotonic(call_deadline),
+                               "tool_choice": "none" if (forced and self.schemas) else None,
+                               "cache_key": self.cache_key}
+        resp = await self.llm.chat(request, on_text=on_text if owner is not None else None, **ask)
+        if owner is not None and not shown[0] and _cut(resp):
+            resp = await self.llm.chat(request, **ask)
+        return resp
+
     async def _text_instead(self, n: int, resp: LLMResponse) -> LLMResponse | None:
         """Asked for text but got tool calls: drop them; without text, ask once more without tools."""
         if resp.content.strip():
@@ -285,7 +323,8 @@ class _Turn:
             self.finish(OVER_BUDGET)
             return None
         try:
-            resp = await self.llm.chat(retry, deadline=_monotonic(self.state.deadline))
+            resp = await self.llm.chat(retry, deadline=_monotonic(self.state.deadline),
+                                       cache_key=self.cache_key)
         except LLMError as exc:
             self.record(n, None, True, {"error": str(exc), "retry_without_tools": True})
             self.finish(PROVIDER_ERROR)
@@ -355,6 +394,7 @@ async def run_turn(
     without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
     save: Callable[[TurnState], Awaitable[None]] | None = None,
     should_stop: Callable[[], Awaitable[bool]] | None = None, promote_at: float | None = None,
+    on_text: Callable[[str], Any] | None = None, cache_key: str | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Runs one turn from `messages` (system prompt, history and the user's message), or goes on
     with a saved `state`.
@@ -364,6 +404,9 @@ async def run_turn(
     `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
     `without_images(messages)` gives the messages with their images replaced by text (OCR): used
     once, in the same turn, when the provider refuses image input.
+    `on_text(chunk)` gets each step's text as the model streams it (not awaited) and returns true
+    once it has shown some to the user; the step's `text` event still carries all of it, so the
+    caller can tell what it has shown already. A stream cut before anything was shown is asked again.
     """
     limits = limits or Limits()
     if state is None:
@@ -375,6 +418,7 @@ async def run_turn(
         lang="en" if language == "en" else "fr", make_context=make_context, limits=limits,
         context_tokens=context_tokens, on_messages=on_messages, redact_arguments=redact_arguments,
         budget=budget, effects=effects, without_images=without_images, promote_at=promote_at,
+        on_text=on_text, cache_key=cache_key,
     )
     exit_reason: str | None = None
     try:

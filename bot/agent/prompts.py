@@ -22,6 +22,9 @@ TOOL_MODES = ("child", "pro")  # the modes offered tools, hence shown third-part
 MAX_MEMORIES = 30
 MAX_MEMORY_CHARS = 300
 DEFAULT_TIMEZONE = "Africa/Abidjan"
+# Where the part of the prompt specific to the person begins: what comes before is the same bytes
+# for every call of a mode (the cache breakpoint of bot.agent.llm.mark_stable_prefix).
+PERSONAL_HEADING = "# Cette personne"
 WEEKDAYS = ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche")
 MONTHS = ("janvier", "février", "mars", "avril", "mai", "juin", "juillet", "août", "septembre",
           "octobre", "novembre", "décembre")
@@ -88,7 +91,7 @@ def build_system_prompt(
 ) -> str:
     """`now` (an aware datetime) adds the local date and time, last since it changes at every turn;
     `today` (YYYY-MM-DD) is the older, date-only form, used when `now` is not given."""
-    parts = [stable_prefix(mode), "", "# Cette personne"]
+    parts = [stable_prefix(mode), "", PERSONAL_HEADING]
     profile = _profile_lines(user) if user is not None else []
     parts.extend(profile or ["- (profil non renseigné)"])
     if language == "en":

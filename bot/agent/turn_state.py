@@ -34,6 +34,8 @@ class TurnState:
     done: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # of prompt_tokens, served from the provider's cache
+    charged_tokens: int = 0  # what the budget counts: cached tokens at CACHED_TOKENS_FACTOR
     iterations: list[dict[str, Any]] = field(default_factory=list)
     tool_runs: list[dict[str, Any]] = field(default_factory=list)
     sources: dict[str, list[str]] = field(default_factory=dict)  # TurnSources, as lists

@@ -503,7 +503,7 @@ async def _clear_state(services: Services, user_id: int | None, conversations: l
         return
     try:
         for conversation_id in conversations:
-            await menus.clear_menu(services.state, conversation_id)
+            await menus.clear_menu(services, conversation_id)
         await services.state.kv_delete(deletion_request_key(user_id))
     except Exception:
         log.warning("shared state not cleared at erasure; its keys expire by themselves",

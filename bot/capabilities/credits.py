@@ -2,12 +2,16 @@
 
 A `ref` makes a change idempotent: the same (reason, ref) is applied once however often it is
 asked for (a payment webhook delivered twice, a turn retried after a crash).
+
+Beside credits, USER_DAILY_TOKEN_LIMIT caps the tokens one user's turns use per day, the day of
+the user's time zone (`DailyTokens`, counted in the shared state as each model call returns).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -15,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.loop import Budget
+from bot.clock import zone
 from bot.config import Settings
 from bot.storage.models import CreditEntry, InboundMessage, User
 
@@ -147,12 +152,75 @@ async def open_meter(
     return TurnMeter(user_id, per, max(0, overdraft), max(0, current + max(0, overdraft)) * per, ref)
 
 
-async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
-                      settings: Settings) -> Budget | None:
-    """The budget of one agent turn, charged to the ledger as the turn spends (None for guests,
-    who are served within their daily allowance and not charged)."""
-    if (user.mode or "guest") == "guest":
+DAILY_LIMIT_TEXT = {
+    "fr": "Je m'arrête ici pour aujourd'hui : tu as atteint la limite d'utilisation du jour. "
+    "Je te répondrai de nouveau demain.",
+    "en": "I'm stopping here for today: you have reached the day's usage limit. "
+    "I'll answer you again tomorrow.",
+}
+
+
+@dataclass
+class DailyTokens:
+    """The tokens one user's turns used today against USER_DAILY_TOKEN_LIMIT, in the shared state
+    (one key per user and local day, so every process counts in the same place)."""
+
+    state: Any
+    key: str
+    limit: int
+
+    async def used(self) -> int:
+        return int(await self.state.kv_get(self.key) or 0)
+
+    async def left(self) -> int:
+        return max(0, self.limit - await self.used())
+
+    async def add(self, tokens: int) -> None:
+        if tokens <= 0:
+            return
+        try:
+            await self.state.incr(self.key, 36 * 3600, tokens)
+        except Exception:  # a limit, not the ledger: the turn goes on with the state away
+            log.warning("could not count a user's tokens of the day", extra={"key": self.key})
+
+
+def token_day(settings: Settings, user: User, now: datetime) -> str:
+    """The user's day (their time zone, else DEFAULT_TIMEZONE) that the daily ceiling counts."""
+    return now.astimezone(zone(user.timezone, settings.default_timezone)).strftime("%Y-%m-%d")
+
+
+def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> DailyTokens | None:
+    """The user's tokens of the day; None when USER_DAILY_TOKEN_LIMIT is 0 (no ceiling)."""
+    if settings.user_daily_token_limit <= 0:
         return None
+    key = f"tokens:day:{user.id}:{token_day(settings, user, now)}"
+    return DailyTokens(state, key, settings.user_daily_token_limit)
+
+
+def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int) -> Budget:
+    """A budget of `ceiling` tokens (None: no other ceiling) that never goes past `left`, what is
+    left of the user's day, and counts what each call used into the day."""
+    if daily is None:
+        return Budget(ceiling, spend)
+
+    async def spend_today(tokens: int) -> None:
+        if spend is not None:
+            await spend(tokens)
+        await daily.add(tokens)
+
+    # When the day runs out first, the turn ends saying so rather than speaking of credits.
+    first = ceiling is None or left < ceiling
+    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else None)
+
+
+async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
+                      settings: Settings, daily: DailyTokens | None = None) -> Budget | None:
+    """The budget of one agent turn, charged to the ledger as the turn spends, within what is left
+    of the user's day (`daily`). Guests are served within their daily allowance and not charged:
+    without a daily ceiling their budget is None."""
+    left = await daily.left() if daily is not None else 0
+    if (user.mode or "guest") == "guest":
+        return None if daily is None else within_today(None, None, daily, left)
     # The attempt keeps the refs of a re-run apart from those of the run it replaces.
     ref = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
     meter = await open_meter(db, user.id, settings.tokens_per_credit, settings.turn_overdraft_credits, ref)
@@ -160,7 +228,7 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
     async def spend(tokens: int) -> None:
         await meter.spend(db, tokens)
 
-    return Budget(meter.ceiling_tokens, spend)
+    return within_today(meter.ceiling_tokens, spend, daily, left)
 
 
 async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:

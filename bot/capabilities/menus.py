@@ -3,14 +3,29 @@
 WhatsApp has no buttons here, so a menu is numbered text and the user answers with a number.
 Only one menu is pending per conversation: a new one replaces the previous, so "2" always means
 the last menu the user saw.
+
+A menu lives in the shared state (read at every message) and in the database (`pending_menus`):
+when the state loses it (Redis restarted, or the process holding the in-process state), the row
+brings it back, so a quiz's « 2 » is still checked as the answer, never sent to the model as chat.
+Expiry is wall-clock time, as the state's TTLs are.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.storage.state import State
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.services import Services
+from bot.storage.models import PendingMenu
+
+# A late answer to a menu that expired gets a hint for this many times the menu's own lifetime.
+HINT_FACTOR = 24
 
 
 def _key(conversation_id: int) -> str:
@@ -21,25 +36,68 @@ def _expired_key(conversation_id: int) -> str:
     return f"menu-expired:{conversation_id}"
 
 
-async def set_menu(state: State, conversation_id: int, kind: str, data: dict[str, Any], ttl_s: float) -> None:
-    payload = json.dumps({"kind": kind, **data}, ensure_ascii=False)
-    await state.kv_set(_key(conversation_id), payload, ttl_s)
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextlib.asynccontextmanager
+async def _session(services: Services, db: AsyncSession | None) -> AsyncIterator[AsyncSession]:
+    """The caller's session when it has a write open (SQLite has one writer: a second session
+    would wait on it), committed by the caller; else a session of our own, committed here."""
+    if db is not None:
+        yield db
+        await db.flush()
+        return
+    async with services.sessions() as own:
+        yield own
+        await own.commit()
+
+
+async def set_menu(services: Services, conversation_id: int, kind: str, data: dict[str, Any],
+                   ttl_s: float, *, db: AsyncSession | None = None) -> None:
+    payload = {"kind": kind, **data}
+    now = _now()
+    async with _session(services, db) as session:
+        await session.execute(delete(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
+        session.add(PendingMenu(conversation_id=conversation_id, kind=kind, payload=payload,
+                                expires_at=now + timedelta(seconds=ttl_s),
+                                hint_until=now + timedelta(seconds=ttl_s * HINT_FACTOR)))
+    await services.state.kv_set(_key(conversation_id), json.dumps(payload, ensure_ascii=False), ttl_s)
     # Remembered longer than the menu itself, so that a late answer gets a hint, not silence.
-    await state.kv_set(_expired_key(conversation_id), kind, ttl_s * 24)
+    await services.state.kv_set(_expired_key(conversation_id), kind, ttl_s * HINT_FACTOR)
 
 
-async def get_menu(state: State, conversation_id: int) -> dict[str, Any] | None:
-    raw = await state.kv_get(_key(conversation_id))
-    return None if raw is None else json.loads(raw)
+async def _row(services: Services, conversation_id: int) -> PendingMenu | None:
+    async with services.sessions() as db:
+        return await db.scalar(select(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
 
 
-async def clear_menu(state: State, conversation_id: int) -> None:
-    await state.kv_delete(_key(conversation_id))
-    await state.kv_delete(_expired_key(conversation_id))
-
-
-async def expired_menu_kind(state: State, conversation_id: int) -> str | None:
-    """The kind of a menu that was shown and has since expired (still unanswered), if any."""
-    if await state.kv_get(_key(conversation_id)) is not None:
+async def get_menu(services: Services, conversation_id: int) -> dict[str, Any] | None:
+    raw = await services.state.kv_get(_key(conversation_id))
+    if raw is not None:
+        return json.loads(raw)
+    row = await _row(services, conversation_id)
+    if row is None or row.expires_at <= _now():
         return None
-    return await state.kv_get(_expired_key(conversation_id))
+    # The state lost it: put it back for the time it has left.
+    left = (row.expires_at - _now()).total_seconds()
+    await services.state.kv_set(_key(conversation_id), json.dumps(row.payload, ensure_ascii=False), left)
+    return dict(row.payload)
+
+
+async def clear_menu(services: Services, conversation_id: int, *, db: AsyncSession | None = None) -> None:
+    async with _session(services, db) as session:
+        await session.execute(delete(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
+    await services.state.kv_delete(_key(conversation_id))
+    await services.state.kv_delete(_expired_key(conversation_id))
+
+
+async def expired_menu_kind(services: Services, conversation_id: int) -> str | None:
+    """The kind of a menu that was shown and has since expired (still unanswered), if any."""
+    if await get_menu(services, conversation_id) is not None:
+        return None
+    kind = await services.state.kv_get(_expired_key(conversation_id))
+    if kind is not None:
+        return kind
+    row = await _row(services, conversation_id)
+    return row.kind if row is not None and row.hint_until > _now() else None

@@ -230,13 +230,13 @@ async def store_quiz(
         asked_at=now,
         expires_at=now + timedelta(seconds=ttl_s),
     )
-    await set_menu(services.state, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s)
+    await set_menu(services, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s)
     return quiz
 
 
 async def pending_quiz(services: Services, conversation_id: int, user_id: int) -> Quiz | None:
     """The conversation's pending quiz if it belongs to this user (expired or not)."""
-    menu = await get_menu(services.state, conversation_id)
+    menu = await get_menu(services, conversation_id)
     quiz = None if menu is None else quiz_from_menu(menu)
     if quiz is None or quiz.user_id != user_id or quiz.conversation_id != conversation_id:
         return None

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot import metrics
+from bot import logs, metrics
 from bot.channel import formatting
 from bot.channel.links import file_url, short_name
 from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
@@ -738,6 +738,7 @@ async def _store_sent(services: Services, row: OutboundMessage, sent: SentMessag
                 await db.commit()
 
     _record_sent(services, row, sent)  # the caller's copy, for what it does next
+    metrics.TWILIO_SENDS.labels(row.channel, "accepted", "none").inc()
     await asyncio.shield(store())
 
 
@@ -770,6 +771,7 @@ async def _retry_later(services: Services, db: AsyncSession, row: OutboundMessag
     row.updated_at = services.clock()
     await db.commit()
     metrics.OUTBOUND.labels(row.channel, "retry").inc()
+    metrics.TWILIO_SENDS.labels(row.channel, "retry", metrics.error_code(exc.code, exc.status)).inc()
     log.warning("send postponed to the outbox",
                 extra={"outbound_id": row.id, "attempts": row.attempts, "code": exc.code,
                        "http_status": exc.status, "error": str(exc)[:300]})
@@ -791,6 +793,7 @@ async def _record_failure(services: Services, db: AsyncSession, row: OutboundMes
         row.status, row.updated_at = "failed", services.clock()
         await db.commit()
         metrics.OUTBOUND.labels(channel, "not_configured").inc()
+        metrics.TWILIO_SENDS.labels(channel, "not_configured", "none").inc()
         log.error("twilio is not configured", extra={"error": str(exc)})
         return
     row.status = "unknown" if exc.ambiguous else "failed"
@@ -798,6 +801,7 @@ async def _record_failure(services: Services, db: AsyncSession, row: OutboundMes
     row.updated_at = services.clock()
     await db.commit()
     metrics.OUTBOUND.labels(channel, row.status).inc()
+    metrics.TWILIO_SENDS.labels(channel, row.status, metrics.error_code(exc.code, exc.status)).inc()
     if row.user_id is not None and exc.code in PERMANENT_CODES:
         # Refused for good (the carrier has the person's STOP, the number is no mobile…): it
         # counts towards stopping proactive messages to them.
@@ -949,7 +953,8 @@ async def _drain(services: Services, row_ids: list[int]) -> int:
     """Sends one address's waiting rows in order; stops at the first that must wait again."""
     sent, told, inbound_ids = 0, None, set()
     for index, row_id in enumerate(row_ids):
-        outcome, row, fields = await _send_queued(services, row_id)
+        with logs.scope():  # each row's lines carry its own message's id (bound in _send_queued)
+            outcome, row, fields = await _send_queued(services, row_id)
         if row is None:
             break  # taken by someone else: its order is theirs now
         if row.inbound_id is not None:
@@ -983,6 +988,7 @@ async def _send_queued(services: Services, row_id: int
             return "gone", None, {}
         row = await db.get(OutboundMessage, row_id)
         assert row is not None
+        logs.bind(inbound_id=row.inbound_id, outbound_id=row.id)
         fields = dict(row.payload or {})
         age = (now - row.created_at).total_seconds() if row.created_at else 0.0
         if not fields or age > services.settings.outbox_max_age_s:

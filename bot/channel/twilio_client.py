@@ -5,6 +5,9 @@ Retries are ours, not the library's: its `max_retries` resends a POST after a 5x
 429 / 20429 and refused connections are retried with backoff (nothing was sent); an ambiguous
 failure (5xx, connection dropped after the request left, timeout) is resolved by looking the
 message up before sending again.
+
+The typing indicator (WhatsApp, Twilio's public beta) is best effort: sent in the background, any
+failure logged at info and ignored; the reply never waits for it.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from twilio.rest import Client
 from bot.config import TWILIO_DEFAULT_API, Settings
 
 log = logging.getLogger("bot.twilio")
+
+# The indicator shows for 25 s at most: one that takes longer than this to be accepted is of no use.
+TYPING_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class TwilioClient:
         self.settings = settings
         self._client: Client | None = None
         self._http: AsyncTwilioHttpClient | None = None
+        self._typing: set[asyncio.Task[bool]] = set()  # indicators under way (kept from the GC)
 
     @property
     def configured(self) -> bool:
@@ -76,6 +83,8 @@ class TwilioClient:
             base = self.settings.twilio_api_base_url
             if base and base != TWILIO_DEFAULT_API:
                 client.api.base_url = base
+                # The typing indicator's API lives on messaging.twilio.com; a test server serves both.
+                client.messaging.base_url = base
             self._client = client
         return self._client
 
@@ -145,7 +154,33 @@ class TwilioClient:
                 return SentMessage(sid=str(msg.sid), status=str(msg.status or "queued"))
         return None
 
+    async def show_typing(self, message_sid: str) -> bool:
+        """Shows « typing… » to the WhatsApp user who sent `message_sid` (SM… or MM…) and marks that
+        message read, until our reply is delivered or 25 s pass. True when Twilio accepted it; any
+        failure (a beta refusing, 4xx, 5xx, timeout) is logged at info and gives False."""
+        try:
+            async with asyncio.timeout(TYPING_TIMEOUT_S):
+                result = await self._get().messaging.v2.typing_indicator.create_async(
+                    channel="whatsapp", message_id=message_sid)
+            return bool(result.success)
+        except TwilioRestException as exc:
+            log.info("typing indicator refused", extra={"http_status": exc.status, "code": exc.code})
+        except Exception as exc:  # best effort: nothing about it may stop the reply
+            log.info("typing indicator failed", extra={"error": repr(exc)[:300]})
+        return False
+
+    def show_typing_soon(self, message_sid: str) -> None:
+        """`show_typing` in the background: returns at once, never raises."""
+        if not self.configured or not message_sid:
+            return
+        task = asyncio.get_running_loop().create_task(self.show_typing(message_sid))
+        self._typing.add(task)
+        task.add_done_callback(self._typing.discard)
+
     async def close(self) -> None:
+        for task in list(self._typing):
+            task.cancel()
+        await asyncio.gather(*self._typing, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
         self._http = None

@@ -26,7 +26,8 @@ from multidict import MultiDict
 from sqlalchemy import select, text
 from twilio.request_validator import RequestValidator
 
-from bot import metrics
+from bot import logs, metrics
+from bot.channel import gauges
 from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
 from bot.channel.links import check_link
 from bot.channel.outbound import note_status
@@ -92,6 +93,7 @@ async def inbound(request: web.Request) -> web.Response:
         log.warning("malformed webhook", extra={"error": str(exc)})
         metrics.INBOUND.labels("unknown", "malformed").inc()
         return web.Response(status=400, text=f"malformed webhook: {exc}")
+    logs.bind(message_sid=params.message_sid)  # and inbound_id once stored: the ids workers log too
     received_at = services.clock()
     spool = request.app[SPOOL]
     stored: tuple[int, int | None] | None = None
@@ -109,11 +111,13 @@ async def inbound(request: web.Request) -> web.Response:
         log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
         metrics.INBOUND.labels(params.channel, "duplicate").inc()
     else:
+        logs.bind(inbound_id=inbound_id, user_id=user_id)
         try:
             await services.state.push_user(user_id)
         except Exception:
             # The message is stored: the sweeper queues it once the shared state answers again.
             log.warning("could not queue an inbound message; the sweeper will", extra={"user_id": user_id})
+        log.info("inbound message stored", extra={"channel": params.channel})
         metrics.INBOUND.labels(params.channel, "accepted").inc()
     metrics.WEBHOOK_SECONDS.observe(time.perf_counter() - started)
     return twiml()
@@ -184,6 +188,8 @@ async def status(request: web.Request) -> web.Response:
         return web.Response(status=400, text="malformed status callback")
     sid, new_status = fields
     metrics.STATUS_CALLBACKS.labels(new_status).inc()
+    if new_status in FAILED:
+        metrics.TWILIO_DELIVERY_ERRORS.labels(new_status, metrics.error_code(form.get("ErrorCode"))).inc()
     try:
         # First, for the sender waiting to send the next part (it reads the shared state only).
         await services.state.kv_set(f"outstatus:{sid}", new_status, STATUS_KEY_TTL_S)
@@ -321,7 +327,8 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"ready": ready, **checks}, status=200 if ready else 503)
 
 
-async def metrics_view(_request: web.Request) -> web.Response:
+async def metrics_view(request: web.Request) -> web.Response:
+    await gauges.refresh(services_of(request))  # queue depth, oldest pending, jobs: from the database
     body, content_type = metrics.render()
     return web.Response(body=body, headers={"Content-Type": content_type})
 
@@ -333,10 +340,18 @@ REPLAY_NOW: web.AppKey[asyncio.Event] = web.AppKey("replay_now", asyncio.Event)
 BACKGROUND: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("background", set)
 
 
+@web.middleware
+async def log_scope(request: web.Request, handler: Any) -> web.StreamResponse:
+    """The ids a request's handler binds (bot.logs) end with it: a keep-alive connection serves
+    one request after another, and none may carry the ids of the one before."""
+    with logs.scope():
+        return await handler(request)
+
+
 def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
-    app = web.Application(client_max_size=2 * 1024 * 1024)
+    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[log_scope])
     app[SERVICES] = services
     app[VALIDATOR] = RequestValidator(services.settings.twilio_auth_token)
     app[WRITER] = InboundWriter(services.engine)

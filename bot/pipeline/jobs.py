@@ -67,6 +67,7 @@ class JobWorkers:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = False
+        self.queue.draining = False
         self.queue.set_runner(self._deliver_from_thread)
         worker = Worker(self.queue.broker, worker_threads=self.concurrency)
         # A process takes no more jobs than it runs at once: a job waiting in a busy process's
@@ -78,15 +79,23 @@ class JobWorkers:
         await self._sweep_logged()
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="job-sweeper")
 
-    async def stop(self) -> None:
-        """Stops taking jobs. The ones running here are cancelled where they are (their state is
-        saved after every step), their leases given back and their messages sent again: another
-        worker, or the next start, resumes them."""
+    async def stop(self, grace_s: float = 0.0) -> None:
+        """Stops taking jobs. A job running here stops after its current step and hands itself back
+        (`draining`, read by the job's runner); the deliveries still running after `grace_s` are
+        cancelled where they are (their state is saved after every step). Either way the leases
+        are given back and the jobs sent again: another worker, or the next start, resumes them."""
         self._stopping = True
+        self.queue.draining = True
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
             self._sweeper = None
+        if self._worker is not None:
+            # No delivery begins any more; the consumers keep the broker's heartbeat meanwhile, and
+            # what they fetched is given back when the worker stops.
+            for thread in self._worker.workers:
+                thread.stop()
+        await self._drain(grace_s)
         deliveries = list(self._deliveries)
         for task in deliveries:
             task.cancel()
@@ -103,6 +112,13 @@ class JobWorkers:
             broker = self.queue.broker
             broker.middleware = [m for m in broker.middleware if getattr(m, "worker", None) is not worker]
         self.queue.set_runner(None)
+
+    async def _drain(self, grace_s: float) -> None:
+        """Waits, at most `grace_s`, for the deliveries running here to end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace_s
+        while self._deliveries and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(list(self._deliveries), timeout=left)
 
     # --- one delivery ------------------------------------------------------------------------
     def _deliver_from_thread(self, job_id: int) -> None:

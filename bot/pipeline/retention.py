@@ -13,8 +13,9 @@ call whose result is gone an "interrupted" result, so a cut through a turn loads
 The newest inbound row is never deleted, only emptied: SQLite gives a new row the highest id + 1,
 and the ledger refers to turns by inbound id (`turn:<id>:<attempt>`), so an id must never come back.
 
-The job (`retention_jobs`) runs in one process per tick (the job claim in bot.pipeline.scheduler), and every
-step is idempotent, so a tick cut short, or two at once after a claim expired, does no harm. Rows
+The job (`retention_jobs`) runs in one process per period (the period's key in bot.pipeline.scheduler),
+and every step is idempotent, so a tick cut short, or two at once (one that ran past its period),
+does no harm. Rows
 go in batches, each its own short transaction (SQLite has one writer), at most `_MAX_BATCHES` per
 table per tick: a backlog is worked off over a few ticks. A file's bytes go before its row, so a
 failure leaves the row to be tried again next tick, never bytes nobody can find.

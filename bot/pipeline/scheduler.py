@@ -1,6 +1,10 @@
 """Periodic jobs (reminders, weekly summaries, parents' digests) and the proactive sends they make.
 
-Jobs: every worker process runs them; each tick runs in one process only (a short claim in State).
+Jobs: every worker process runs them, and each runs once per period (its `interval_s`) across all
+processes: ticks fall on the period's boundaries of the wall clock, the same in every process, and
+only the process that first takes the period's key in State (`job:<name>:<period>`) runs it. The
+sends a job makes are claimed row by row besides (below), so even two runs at once (one longer
+than its period, or hosts whose clocks differ by more than a period) never send twice.
 A failing tick — Redis or the database away, a bug, one bad row — is logged and counted, and the
 next tick runs as usual: only `stopping` ends a job's loop.
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -72,10 +77,16 @@ async def run_once(services: Services, job: Job) -> bool:
     return True
 
 
-async def _tick(services: Services, job: Job) -> None:
+def period_key(job: Job, period: int) -> str:
+    """The key in State that the process running `job` for `period` holds."""
+    return f"job:{job.name}:{period}"
+
+
+async def _tick(services: Services, job: Job, period: int) -> None:
     try:
         # The claim itself needs Redis: when Redis is away the tick is skipped, not the loop ended.
-        mine = await services.state.set_if_absent(f"job:{job.name}", "1", max(job.interval_s * 0.8, 0.05))
+        # It outlives its period: a process whose clock is a little behind finds it still there.
+        mine = await services.state.set_if_absent(period_key(job, period), "1", max(job.interval_s * 2, 1.0))
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -88,13 +99,17 @@ async def _tick(services: Services, job: Job) -> None:
 
 async def _loop(services: Services, job: Job, stopping: asyncio.Event) -> None:
     while not stopping.is_set():
+        # The next period's start: every process asks for the same period at about the same time. A
+        # tick that ran past it skips the periods it overlapped (other processes ran them).
+        now = time.time()
+        period = int(now // job.interval_s) + 1
         try:
-            await asyncio.wait_for(stopping.wait(), job.interval_s)
+            await asyncio.wait_for(stopping.wait(), period * job.interval_s - now)
             return
         except TimeoutError:
             pass
         try:
-            await _tick(services, job)
+            await _tick(services, job, period)
         except asyncio.CancelledError:
             raise
         except Exception:  # whatever a tick raises, the next one runs

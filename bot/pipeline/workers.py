@@ -34,6 +34,7 @@ from bot.channel.outbound import (
     send_to_user,
 )
 from bot.clock import system_now
+from bot.pipeline.rate import UserRate
 from bot.pipeline.scheduler import Job, run_jobs
 from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
@@ -92,6 +93,7 @@ class Pipeline:
         self._stopping = asyncio.Event()
         self.leases = _Leases(services, self._later)
         self.messages = _Messages(services, dispatch)
+        self.rate = UserRate(services)  # USER_MAX_MESSAGES_PER_MINUTE
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -108,9 +110,17 @@ class Pipeline:
         # Work left from before a restart is picked up now, not at the first sweep.
         await self.sweep()
 
-    async def stop(self) -> None:
-        """Stops at once: a turn cut short is left `processing` and recovered at the next start."""
+    async def stop(self, grace_s: float = 0.0) -> None:
+        """Stops claiming; the turns in flight get `grace_s` to end (a user's rows still pending are
+        queued again for another worker). What runs after that is cancelled: a turn cut short is
+        left `processing` with its lease ended, and another worker (or the next start) recovers it."""
         self._stopping.set()
+        if grace_s > 0:
+            # Workers end after their current row, the scheduler and the outbox after their round;
+            # the sweeper only sleeps.
+            ending = [t for t in self._tasks if t.get_name() != "sweeper"]
+            if ending:
+                await asyncio.wait(ending, timeout=grace_s)
         tasks = self._tasks + list(self._later)
         for task in tasks:
             task.cancel()
@@ -133,6 +143,9 @@ class Pipeline:
                 user_id = await state.pop_user(0.5)
                 if user_id is None:
                     continue
+                if self._stopping.is_set():
+                    await state.push_user(user_id)  # popped as this process stops: for another worker
+                    return
                 if user_id in self.active:
                     continue  # this process is on it and re-checks for new rows before letting go
                 await self.process_user(user_id)
@@ -143,8 +156,13 @@ class Pipeline:
                 await asyncio.sleep(0.5)
 
     def _push_later(self, user_id: int) -> None:
+        # A user held back by the rate limit is looked at again once their minute allows.
+        delay = self.rate.next_look(user_id, self.services.settings.requeue_delay_s)
+        if delay is None:
+            return
+
         async def push() -> None:
-            await asyncio.sleep(self.services.settings.requeue_delay_s)
+            await asyncio.sleep(delay)
             with contextlib.suppress(Exception):  # shared state down: the sweeper queues it later
                 await self.services.state.push_user(user_id)
 
@@ -201,21 +219,25 @@ class Pipeline:
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
             await self._let_go(user_id, token, current["row"])
-        if busy:
+        if busy and not self._stopping.is_set():
             self._push_later(user_id)
-        # A message that arrived between the last claim and the release: queue it again.
-        elif not self._stopping.is_set() and await self._has_pending(user_id):
+        # A message that arrived between the last claim and the release, or rows left because this
+        # process stops: queued again (for another worker, now rather than at the next sweep).
+        elif await self._has_pending(user_id):
             with contextlib.suppress(Exception):  # the sweeper queues it otherwise
                 await state.push_user(user_id)
 
     async def _run_rows(self, user_id: int, current: dict[str, int | None]) -> bool:
         """Runs the user's rows one by one; True when it stopped with work left for later."""
         while not self._stopping.is_set():
+            if await self.rate.holds_back(user_id, self._has_pending):
+                return True  # kept pending, in order: answered once the user's minute allows
             row_id = await self.messages.claim_next(user_id)
             if row_id is None:
                 return False
             if row_id == BUSY:
                 return True
+            await self.rate.started(user_id)
             current["row"] = row_id
             handled = await self.messages.process(row_id)
             current["row"] = None
@@ -427,7 +449,7 @@ class _Messages:
         assert user is not None
         now = services.clock()
         conv = await active_conversation(db, user, now)
-        logs.bind(inbound_id=row_id, user_id=user.id, conversation_id=conv.id)
+        logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
         conv.user_message_count = (conv.user_message_count or 0) + 1
         arrived = row.created_at or now
         user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)

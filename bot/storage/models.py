@@ -195,6 +195,20 @@ class TurnRecord(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class PendingMenu(Base):
+    """The numbered menu a conversation waits an answer to (bot.capabilities.menus), kept in the
+    database as well as in the shared state, so that a Redis restart does not turn « 2 » into chat."""
+
+    __tablename__ = "pending_menus"
+
+    conversation_id: Mapped[int] = mapped_column(
+        ForeignKey("conversations.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]]
+    expires_at: Mapped[datetime]  # the menu's own end
+    hint_until: Mapped[datetime]  # a late answer still gets a hint until then
+
+
 class GenerationJob(Base):
     """A long turn carried on in the background (bot.capabilities.jobs): its saved state, status,
     steps and result. The row is the truth; the job queue only says which job to run next."""

@@ -49,7 +49,7 @@ class State(Protocol):
     async def kv_set(self, key: str, value: str, ttl_s: float | None = None) -> None: ...
     async def kv_delete(self, key: str) -> None: ...
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool: ...
-    async def incr(self, key: str, ttl_s: float) -> int: ...
+    async def incr(self, key: str, ttl_s: float, amount: int = 1) -> int: ...
     async def push_user(self, user_id: int) -> None: ...
     async def pop_user(self, timeout_s: float) -> int | None: ...
     async def acquire(self, key: str, ttl_s: float) -> str | None: ...
@@ -158,12 +158,12 @@ class MemoryState:
         await self.kv_set(key, value, ttl_s)
         return True
 
-    async def incr(self, key: str, ttl_s: float) -> int:
+    async def incr(self, key: str, ttl_s: float, amount: int = 1) -> int:
         current = self._alive(key)
         if current is None:
-            await self.kv_set(key, "1", ttl_s)
-            return 1
-        value = int(current) + 1
+            await self.kv_set(key, str(amount), ttl_s)
+            return amount
+        value = int(current) + amount
         self._kv[key] = (str(value), self._kv[key][1])
         return value
 
@@ -253,9 +253,9 @@ class RedisState:
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
         return bool(await self.redis.set(self.prefix + key, value, nx=True, px=max(1, int(ttl_s * 1000))))
 
-    async def incr(self, key: str, ttl_s: float) -> int:
+    async def incr(self, key: str, ttl_s: float, amount: int = 1) -> int:
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.incr(self.prefix + key)
+            pipe.incrby(self.prefix + key, amount)
             pipe.pexpire(self.prefix + key, max(1, int(ttl_s * 1000)), nx=True)
             value, _ = await pipe.execute()
         return int(value)

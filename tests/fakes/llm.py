@@ -3,6 +3,10 @@
 It speaks the real wire protocol (`data: {chunk}\\n\\n` … `data: [DONE]`), so the bot's own HTTP
 client is exercised end to end. Tests push steps; each request pops one (the default is a short
 text answer). Every request body is recorded.
+
+Text streams in chunks of 24 characters; `chunk_delay_s` (for every step, or one step's own) waits
+between frames. `.streams` keeps, for each streamed text or tool-call step, the monotonic times of
+its first text frame and of its end.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class Step:
     delay_s: float = 0.0
     usage: dict[str, int] | None = None
     finish_reason: str | None = None
+    chunk_delay_s: float | None = None  # this step's wait between frames (else FakeLLM.chunk_delay_s)
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None, model: str = "fake") -> bytes:
@@ -99,6 +104,7 @@ class FakeLLM:
         # Set: a request carrying image parts gets HTTP 400, as from a model without vision.
         self.refuse_images = False
         self.refused_image_requests = 0
+        self.streams: list[dict[str, float | None]] = []  # {"first_text": t, "ended": t} per stream
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -163,11 +169,17 @@ class FakeLLM:
             assert request.transport is not None
             request.transport.close()
             return resp
-        for frame in render_step(step, model=body.get("model", "fake")):
+        times: dict[str, float | None] = {"first_text": None, "ended": None}
+        self.streams.append(times)
+        delay = self.chunk_delay_s if step.chunk_delay_s is None else step.chunk_delay_s
+        for index, frame in enumerate(render_step(step, model=body.get("model", "fake"))):
+            if index and delay:
+                await asyncio.sleep(delay)
             await resp.write(frame)
-            if self.chunk_delay_s:
-                await asyncio.sleep(self.chunk_delay_s)
+            if index == 1 and step.content:  # frame 0 only opens the assistant's message
+                times["first_text"] = time.monotonic()
         await resp.write_eof()
+        times["ended"] = time.monotonic()
         return resp
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:

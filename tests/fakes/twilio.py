@@ -15,6 +15,11 @@
   while `condition()` is true (e.g. for a minute of the test's clock); `refuse_connections()`
   stops listening (new connections are refused, requests on kept-alive ones are dropped) until
   `accept_connections()`.
+- The typing indicator (`POST /v2/Indicators/Typing.json`, messaging.twilio.com's path): Basic auth,
+  form fields `channel=whatsapp` and `messageId` (an SM… or MM… sid), else 400 like Twilio; 200
+  `{"success": true}`. Accepted calls are recorded in `.typing` (fields plus "at", monotonic time),
+  every call counted in `.typing_requests`; `fail_typing("500" | "400" | "403")` fails the next
+  one, `typing_delay_s` makes it answer late. Outages and refused connections apply to it too.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
   redirects to the file.
 """
@@ -68,6 +73,10 @@ class FakeTwilio:
         self.fetch_media = True
         self.requests = 0
         self.unauthorised = 0
+        self.typing: list[dict[str, Any]] = []
+        self.typing_requests = 0
+        self.typing_delay_s = 0.0
+        self._typing_failures: deque[str] = deque()
         self._failures: deque[str] = deque()
         self._outage: tuple[str, Callable[[], bool]] | None = None
         self._refusing = False
@@ -83,6 +92,10 @@ class FakeTwilio:
     # --- scripting -------------------------------------------------------------------------
     def fail_next(self, kind: str, times: int = 1) -> None:
         self._failures.extend([kind] * times)
+
+    def fail_typing(self, kind: str, times: int = 1) -> None:
+        """The next typing indicator calls fail: "500", "400" or "403" (the beta not enabled)."""
+        self._typing_failures.extend([kind] * times)
 
     def fail_while(self, kind: str, condition: Callable[[], bool]) -> None:
         """Every API request fails with `kind` ("500", "503", "429") while `condition()` holds."""
@@ -243,6 +256,36 @@ class FakeTwilio:
             "uri": str(request.rel_url),
         })
 
+    async def _typing_indicator(self, request: web.Request) -> web.StreamResponse:
+        self.typing_requests += 1
+        if not self._authorised(request):
+            self.unauthorised += 1
+            return self._error(401, 20003, "Authenticate")
+        if self._refusing:
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=503)
+        outage = self._outage_response()
+        if outage is not None:
+            return outage
+        fields = {k: str(v) for k, v in (await request.post()).items()}
+        if self.typing_delay_s:
+            await asyncio.sleep(self.typing_delay_s)
+        failure = self._typing_failures.popleft() if self._typing_failures else None
+        if failure == "500":
+            return self._error(500, 20500, "Internal Server Error")
+        if failure == "403":
+            return self._error(403, 20403, "Typing indicators are not enabled for this account.")
+        if failure == "400" or fields.get("channel") != "whatsapp":
+            return self._error(400, 20001, "Invalid channel: typing indicators support whatsapp only")
+        message_id = fields.get("messageId", "")
+        if not message_id:
+            return self._error(400, 20001, "Missing required parameter messageId in the post body")
+        if message_id[:2] not in ("SM", "MM"):
+            return self._error(400, 20001, "Invalid messageId: a Message SID (SM…) or Media SID (MM…)")
+        self.typing.append({**fields, "at": time.monotonic()})
+        return web.json_response({"success": True}, status=200)
+
     async def _after_create(self, sid: str, fields: dict[str, Any]) -> None:
         failed_media = False
         if self.fetch_media:
@@ -326,6 +369,7 @@ class FakeTwilio:
         app.router.add_get("/2010-04-01/Accounts/{account}/Messages.json", self._list)
         app.router.add_get("/2010-04-01/Accounts/{account}/Messages/{msg}/Media/{media}", self._serve_media)
         app.router.add_get("/storage/{media}", self._storage)
+        app.router.add_post("/v2/Indicators/Typing.json", self._typing_indicator)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from bot.agent.toolspec import ToolContext
 from bot.capabilities.menus import get_menu
 from bot.capabilities.payments.local import signature as local_signature
-from bot.storage.models import CreditEntry, Payment
+from bot.storage.models import CreditEntry, Payment, PendingMenu
 from tests.payments.paystack_stand_in import PaystackStandIn
 from tools import by_name, for_mode
 
@@ -93,7 +94,7 @@ async def buy_pack_two(h, paystack) -> Payment:
 async def test_menu_choice_gives_a_paystack_link(h, paystack) -> None:
     user = await h.make_user(USER)
     await buy_pack_two(h, paystack)
-    assert await get_menu(h.services.state, (await conversation_id(h, user.id))) is None  # answered
+    assert await get_menu(h.services, (await conversation_id(h, user.id))) is None  # answered
     assert h.llm.requests == []
 
 
@@ -262,7 +263,7 @@ async def test_tool_shows_the_menu_then_the_link(h, paystack) -> None:
     result = await tool.run(ctx, {})
     assert result["success"] and result["menu_sent"] and len(result["packs"]) == 3
     assert sent[-1].startswith("💳 Buy credits") and "3. 600 credits — 2 000 FCFA" in sent[-1]
-    assert (await get_menu(h.services.state, conv))["kind"] == "credits"
+    assert (await get_menu(h.services, conv))["kind"] == "credits"
     assert "checkout.paystack.com" in await say(h, "3")  # the user answers the menu
     result = await tool.run(ctx, {"pack": 1})
     assert result["success"] and result["credits"] == 100 and "checkout.paystack.com" in sent[-1]
@@ -282,7 +283,12 @@ async def test_expired_menu_gets_a_hint(h, paystack) -> None:
     user = await h.make_user(USER)
     await say(h, "ACHETER")
     conv = await conversation_id(h, user.id)
-    await h.services.state.kv_delete(f"menu:{conv}")  # what the TTL does after 30 minutes
+    # What 30 minutes do: the state's key expires, and so does the menu's row.
+    await h.services.state.kv_delete(f"menu:{conv}")
+    async with h.services.sessions() as db:
+        await db.execute(update(PendingMenu).where(PendingMenu.conversation_id == conv)
+                         .values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await db.commit()
     assert "expiré" in await say(h, "2")
     assert paystack.initialized == []
 

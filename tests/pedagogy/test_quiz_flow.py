@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.storage.models import ExerciseResult, User
+from bot.storage.models import ExerciseResult, PendingMenu, User
 
 STUDENT = "+2250700000001"
 OTHER = "+2250700000002"
@@ -241,3 +241,22 @@ async def test_at_most_three_quizzes_per_conversation(harness: Any) -> None:
     assert not any("1️⃣" in t for t in texts)
     assert "3 quizzes" in str(h.llm.requests[-1])
     assert len(await results(h, STUDENT)) == 3
+
+
+async def test_a_pending_quiz_survives_the_loss_of_the_shared_state(harness: Any) -> None:
+    """Redis restarted (or the process with the in-process state): the quiz's « 2 » is still the
+    answer, checked on the server, because the pending menu is in the database too."""
+    h = harness
+    await h.make_user(STUDENT, mode="child")
+    await ask_quiz(h)
+    async with h.services.sessions() as db:
+        conversation = await db.scalar(select(PendingMenu.conversation_id))
+    await h.services.state.kv_delete(f"menu:{conversation}")
+    await h.services.state.kv_delete(f"menu-expired:{conversation}")
+    calls = len(h.llm.requests)
+    verdict = await say(h, STUDENT, "2")
+    assert len(h.llm.requests) == calls and verdict[0].startswith("✅")
+    [result] = await results(h, STUDENT)
+    assert result.correct is True
+    async with h.services.sessions() as db:
+        assert await db.scalar(select(PendingMenu.conversation_id)) is None  # answered: gone

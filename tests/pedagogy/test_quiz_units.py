@@ -126,7 +126,7 @@ async def test_quiz_is_stored_sent_and_sanitised(unit_services: Services) -> Non
     assert result["success"] is True
     assert "correct_index" not in json.dumps(result) and "EXPLICATION" not in json.dumps(result)
     assert len(sent) == 1 and "2️⃣ 15" in sent[0] and "EXPLICATION" not in sent[0]
-    menu = await get_menu(unit_services.state, conversation.id)
+    menu = await get_menu(unit_services, conversation.id)
     assert menu is not None and menu["kind"] == "quiz" and menu["correct_index"] == 1
     assert menu["user_id"] == user.id and menu["subject"] == "Maths"
 
@@ -136,7 +136,7 @@ async def test_first_message_and_three_per_conversation(unit_services: Services)
     sent: list[str] = []
     refused = await interactive_quiz.run(context(unit_services, user.id, first.id, sent), dict(MCQ_ARGS))
     assert refused["success"] is False and "first message" in refused["error"]
-    assert sent == [] and await get_menu(unit_services.state, first.id) is None
+    assert sent == [] and await get_menu(unit_services, first.id) is None
 
     other, conversation = await make_student(unit_services, "+2250705060708")
     ctx = context(unit_services, other.id, conversation.id, sent)

@@ -84,7 +84,7 @@ async def show_menu(services: Services, conversation_id: int, language: str) -> 
     from bot.capabilities.menus import set_menu
 
     data = {"packs": [[p.credits, p.price] for p in packs(services.settings)]}
-    await set_menu(services.state, conversation_id, "credits", data, MENU_TTL_S)
+    await set_menu(services, conversation_id, "credits", data, MENU_TTL_S)
     return menu_text(services.settings, language)
 
 

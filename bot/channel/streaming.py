@@ -1,0 +1,131 @@
+"""An answer sent paragraph by paragraph while the model is still writing it (WhatsApp).
+
+The model's text arrives in small chunks. A paragraph is complete once a blank line follows it,
+and then goes out at once as a message of its own, through the same send path as any reply
+(formatting, parts, outbox, idempotency keys): the person starts reading while the rest is being
+written. A paragraph shorter than STREAM_MIN_CHARS waits and goes with the next one (a row of
+one-line messages reads worse than one message); a blank line inside a code block is no boundary.
+What was not sent when the model's call ends goes with the loop's full `text` event (`rest`), so
+nothing is sent twice.
+
+The sends run in a task of their own, in order, each after Twilio reported the previous one sent,
+as the parts of one reply do: Twilio does not keep separate messages in order. That task runs
+without the turn's database session (`current_session`): the turn uses it meanwhile (charging the
+call, saving history), and one session must not be used by two tasks at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bot.channel.outbound import _wait_sent, current_session
+from bot.services import Services
+
+# About two lines on a phone: shorter paragraphs are joined with the next one.
+STREAM_MIN_CHARS = 200
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_FENCE = "```"
+
+
+@dataclass
+class ParagraphSplitter:
+    """Cuts streamed text into completed paragraphs of at least `min_chars` characters."""
+
+    min_chars: int = STREAM_MIN_CHARS
+    text: str = ""  # everything streamed so far
+    handed: int = 0  # text[:handed] was handed out
+    scanned: int = 0  # the blank lines before this position were looked at
+
+    def feed(self, chunk: str) -> list[str]:
+        """Adds a chunk; returns the pieces completed by it, in order (often none)."""
+        self.text += chunk
+        ready: list[str] = []
+        for blank in _BLANK_LINE.finditer(self.text, self.scanned):
+            self.scanned = blank.end()
+            piece = self.text[self.handed : blank.start()]
+            # An odd number of fences: the blank line is inside a code block.
+            if piece.count(_FENCE) % 2 or len(piece.strip()) < self.min_chars:
+                continue
+            ready.append(piece.strip())
+            self.handed = blank.end()
+        return ready
+
+    def rest(self, full: str) -> str:
+        """What of `full` (the call's whole text, as the loop's event gives it) was not handed out."""
+        full = full.strip()
+        handed = self.text[: self.handed].strip()
+        if handed and full.startswith(handed):
+            return full[len(handed) :].strip()
+        # Nothing handed out, or another text than the one streamed (a fallback notice): all of it.
+        return full
+
+
+class StreamedReply:
+    """Sends an answer's completed paragraphs while it streams; `on_text` is the loop's callback."""
+
+    def __init__(self, services: Services, send: Callable[[str], Awaitable[Any]],
+                 min_chars: int = STREAM_MIN_CHARS) -> None:
+        self.services = services
+        self._send = send
+        self._min_chars = min_chars
+        self._splitter = ParagraphSplitter(min_chars)
+        self._waiting: deque[str] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._last: Any = None  # the SendResult of the last streamed message
+        self.streamed = 0  # messages sent while the model was writing, in this turn
+
+    def on_text(self, chunk: str) -> bool:
+        """Called with each piece of the model's text as it streams; never waits. True once some
+        of this call's text is on its way to the user (a cut stream must not be asked again)."""
+        self._waiting.extend(self._splitter.feed(chunk))
+        if self._waiting and self._idle():
+            context = contextvars.copy_context()
+            context.run(current_session.set, None)
+            self._task = asyncio.get_running_loop().create_task(self._run(), context=context)
+        return self._splitter.handed > 0
+
+    def _idle(self) -> bool:
+        """No send under way, and none failed (a failure is raised by `rest`; nothing more goes)."""
+        task = self._task
+        return task is None or (task.done() and not task.cancelled() and task.exception() is None)
+
+    async def _run(self) -> None:
+        while self._waiting:
+            piece = self._waiting.popleft()
+            await self._after_last()
+            self._last = await self._send(piece)
+            self.streamed += 1
+
+    async def _after_last(self) -> None:
+        """Waits until Twilio reported the last streamed message sent (at most OUTBOUND_PART_WAIT_S)."""
+        sids = getattr(self._last, "sids", None)
+        if sids:
+            await _wait_sent(self.services, sids[-1], "queued")
+
+    async def rest(self, full: str) -> str:
+        """Once the paragraphs under way are sent, what of `full` (the step's text event) is still
+        to send; then starts over for the next model call."""
+        task, self._task = self._task, None
+        if task is not None:
+            await task
+        await self._after_last()
+        self._last = None
+        rest = self._splitter.rest(full)
+        self._splitter = ParagraphSplitter(self._min_chars)
+        return rest
+
+    def cancel(self) -> None:
+        """Stops sending (the turn ended without reaching `rest`)."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled():
+            task.exception()  # retrieved: the turn's own error is the one reported
