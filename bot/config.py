@@ -151,6 +151,7 @@ class Settings:
     twilio_timeout_s: float
     jobs_enabled: bool
     shutdown_grace_s: float
+    metrics_port: int
     scheduled_send_attempts: int
     scheduled_send_backoff_s: float
     scheduled_send_claim_s: float
@@ -339,6 +340,8 @@ class Environment(BaseSettings):
     # end before what is left is cancelled (recovered by another worker). Under the 30 s a container
     # gets to stop (docker-compose.yml's stop_grace_period).
     shutdown_grace_s: float = Field(25.0, gt=0)
+    # A `worker` serves its own /metrics on this port (0: none); `serve` has /metrics on PORT.
+    metrics_port: int = Field(0, ge=0, le=65535)
     outbound_part_wait_s: float = 3.0
     media_max_bytes: int = 16 * 1024 * 1024
     file_link_ttl_s: int = 3600

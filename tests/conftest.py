@@ -32,6 +32,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Several processes writing at once is the PostgreSQL deployment: the SQLite pass deselects
     # these through `-m "not postgres_only"`, and they fail when run on SQLite.
     config.addinivalue_line("markers", "postgres_only: needs PostgreSQL; runs in the PostgreSQL pass only")
+    config.addinivalue_line("markers", "single_pass: the same on any database; SQLite pass only")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -215,7 +215,11 @@ def rss_mb() -> float:
 
 
 async def measure_concurrency(url: str, conversations: int) -> list[dict[str, float]]:
-    """Two batches on one client: connections opened during the first (cold), reused by the second."""
+    """Two batches on one client: connections opened during the first (cold), reused by the second.
+    The collector is tuned as `serve` and `worker` tune it (bot.cli.tune_gc)."""
+    from bot.cli import tune_gc
+
+    tune_gc()
     settings = load_settings({"LLM_BASE_URL": url, "LLM_MODEL": "bench", "LLM_API_KEY": "x",
                               "LLM_MAX_CONCURRENCY": "100000"})  # the cap is not what is measured
     llm = LLMClient(settings)

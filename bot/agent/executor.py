@@ -107,11 +107,121 @@ def _validator(schema: dict[str, Any]) -> Any:
     return validator
 
 
+# Keywords a schema may use for the fast check; annotations change nothing (nor does `format`,
+# which jsonschema only asserts when given a format checker, and the validator here has none).
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "format", "$comment"})
+_FAST_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "items",
+                                 "enum", "maxLength", "minLength"}
+_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    # Stricter than jsonschema (which takes 1.0 as an integer): a miss only means the slow path.
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+_FAST: dict[int, tuple[dict[str, Any], Callable[[Any], bool] | None]] = {}
+
+
+def _fast_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A plain-Python check of the schemas tools use, or None when the schema uses anything else.
+    It may answer False for valid arguments (jsonschema then decides), never True for invalid ones:
+    running jsonschema on every call cost tens of µs, seen when hundreds of answers arrive at once."""
+    if not isinstance(schema, dict) or not set(schema) <= _FAST_KEYWORDS:
+        return None
+    kind = schema.get("type")
+    kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else None
+    if kind is not None and (kinds is None or not all(k in _TYPES for k in kinds)):
+        return None
+    checks: list[Callable[[Any], bool]] = []
+    if kinds is not None:
+        tests = [_TYPES[k] for k in kinds]
+        checks.append(tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests))
+    if {"properties", "additionalProperties", "required"} & set(schema):
+        check = _fast_object(schema)
+        if check is None:
+            return None
+        checks.append(check)
+    for key in ("items", "enum", "maxLength", "minLength"):
+        if key in schema:
+            check = _fast_keyword(key, schema[key])
+            if check is None:
+                return None
+            checks.append(check)
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda v: first(v) and second(v)
+    return lambda v: all(check(v) for check in checks)
+
+
+def _fast_object(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """`properties`, `required` and `additionalProperties` in one pass (only dicts are checked)."""
+    props = schema.get("properties") or {}
+    required = schema.get("required") or []
+    extra = schema.get("additionalProperties", True)
+    if not isinstance(props, dict) or not isinstance(required, list) or extra not in (True, False):
+        return None
+    if not all(isinstance(n, str) for n in required):
+        return None
+    subs = {name: _fast_check(sub) for name, sub in props.items()}
+    if any(sub is None for sub in subs.values()):
+        return None
+    closed = extra is False
+
+    def check(v: Any) -> bool:
+        if not isinstance(v, dict):
+            return True
+        for name in required:
+            if name not in v:
+                return False
+        for name, value in v.items():
+            sub = subs.get(name)
+            if sub is None:
+                if closed:
+                    return False
+            elif not sub(value):
+                return False
+        return True
+
+    return check
+
+
+def _fast_keyword(key: str, value: Any) -> Callable[[Any], bool] | None:
+    """The check of one keyword (applying, as in JSON Schema, only to the instances it is about)."""
+    if key == "items":
+        sub = _fast_check(value)
+        return None if sub is None else (lambda v: not isinstance(v, list) or all(sub(i) for i in v))
+    if key == "enum":
+        if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+            return None
+        allowed = frozenset(value)
+        return lambda v: isinstance(v, str) and v in allowed
+    if isinstance(value, bool) or not isinstance(value, int):  # maxLength, minLength
+        return None
+    if key == "maxLength":
+        return lambda v: not isinstance(v, str) or len(v) <= value
+    return lambda v: not isinstance(v, str) or len(v) >= value
+
+
+def _fast_valid(schema: dict[str, Any], args: dict[str, Any]) -> bool:
+    cached = _FAST.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _fast_check(schema))
+        _FAST[id(schema)] = cached  # the schema is kept alive, so its id stays its own
+    return cached[1] is not None and cached[1](args)
+
+
 def _schema_error(tool: Tool, args: dict[str, Any]) -> str | None:
     try:
         validator = _validator(tool.parameters)
     except jsonschema.SchemaError as exc:  # a tool's own schema is broken: say so, do not crash
         return f"the tool's schema is invalid: {exc.message}"
+    if _fast_valid(tool.parameters, args):
+        return None
     error = jsonschema.exceptions.best_match(validator.iter_errors(args))
     if error is None:
         return None

@@ -18,16 +18,16 @@ hundreds of conversations get their answers at the same moment (see bench/loop).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import orjson
 
 from bot import metrics
 from bot.agent import vision
@@ -85,6 +85,25 @@ def _retry_after(headers: Any) -> float | None:
         return float(raw)
     except ValueError:
         return None
+
+
+class _Slot:
+    """The concurrency slot as a plain context manager (a generator-based one cost more per call)."""
+
+    __slots__ = ("_semaphore",)
+
+    def __init__(self, semaphore: asyncio.Semaphore) -> None:
+        self._semaphore = semaphore
+
+    async def __aenter__(self) -> None:
+        if self._semaphore.locked():
+            metrics.LLM_WAITS.inc()
+        await self._semaphore.acquire()
+        metrics.LLM_IN_FLIGHT.inc()
+
+    async def __aexit__(self, *_exc: object) -> None:
+        metrics.LLM_IN_FLIGHT.dec()
+        self._semaphore.release()
 
 
 class LLMClient:
@@ -206,7 +225,7 @@ class LLMClient:
         assembler = Assembler()
         self.calls += 1
         timeout = None if deadline is None else max(0.01, deadline - time.monotonic())
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        payload = _encode(body)
         try:
             async with asyncio.timeout(timeout), self._slot():
                 async with self._http().post(self.url, data=payload, headers=self._headers) as resp:
@@ -236,17 +255,9 @@ class LLMClient:
             raise _Retryable("stream ended without any answer")
         return result
 
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
+    def _slot(self) -> _Slot:
         """One of this process's LLM_MAX_CONCURRENCY slots, held while the call streams."""
-        if self._slots.locked():
-            metrics.LLM_WAITS.inc()
-        async with self._slots:
-            metrics.LLM_IN_FLIGHT.inc()
-            try:
-                yield
-            finally:
-                metrics.LLM_IN_FLIGHT.dec()
+        return _Slot(self._slots)
 
     @staticmethod
     def _feed(
@@ -295,6 +306,16 @@ class LLMClient:
         )
 
 
+def _encode(body: dict[str, Any]) -> bytes:
+    """The request as UTF-8 JSON. orjson is several times faster than json on the whole history,
+    which is sent again at every step; what it refuses (e.g. a non-string key, an integer past 64
+    bits) goes through json as before."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body, ensure_ascii=False).encode()
+
+
 def _body(model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None,
           tool_choice: str | None, extra: dict[str, Any] | None) -> dict[str, Any]:
     """The request body of one streamed completion."""
@@ -313,14 +334,40 @@ def _body(model: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[s
     return body
 
 
+@dataclass(frozen=True)
+class _Children:
+    """One model's labelled metrics, looked up once: `.labels()` costs a lock and a tuple each time."""
+
+    ok: Any
+    seconds: Any
+    prompt: Any
+    completion: Any
+    cached: Any
+
+
+_CHILDREN: dict[str, _Children] = {}
+
+
+def _children(model: str) -> _Children:
+    found = _CHILDREN.get(model)
+    if found is None:
+        found = _CHILDREN[model] = _Children(
+            metrics.LLM_CALLS.labels(model, "ok"), metrics.LLM_SECONDS.labels(model),
+            metrics.LLM_TOKENS.labels(model, "prompt"), metrics.LLM_TOKENS.labels(model, "completion"),
+            metrics.LLM_TOKENS.labels(model, "cached"),
+        )
+    return found
+
+
 def _count(model: str, response: LLMResponse) -> None:
     """An answered call in the metrics, under the model asked for (the provider may name a version)."""
-    metrics.LLM_CALLS.labels(model, "ok").inc()
-    metrics.LLM_SECONDS.labels(model).observe(response.latency_ms / 1000)
-    metrics.LLM_TOKENS.labels(model, "prompt").inc(response.prompt_tokens)
-    metrics.LLM_TOKENS.labels(model, "completion").inc(response.completion_tokens)
+    children = _children(model)
+    children.ok.inc()
+    children.seconds.observe(response.latency_ms / 1000)
+    children.prompt.inc(response.prompt_tokens)
+    children.completion.inc(response.completion_tokens)
     if response.cached_tokens:
-        metrics.LLM_TOKENS.labels(model, "cached").inc(response.cached_tokens)
+        children.cached.inc(response.cached_tokens)
 
 
 CACHE_KEY_HOSTS = frozenset({"api.openai.com", "openrouter.ai"})

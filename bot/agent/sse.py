@@ -17,7 +17,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 _UTF8 = codecs.getincrementaldecoder("utf-8")
+
+
+def _loads(data: str) -> Any:
+    """One chunk's JSON: orjson (several times faster, and every answer is dozens of chunks), then
+    json for what orjson refuses and json takes (NaN, integers past 64 bits, lone surrogates)."""
+    try:
+        return orjson.loads(data)
+    except ValueError:
+        return json.loads(data)
 
 
 @dataclass
@@ -55,8 +66,19 @@ class SSEParser:
         lines = self._buf.split("\n")
         self._buf = lines.pop()
         events: list[SSEEvent] = []
+        data = self._data
         for line in lines:
+            # The two lines of nearly every event, handled here: a method call per line showed
+            # when hundreds of streams end at once.
+            if line.startswith("data:"):
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
+                continue
+            if not line and data and not self._event:
+                events.append(SSEEvent("message", "\n".join(data)))
+                data.clear()
+                continue
             event = self._line(line)
+            data = self._data
             if event is not None:
                 events.append(event)
         return events
@@ -162,7 +184,7 @@ class Assembler:
         if not data:
             return ""
         try:
-            chunk = json.loads(data)
+            chunk = _loads(data)
         except ValueError:
             if event.event == "error":
                 self.result.errors.append({"message": data})

@@ -99,32 +99,50 @@ async def run_batch(turn: _Turn, n: int, calls: list[ToolCall], images: list[dic
     outcomes.extend(complete_outcomes(calls, list(into)))
 
 
+_TICK: dict[str, Any] = {"type": "_tick"}  # a due time passed (put on the queue by the batch's timer)
+
+
+def _due(turn: _Turn, started: float, told_long: bool) -> float | None:
+    """When the next note is owed (monotonic), or None when none is."""
+    waits = []
+    if not turn.state.progress_sent:
+        waits.append(started + turn.limits.progress_note_after_s)
+    if not told_long:
+        waits.append(time.monotonic() + turn.promote_at - time.time())  # type: ignore[operator]
+    return min(waits) if waits else None
+
+
 async def _events(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], started: float,
                   calls: list[ToolCall], into: list[CallOutcome | None]) -> AsyncIterator[dict[str, Any]]:
-    """The executor's events until it is done, plus the progress note and `long_work` when due."""
+    """The executor's events until it is done, plus the progress note and `long_work` when due.
+    One timer per due time puts a tick on the queue (not a timeout around every event: with
+    hundreds of conversations, those timers were a visible share of the loop's time)."""
     s = turn.state
     told_long = turn.promote_at is None
-    while True:
-        waits = []
-        if not s.progress_sent:
-            waits.append(started + turn.limits.progress_note_after_s - time.monotonic())
-        if not told_long:
-            waits.append(turn.promote_at - time.time())  # type: ignore[operator]
-        try:
-            async with asyncio.timeout(max(0.0, min(waits)) if waits else None):
-                event = await queue.get()
-        except TimeoutError:
-            if not told_long and time.time() >= turn.promote_at:  # type: ignore[operator]
-                told_long = True
-                yield {"type": "long_work"}
-            elif not s.progress_sent:
-                s.progress_sent = True
-                yield _default_note(turn, calls, into)
-            continue
-        if event is _DONE:
-            return
-        if event["type"] == "tool_progress":
-            if s.progress_sent:
+    loop = asyncio.get_running_loop()
+    due = _due(turn, started, told_long)
+    timer = None if due is None else loop.call_later(due - time.monotonic(), queue.put_nowait, _TICK)
+    try:
+        while True:
+            event = await queue.get()
+            if event is _TICK:
+                if not told_long and time.time() >= turn.promote_at:  # type: ignore[operator]
+                    told_long = True
+                    yield {"type": "long_work"}
+                elif not s.progress_sent and time.monotonic() >= started + turn.limits.progress_note_after_s:
+                    s.progress_sent = True
+                    yield _default_note(turn, calls, into)
+                due = _due(turn, started, told_long)
+                timer = None if due is None else loop.call_later(
+                    due - time.monotonic(), queue.put_nowait, _TICK)
                 continue
-            s.progress_sent = True
-        yield event
+            if event is _DONE:
+                return
+            if event["type"] == "tool_progress":
+                if s.progress_sent:
+                    continue
+                s.progress_sent = True
+            yield event
+    finally:
+        if timer is not None:
+            timer.cancel()

@@ -348,6 +348,16 @@ async def log_scope(request: web.Request, handler: Any) -> web.StreamResponse:
         return await handler(request)
 
 
+def create_metrics_app(services: Services) -> web.Application:
+    """What a `worker` process serves on METRICS_PORT: its own counters (turns, model calls, sends,
+    refusals happen in workers) for Prometheus, and a liveness check. No webhook is taken there."""
+    app = web.Application()
+    app[SERVICES] = services
+    app.router.add_get("/metrics", metrics_view)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
 def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""

@@ -33,6 +33,9 @@ from tests.harness import REDIS_URL, clear_redis
 ROOT = Path(__file__).resolve().parents[2]
 BOT_SERVICES = ("migrate", "serve", "worker")
 
+# The image, the compose file and its validation use no database: run once.
+pytestmark = pytest.mark.single_pass
+
 
 def _compose() -> dict[str, Any]:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())  # `<<` merges resolved
@@ -85,7 +88,10 @@ def test_compose_has_the_services_health_checks_volumes_and_commands() -> None:
     assert "/readyz" in " ".join(serve["healthcheck"]["test"]) and serve["ports"] == ["${PORT:-8080}:8080"]
     # Scalable (`--scale worker=3`): nothing that only one container can have.
     assert not {"ports", "container_name"} & set(worker)
-    assert worker["healthcheck"] == {"disable": True} and migrate["healthcheck"] == {"disable": True}
+    assert migrate["healthcheck"] == {"disable": True}
+    # A worker serves its own /metrics and /healthz on METRICS_PORT (no webhooks there).
+    assert worker["environment"]["METRICS_PORT"] == "9100"
+    assert "9100/healthz" in " ".join(worker["healthcheck"]["test"])
 
 
 def _compose_binary() -> Path:

@@ -38,6 +38,9 @@ long_work = job_processes.long_work  # its fixture: a slow six-step job on worke
 GRACE_S = 10
 SLOW_S = 3.0  # the model's answer to a message with « lent » in it
 
+# Signals and processes, whatever the database: run once, in the SQLite pass (with Redis).
+pytestmark = pytest.mark.single_pass
+
 
 @pytest.fixture
 async def cluster(make_harness: Any, tmp_path: Path) -> AsyncIterator[Deployment]:

@@ -127,6 +127,7 @@ async def _assert_sent_once(h: Harness, job: GenerationJob) -> None:
     assert await _charged(h) == job.state["model_calls"]
 
 
+@pytest.mark.postgres_only  # several worker processes around one PostgreSQL and one Redis
 async def test_a_worker_killed_mid_job_another_finishes_it(long_work: Any) -> None:
     h, deploy = long_work
     await h.make_user(PHONE, mode="pro", credit_balance=100)
@@ -145,6 +146,7 @@ async def test_a_worker_killed_mid_job_another_finishes_it(long_work: Any) -> No
     await _assert_sent_once(h, done)
 
 
+@pytest.mark.single_pass  # the single-process deployment: SQLite, no Redis (the SQLite pass)
 async def test_single_process_serve_killed_mid_job_resumes_at_restart(long_work: Any) -> None:
     h, deploy = long_work
     await h.make_user(PHONE, mode="pro", credit_balance=100)
