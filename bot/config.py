@@ -187,6 +187,7 @@ class Settings:
     job_lease_s: float
     job_sweep_interval_s: float
     job_broker_heartbeat_timeout_s: float
+    job_poll_s: float
     job_broker_maintenance_chance: int
     user_max_messages_per_minute: int
     llm_max_concurrency: int
@@ -462,6 +463,9 @@ class Environment(BaseSettings):
     # With Redis (Dramatiq's broker): a process silent this long is dead and the jobs it had taken
     # go back to the queue. A live one polls Redis about once a second, so not below a few seconds.
     job_broker_heartbeat_timeout_s: float = Field(60.0, ge=2)
+    # How long an idle job worker waits for a message before looking again; also what stopping
+    # the job workers waits for once (Dramatiq's worker_timeout).
+    job_poll_s: float = Field(1.0, ge=0.05, le=10)
     # Per million Redis commands, how many also look for dead processes' jobs. Dramatiq's 1,000 suits
     # busy queues; an idle process sends one or two commands a second per queue, so at 1,000 a dead
     # process's job could wait ten minutes or more. 10,000 (1%) finds it within a minute or two of the

@@ -69,7 +69,8 @@ class JobWorkers:
         self._stopping = False
         self.queue.draining = False
         self.queue.set_runner(self._deliver_from_thread)
-        worker = Worker(self.queue.broker, worker_threads=self.concurrency)
+        worker = Worker(self.queue.broker, worker_threads=self.concurrency,
+                        worker_timeout=int(self.services.settings.job_poll_s * 1000))
         # A process takes no more jobs than it runs at once: a job waiting in a busy process's
         # memory would wait there for a long job to end while another process sits idle.
         worker.queue_prefetch = self.concurrency

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.agent.toolspec import Tool, ToolContext
-from bot.storage.models import GenerationJob, JobEvent, TurnRecord
+from bot.storage.models import Conversation, GenerationJob, JobEvent, TurnRecord
 from handlers.background import LONG_WORK_NOTE
 from tests.agent.loop_helpers import OBJ
 from tests.fakes.llm import Step
@@ -196,3 +196,37 @@ async def test_a_shutting_down_worker_hands_the_job_back_after_its_step(make_har
     done = await wait_job(h, "completed")
     assert done.attempts == 2
     assert (await h.texts_to(PHONE)).count("Voici le bilan complet.") == 1
+
+
+async def test_an_answer_outside_the_24h_window_goes_as_the_template(make_harness: Any) -> None:
+    h = await make_harness(AGENT_TURN_TIMEOUT_S="1", AGENT_FINAL_RESERVE_S="1", JOB_SWEEP_INTERVAL_S="1",
+                           JOB_LEASE_S="1", TWILIO_TEMPLATE_SID="HX" + "e" * 32)
+    offer(h, SLOW)
+    await h.make_user(PHONE, mode="pro")
+    script_steps(h, 4, 0.6)
+    await h.inbound(PHONE, "Fais le bilan")
+    await h.settle()
+    await wait_job(h, "running")
+    h.clock.advance(hours=25)  # the person has not written for a day when the work ends
+    await wait_job(h, "completed")
+    last = h.twilio.sent[-1]
+    assert last["ContentSid"] == "HX" + "e" * 32 and "Body" not in last
+    assert "Voici le bilan complet." in last["ContentVariables"]
+
+
+async def test_a_job_that_fails_for_good_says_so_and_keeps_the_error(make_harness: Any) -> None:
+    h = await long_harness(make_harness)
+    user = await h.make_user(PHONE, mode="pro")
+    async with h.services.sessions() as db:
+        conversation = Conversation(user_id=user.id, active=True, created_at=h.clock())
+        db.add(conversation)
+        await db.flush()
+        job = GenerationJob(user_id=user.id, conversation_id=conversation.id, channel="whatsapp",
+                            request="bilan", status="queued", state={"broken": True})
+        db.add(job)
+        await db.commit()
+    await h.services.jobs.aenqueue(job.id)
+    failed = await wait_job(h, "failed")
+    assert failed.error is not None and "no saved turn" in failed.error
+    [told] = await h.texts_to(PHONE)
+    assert told.startswith("❌ Désolé, je n'ai pas pu finir ce travail")
