@@ -16,7 +16,7 @@ at the end.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -48,12 +48,9 @@ DAILY_MIN_TURN_TOKENS = 4000
 
 def _tools_for(msg: Incoming) -> tuple[list[Tool], frozenset[str]]:
     import tools
-    from tools.modes import ALL_TOOL_NAMES
 
-    provider: Callable[[str, Any], list[Tool]] = msg.services.extra.get("tools_for_mode") or tools.for_mode
-    mode = msg.user.mode or "guest"
-    offered = [] if mode == "guest" else list(provider(mode, msg.services.settings))
-    return offered, frozenset(ALL_TOOL_NAMES) | {t.name for t in offered}
+    offered = tools.offered(msg.services, msg.user.mode or "guest")
+    return offered, tools.known_names(offered)
 
 
 def _day(now: datetime) -> str:

@@ -230,13 +230,12 @@ async def _begin(services: Services, job_id: int) -> tuple[GenerationJob, User, 
 
 
 def _tools(services: Services, user: User, state: TurnState) -> tuple[list[Tool], frozenset[str]]:
+    """The tools the turn was offered when it began (the state keeps their names)."""
     import tools
-    from tools.modes import ALL_TOOL_NAMES
 
-    provider = services.extra.get("tools_for_mode") or tools.for_mode
     names = set(state.tool_names)
-    offered = [t for t in provider(user.mode or "guest", services.settings) if t.name in names]
-    return offered, frozenset(ALL_TOOL_NAMES) | {t.name for t in offered}
+    offered = [t for t in tools.offered(services, user.mode or "guest") if t.name in names]
+    return offered, tools.known_names(offered)
 
 
 class _JobTurn:

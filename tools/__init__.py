@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from bot.agent.toolspec import Tool
 from bot.config import Settings
-from tools.modes import MODE_TOOLS
+from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
 
 
 def all_tools() -> tuple[Tool, ...]:
@@ -24,3 +25,17 @@ def for_mode(mode: str, settings: Settings) -> list[Tool]:
     """The tools offered to the model in `mode`: allowed by the mode table and usable here."""
     allowed = MODE_TOOLS.get(mode, frozenset())
     return [t for t in all_tools() if t.name in allowed and t.unavailable(settings) is None]
+
+
+def offered(services: Any, mode: str) -> list[Tool]:
+    """The tools a turn in `mode` is offered: none for guests; tests may put their own in
+    `services.extra["tools_for_mode"]` (the composition seam handlers use)."""
+    if mode == "guest":
+        return []
+    provider = services.extra.get("tools_for_mode") or for_mode
+    return list(provider(mode, services.settings))
+
+
+def known_names(offered_tools: Iterable[Tool]) -> frozenset[str]:
+    """Names the executor recognises: every real tool, and whatever this turn was offered."""
+    return frozenset(ALL_TOOL_NAMES) | {t.name for t in offered_tools}
