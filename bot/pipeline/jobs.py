@@ -29,6 +29,7 @@ from dramatiq.middleware import TimeLimitExceeded
 from sqlalchemy import or_, select, update
 
 from bot.clock import system_now
+from bot.pipeline.scheduler import sweep_each_interval
 from bot.services import Services
 from bot.storage.job_queue import JobQueue, job_lock_key
 from bot.storage.models import GenerationJob
@@ -260,17 +261,8 @@ class JobWorkers:
 
     # --- recovery ----------------------------------------------------------------------------
     async def _sweep_forever(self) -> None:
-        interval = self.services.settings.job_sweep_interval_s
-        while True:
-            await asyncio.sleep(interval)
-            # One sweep per interval across all processes.
-            try:
-                if await self.services.state.set_if_absent("sweeper:jobs", "1", interval * 0.9):
-                    await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("job sweep failed")
+        await sweep_each_interval(self.services.state, "sweeper:jobs",
+                                  self.services.settings.job_sweep_interval_s, self.sweep, log, "job sweep")
 
     async def _sweep_logged(self) -> None:
         try:

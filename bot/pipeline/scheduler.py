@@ -56,6 +56,23 @@ _BATCH = 200
 _RECORD_TRIES = 3
 
 
+async def sweep_each_interval(state: Any, key: str, interval_s: float, sweep: Callable[[], Awaitable[Any]],
+                              logger: logging.Logger, what: str,
+                              stopped: Callable[[], bool] = lambda: False) -> None:
+    """Runs `sweep` every `interval_s`, once per interval across all processes: the process that
+    sets `key` in the shared state for the interval sweeps. A failed sweep is logged (`what failed`)
+    and the next interval tries again."""
+    while not stopped():
+        await asyncio.sleep(interval_s)
+        try:
+            if await state.set_if_absent(key, "1", interval_s * 0.9):
+                await sweep()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("%s failed", what)
+
+
 @dataclass(frozen=True)
 class Job:
     name: str

@@ -35,7 +35,7 @@ from bot.channel.outbound import (
 )
 from bot.clock import system_now
 from bot.pipeline.rate import UserRate
-from bot.pipeline.scheduler import Job, run_jobs
+from bot.pipeline.scheduler import Job, run_jobs, sweep_each_interval
 from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable, lock_key
@@ -171,17 +171,8 @@ class Pipeline:
         task.add_done_callback(self._later.discard)
 
     async def _sweeper(self) -> None:
-        interval = self.services.settings.sweep_interval_s
-        while not self._stopping.is_set():
-            await asyncio.sleep(interval)
-            try:
-                # One sweep per interval across all processes.
-                if await self.services.state.set_if_absent("sweeper", "1", interval * 0.9):
-                    await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("sweep failed")
+        await sweep_each_interval(self.services.state, "sweeper", self.services.settings.sweep_interval_s,
+                                  self.sweep, log, "sweep", self._stopping.is_set)
 
     async def sweep(self) -> int:
         """Queues every user with pending rows or rows whose worker died; returns how many."""
