@@ -1,12 +1,14 @@
 """Scale-out: one `serve` and 1, 2 then 4 `worker` processes under the same offered load.
 
-    .venv/bin/python -m bench.scale [--rate 10] [--seconds 20] [--users 100] [--workers 1,2,4]
+    .venv/bin/python -m bench.scale [--rate 10] [--seconds 20] [--users 100] [--workers 1,2,4] [--warmup 3]
 
 Real processes (`python -m bot serve|worker`) on PostgreSQL and Redis, a fresh database for each
 row. The model is stood in at a fixed latency (--llm-latency, 1 s) and three calls per turn: two
 calls of a cheap tool (list_user_files), then the answer naming the message; Twilio is stood in
 locally too (tests/fakes), status callbacks included. The load is open: message k leaves at
-k / rate whatever the replies, from --users users in turn. Measured per row:
+k / rate whatever the replies, from --users users in turn. Before it, --warmup seconds of the same
+load from other users warm each deployment up (pools connected, every path run once), as
+long-running processes are; that part is not measured. Measured per row:
 - replies per second: replies / (last reply − first reply), the rate at which answers come out;
 - p50 / p95 time-to-reply: from the webhook post to the reply's create call at the fake Twilio;
 - CPU seconds per reply: user + system time of the serve and worker processes (from /proc) over
@@ -48,6 +50,7 @@ from tests.fakes.twilio import FakeTwilio  # noqa: E402
 WHATSAPP_FROM = "whatsapp:+14155238886"
 TOOL_CALLS = 2  # per turn, before the answer: three model calls in all
 TAG = re.compile(r"\bb\d{5}\b")
+WARMUP_FIRST = 90_000  # the warm-up's message numbers: apart from the measured ones
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -205,39 +208,41 @@ class Deployment:
 # --- the load and what it measures ----------------------------------------------------------------
 
 
-def webhook(n: int, users: int, account_sid: str) -> dict[str, str]:
+def webhook(n: int, sender: int, account_sid: str) -> dict[str, str]:
     sid = f"SM{n:08d}{secrets.token_hex(12)}"
-    number = phone(n % users)
+    number = phone(sender)
     return {"MessageSid": sid, "SmsMessageSid": sid, "SmsSid": sid, "AccountSid": account_sid,
             "From": f"whatsapp:{number}", "To": WHATSAPP_FROM, "WaId": number[1:], "NumMedia": "0",
             "Body": f"b{n:05d} Explique-moi les fractions, s'il te plaît", "ApiVersion": "2010-04-01"}
 
 
-async def offer_load(url: str, auth_token: str, account_sid: str,
-                     args: argparse.Namespace) -> dict[str, float]:
-    """Posts rate × seconds signed webhooks, message k at k / rate (open loop); returns each
-    message's tag and the monotonic time its post left."""
+def load(first: int, total: int, senders: range, account_sid: str) -> list[dict[str, str]]:
+    """Messages `first`… (`total` of them), from `senders` in turn."""
+    return [webhook(first + k, senders[k % len(senders)], account_sid) for k in range(total)]
+
+
+async def offer_load(url: str, auth_token: str, rate: float, forms: list[dict[str, str]]) -> dict[str, float]:
+    """Posts the signed webhooks, message k at k / rate (open loop); returns each message's tag and
+    the monotonic time its post left."""
     from twilio.request_validator import RequestValidator
 
     validator = RequestValidator(auth_token)
-    total = int(args.rate * args.seconds)
-    forms = [webhook(n, args.users, account_sid) for n in range(total)]
     signatures = [validator.compute_signature(url + "/twilio/inbound", form) for form in forms]
     posted: dict[str, float] = {}
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.1
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
-        async def one(n: int) -> None:
-            await asyncio.sleep(max(0.0, start + n / args.rate - loop.time()))
-            posted[f"b{n:05d}"] = time.monotonic()
-            async with session.post(url + "/twilio/inbound", data=forms[n],
-                                    headers={"X-Twilio-Signature": signatures[n]}) as resp:
+        async def one(k: int) -> None:
+            await asyncio.sleep(max(0.0, start + k / rate - loop.time()))
+            posted[TAG.findall(forms[k]["Body"])[0]] = time.monotonic()
+            async with session.post(url + "/twilio/inbound", data=forms[k],
+                                    headers={"X-Twilio-Signature": signatures[k]}) as resp:
                 await resp.read()
                 if resp.status != 200:
                     raise RuntimeError(f"webhook answered {resp.status}")
 
-        await asyncio.gather(*(one(n) for n in range(total)))
+        await asyncio.gather(*(one(k) for k in range(len(forms))))
     return posted
 
 
@@ -283,17 +288,27 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
                   twilio: FakeTwilio) -> dict[str, float]:
     database_url = await create_database(args.database_admin_url)
     prefix = f"bench:{uuid.uuid4().hex[:12]}:"
-    await make_users(database_url, args.users)
+    total, warm = int(args.rate * args.seconds), int(args.rate * args.warmup)
+    # The warm-up's senders come after the measured ones: the measured users' first message is
+    # still their first.
+    await make_users(database_url, args.users + min(warm, args.users))
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = deployment_env(tmp, database_url, prefix, port, args, llm, twilio)
         deployment = Deployment(env, f"http://127.0.0.1:{port}", Path(tmp))
-        twilio.sent.clear()
-        twilio.events.clear()
         try:
             await deployment.start(workers)
+            if warm:
+                senders = range(args.users, args.users + min(warm, args.users))
+                warmed = await offer_load(deployment.url, twilio.auth_token, args.rate,
+                                          load(WARMUP_FIRST, warm, senders, twilio.account_sid))
+                await until_replied(twilio, len(warmed), args.warmup + args.drain)
+                await twilio.idle()
+            twilio.sent.clear()
+            twilio.events.clear()
             cpu_before = deployment.cpu()
-            posted = await offer_load(deployment.url, twilio.auth_token, twilio.account_sid, args)
+            posted = await offer_load(deployment.url, twilio.auth_token, args.rate,
+                                      load(0, total, range(args.users), twilio.account_sid))
             await until_replied(twilio, len(posted), args.seconds + args.drain)
             await twilio.idle()
             cpu = [after - before for after, before in zip(deployment.cpu(), cpu_before, strict=True)]
@@ -322,7 +337,8 @@ async def main_async(args: argparse.Namespace) -> None:
         await llm.stop()
     turn_s = (TOOL_CALLS + 1) * args.llm_latency
     print(f"\nScale-out benchmark (PostgreSQL + Redis, one serve, {os.cpu_count()} CPUs; offered "
-          f"{args.rate:g} messages/s for {args.seconds:g} s from {args.users} users; 1-minute load "
+          f"{args.rate:g} messages/s for {args.seconds:g} s from {args.users} users after {args.warmup:g} s "
+          f"of warm-up; 1-minute load "
           f"average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)")
     print(f"the model's own time for a turn: {TOOL_CALLS + 1} calls × {args.llm_latency:g} s = "
           f"{turn_s:g} s\n")
@@ -340,6 +356,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10.0, help="messages per second offered")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long the load is offered")
     parser.add_argument("--users", type=int, default=100, help="distinct senders, taking turns")
+    parser.add_argument("--warmup", type=float, default=3.0,
+                        help="seconds of the same load from other users before measuring (0: none)")
     parser.add_argument("--workers", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4],
                         help="worker processes per row (comma-separated)")
     parser.add_argument("--llm-latency", type=float, default=1.0, help="seconds per model call")

@@ -268,6 +268,36 @@ async def test_postgres_stopped_webhooks_are_kept_and_processed_in_order_once_ba
     await outage_then_back(h, own_postgres.stop, own_postgres.start)
 
 
+@pytest.mark.single_pass  # its own PostgreSQL server, whatever the pass
+async def test_pooled_connections_closed_by_a_postgres_restart_are_replaced_without_an_error(
+    own_postgres: PostgresServer,
+) -> None:
+    """No ping per checkout (it costs three round trips per session): a connection the server closed
+    is seen closed locally and replaced, so the first statements after a restart all succeed."""
+    from sqlalchemy import text
+
+    from bot.storage.db import make_engine
+
+    engine = make_engine(f"postgresql+asyncpg://postgres@127.0.0.1:{own_postgres.port}/postgres")
+    try:
+        async def pids() -> set[int]:
+            conns = [await engine.connect() for _ in range(3)]  # three pooled connections in use
+            try:
+                return {await c.scalar(text("SELECT pg_backend_pid()")) for c in conns}
+            finally:
+                for c in conns:
+                    await c.close()
+
+        before = await pids()
+        own_postgres.stop()
+        own_postgres.start()
+        await asyncio.sleep(0.2)  # the close reaches each idle pooled connection's socket
+        after = await pids()  # raises if a stale connection were handed out
+        assert len(after) == 3 and not after & before
+    finally:
+        await engine.dispose()
+
+
 async def test_sqlite_locked_webhooks_are_kept_and_processed_in_order_once_free(
     tmp_path: Path, started: Any
 ) -> None:
