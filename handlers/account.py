@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 
 from bot.capabilities import accounts
 from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
 from bot.storage.models import User
-from handlers.keywords import keyword
 
 log = logging.getLogger("deblo.account")
 

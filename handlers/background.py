@@ -308,11 +308,13 @@ class _JobTurn:
             due = credits.turn_cost(charged, per) - before
             if due > 0:
                 async with self.services.sessions() as db:
-                    await credits.apply(db, self.user.id, -due, "usage",
-                                        f"job:{self.job.id}:call:{state.model_calls}")
+                    await credits.apply(db, self.user.id, -due, "usage", call_ref())
                     await db.commit()
 
-        return credits.within_today(ceiling, spend, daily, today)
+        def call_ref() -> str:
+            return f"job:{self.job.id}:call:{state.model_calls}"
+
+        return credits.within_today(ceiling, spend, daily, today, call_ref)
 
     async def timeline(self, event: dict[str, Any]) -> None:
         """The loop's tool events become the job's timeline (and its current step)."""

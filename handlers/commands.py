@@ -6,8 +6,8 @@ from sqlalchemy import update
 
 from bot.capabilities import credits, menus
 from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
 from bot.storage.models import Conversation
-from handlers.keywords import keyword
 
 MENU_WORDS = frozenset({"MENU"})
 NEW_WORDS = frozenset({"NOUVEAU", "NEW", "NOUVELLE CONVERSATION", "NEW CHAT"})

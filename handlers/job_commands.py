@@ -12,8 +12,8 @@ import re
 
 from bot.capabilities import jobs
 from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
 from bot.channel.links import job_page_url
-from handlers.keywords import keyword
 
 # Both words in both languages: « status » is what many French speakers type too.
 STATUS_WORDS = frozenset({"STATUT", "STATUS"})

@@ -24,8 +24,8 @@ import re
 
 from bot.capabilities import credits
 from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
 from handlers import agent_turn
-from handlers.keywords import keyword
 
 PROFILES = {
     "1": ("student", "child"), "ELEVE": ("student", "child"), "STUDENT": ("student", "child"),

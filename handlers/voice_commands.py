@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from bot.capabilities import speech
 from bot.channel.context import Incoming
-from handlers.keywords import keyword
+from bot.channel.keywords import keyword
 
 WORDS = frozenset({"VOCAL", "VOICE"})
 ON = frozenset({"ON", "OUI", "YES"})

@@ -14,7 +14,8 @@ long-running processes are; that part is not measured. Measured per row:
 - CPU seconds per reply: user + system time of the serve and worker processes (from /proc) over
   the measured run, divided by the replies; the serve's share; and, apart, this process's own (the
   model and Twilio stand-ins and the load, which share the cores). PostgreSQL's and Redis's are not
-  counted.
+  counted;
+- doubled: answers sent twice for one message (warm-up included); anything but 0 is a bug.
 Aim: throughput that grows with workers until the cores are saturated, and p95 within 10 % of the
 model's own time for the turn (3 × the latency), printed beside it.
 """
@@ -257,11 +258,18 @@ def replies(twilio: FakeTwilio) -> dict[str, float]:
     return out
 
 
-async def until_replied(twilio: FakeTwilio, expected: int, timeout_s: float) -> None:
+def doubled(twilio: FakeTwilio) -> int:
+    """Answers sent more than once for the same message (there should be none)."""
+    tags = [TAG.findall(m["Body"])[-1] for m in list(twilio.sent)
+            if m.get("Body", "").startswith("Réponse pour") and TAG.findall(m["Body"])]
+    return len(tags) - len(set(tags))
+
+
+async def until_replied(twilio: FakeTwilio, expected: set[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    while len(replies(twilio)) < expected:
+    while missing := expected - set(replies(twilio)):
         if time.monotonic() > deadline:
-            raise RuntimeError(f"{len(replies(twilio))} replies of {expected} after {timeout_s:.0f} s")
+            raise RuntimeError(f"{len(missing)} of {len(expected)} unanswered after {timeout_s:.0f} s")
         await asyncio.sleep(0.05)
 
 
@@ -302,26 +310,28 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
                 senders = range(args.users, args.users + min(warm, args.users))
                 warmed = await offer_load(deployment.url, twilio.auth_token, args.rate,
                                           load(WARMUP_FIRST, warm, senders, twilio.account_sid))
-                await until_replied(twilio, len(warmed), args.warmup + args.drain)
+                await until_replied(twilio, set(warmed), args.warmup + args.drain)
                 await twilio.idle()
+            twice_before = doubled(twilio)
             twilio.sent.clear()
             twilio.events.clear()
             cpu_before = deployment.cpu()
             posted = await offer_load(deployment.url, twilio.auth_token, args.rate,
                                       load(0, total, range(args.users), twilio.account_sid))
-            await until_replied(twilio, len(posted), args.seconds + args.drain)
+            await until_replied(twilio, set(posted), args.seconds + args.drain)
             await twilio.idle()
+            twice = twice_before + doubled(twilio)
             cpu = [after - before for after, before in zip(deployment.cpu(), cpu_before, strict=True)]
         finally:
             deployment.stop()
             await clear_redis(args.redis_url, prefix)
             await drop_database(args.database_admin_url, database_url)
-    got = replies(twilio)
+    got = {tag: at for tag, at in replies(twilio).items() if tag in posted}
     waits = [got[tag] - at for tag, at in posted.items()]
     span = max(got.values()) - min(got.values())
     return {"workers": workers, "replies": len(got), "rps": len(got) / span, "p50": percentile(waits, 0.5),
             "p95": percentile(waits, 0.95), "cpu": (cpu[0] + cpu[1]) / len(got), "serve": cpu[0] / len(got),
-            "stand_ins": cpu[2] / len(got)}
+            "stand_ins": cpu[2] / len(got), "twice": twice}
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -343,10 +353,11 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"the model's own time for a turn: {TOOL_CALLS + 1} calls × {args.llm_latency:g} s = "
           f"{turn_s:g} s\n")
     print(f"{'workers':>7}{'replies':>9}{'replies/s':>11}{'p50 s':>8}{'p95 s':>8}{'p95/turn':>10}"
-          f"{'CPU s/reply':>13}{'of it serve':>13}{'stand-ins':>11}")
+          f"{'CPU s/reply':>13}{'of it serve':>13}{'stand-ins':>11}{'doubled':>9}")
     for r in rows:
         print(f"{r['workers']:>7}{r['replies']:>9.0f}{r['rps']:>11.2f}{r['p50']:>8.2f}{r['p95']:>8.2f}"
-              f"{r['p95'] / turn_s:>10.2f}{r['cpu']:>13.3f}{r['serve']:>13.3f}{r['stand_ins']:>11.3f}")
+              f"{r['p95'] / turn_s:>10.2f}{r['cpu']:>13.3f}{r['serve']:>13.3f}{r['stand_ins']:>11.3f}"
+              f"{r['twice']:>9.0f}")
     print(f"\naim: replies/s growing with workers until the cores are saturated; p95 within 10 % of "
           f"{turn_s:g} s (p95/turn <= 1.10)")
 

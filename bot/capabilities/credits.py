@@ -10,6 +10,7 @@ the user's time zone (`DailyTokens`, counted in the shared state as each model c
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -175,10 +176,14 @@ class DailyTokens:
     async def left(self) -> int:
         return max(0, self.limit - await self.used())
 
-    async def add(self, tokens: int) -> None:
+    async def add(self, tokens: int, ref: str | None = None) -> None:
+        """Counts `tokens` into the day; with `ref` (one model call), once per ref, as the ledger
+        charges it once: a step replayed after a crash does not count against the user twice."""
         if tokens <= 0:
             return
         try:
+            if ref is not None and not await self.state.set_if_absent(f"{self.key}:{ref}", "1", 36 * 3600):
+                return
             await self.state.incr(self.key, 36 * 3600, tokens)
         except Exception:  # a limit, not the ledger: the turn goes on with the state away
             log.warning("could not count a user's tokens of the day", extra={"key": self.key})
@@ -197,16 +202,18 @@ def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> D
     return DailyTokens(state, key, settings.user_daily_token_limit)
 
 
-def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int) -> Budget:
+def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int,
+                 call_ref: Callable[[], str] | None = None) -> Budget:
     """A budget of `ceiling` tokens (None: no other ceiling) that never goes past `left`, what is
-    left of the user's day, and counts what each call used into the day."""
+    left of the user's day, and counts what each call used into the day (once per `call_ref()`,
+    the call's own reference, when given)."""
     if daily is None:
         return Budget(ceiling, spend)
 
     async def spend_today(tokens: int) -> None:
         if spend is not None:
             await spend(tokens)
-        await daily.add(tokens)
+        await daily.add(tokens, call_ref() if call_ref is not None else None)
 
     # When the day runs out first, the turn ends saying so rather than speaking of credits.
     first = ceiling is None or left < ceiling

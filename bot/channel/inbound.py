@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.channel.keywords import is_stop
 from bot.storage.models import InboundMessage, User
 
 log = logging.getLogger("bot.channel.inbound")
@@ -306,6 +307,17 @@ class InboundWriter:
             .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None)
         )
 
+    async def _apply_stops(self, conn: AsyncConnection, new: list[tuple[_Pending, KnownUser]]) -> None:
+        """A typed STOP opts the user out now, in the transaction that stores it: their earlier
+        messages still queued are then never answered, and a turn already running sends nothing
+        more (bot.channel.outbound reads the flag before each send). The worker confirms it in turn."""
+        users = User.__table__
+        not_yet = or_(users.c.opted_out.is_(False), users.c.opted_out.is_(None))
+        for item, user in new:
+            if is_stop(item.params.body):
+                await conn.execute(update(users).where(users.c.id == user.id, not_yet)
+                                   .values(opted_out=True, opted_out_at=item.now))
+
     # --- messages ------------------------------------------------------------------------------
     async def _write(self, batch: list[_Pending]) -> list[tuple[int, int | None]]:
         inbound = InboundMessage.__table__
@@ -326,7 +338,9 @@ class InboundWriter:
                 inserted = (await conn.execute(stmt.values(**rows[0]))).all()
             else:
                 inserted = (await conn.execute(stmt, rows)).all()
-        ids = {row.message_sid: row.id for row in inserted}
+            ids = {row.message_sid: row.id for row in inserted}
+            await self._apply_stops(conn, [(i, u) for i, u in zip(batch, users, strict=True)
+                                           if i.params.message_sid in ids])
         results: list[tuple[int, int | None]] = []
         for item, user in zip(batch, users, strict=True):
             # A MessageSid twice in one batch: only its first occurrence gets the row.

@@ -75,7 +75,7 @@ WHATSAPP_WINDOW = timedelta(hours=24)
 TEMPLATE_VARIABLE_MAX = 900  # a template's text plus variables must stay within 1,024 characters
 SENT_OR_BETTER = frozenset({"sent", "delivered", "read"})
 FAILED = frozenset({"failed", "undelivered"})
-# Kinds that reach a user who opted out: only the confirmation that they did.
+# Kinds that reach a user who opted out: only the confirmations of STOP and START.
 OPT_OUT_KINDS = frozenset({"optout"})
 UNSUBSCRIBED = 21610  # Twilio: the recipient replied STOP to this sender
 
@@ -315,6 +315,9 @@ async def send_to_user(
     channel = channel or user.last_channel or ("whatsapp" if settings.twilio_whatsapp_from else "sms")
     if services.console is not None or channel == "cli":
         return await _to_console(services, user.phone or str(user.id), text, media)
+    if kind not in OPT_OUT_KINDS and await opted_out_now(services, user.id):
+        log.info("not sent: user opted out meanwhile", extra={"user_id": user.id, "kind": kind})
+        return SendResult(channel=channel, skipped="opted_out")
     if kind not in DIRECT_KINDS:
         blocked = await delivery_blocked(services, user.id)
         if blocked is not None:
@@ -444,6 +447,15 @@ async def send_to_number(
 
 
 # --- delivery health -------------------------------------------------------------------------
+
+
+async def opted_out_now(services: Services, user_id: int | None) -> bool:
+    """The flag as stored now, not as the caller loaded it: a STOP the webhook applied while a long
+    turn ran stops that turn's sends at once."""
+    if user_id is None:
+        return False
+    async with services.sessions() as db:
+        return bool(await db.scalar(select(User.opted_out).where(User.id == user_id)))
 
 
 async def delivery_blocked(services: Services, user_id: int) -> str | None:

@@ -4,7 +4,8 @@ rolling minute (0: no limit).
 Someone who sends more is not refused: the rows stay `pending`, in order, and the worker looks at the
 user again when the oldest start of their last minute is a minute old; the user gets one notice per
 minute saying the messages will be answered shortly. A burst of one person so cannot take every
-worker, nor run up the bill in a few seconds.
+worker, nor run up the bill in a few seconds. A user who opted out is not held back: nothing of
+theirs is answered any more, and their STOP is confirmed at once.
 
 The start times are a list in the shared state (one key per user), read and written only by the
 worker holding the user's lock (bot.pipeline.workers): processes never race on it. With the shared
@@ -19,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bot import metrics
-from bot.channel.outbound import send_to_user
+from bot.channel.outbound import opted_out_now, send_to_user
 from bot.services import Services
 from bot.storage.models import User
 
@@ -81,6 +82,8 @@ class UserRate:
             return False
         if len(starts) < limit or not await has_work(user_id):
             return False
+        if await opted_out_now(self.services, user_id):
+            return False  # nothing is answered any more: their STOP is confirmed now, not in a minute
         self._held[user_id] = max(0.05, starts[-limit] + WINDOW_S - self._now())
         metrics.RATE_LIMITED.labels("postponed").inc()
         await self._notify(user_id)

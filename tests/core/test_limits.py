@@ -275,6 +275,22 @@ async def test_the_daily_token_ceiling_refuses_turns_and_says_so_once_a_day(make
     assert len(h.llm.requests) == 2 and (await h.texts_to(PHONE))[-1] == h.llm.default_text
 
 
+async def test_a_model_call_replayed_after_a_crash_counts_once_into_the_day(make_harness: Any) -> None:
+    h = await make_harness(USER_DAILY_TOKEN_LIMIT="9000")
+    made = await h.make_user(PHONE, credit_balance=1000)
+    daily = credits.daily_tokens(h.services.state, h.settings, made, h.clock())
+    assert daily is not None
+    calls = iter([1, 1, 2])  # the second call replayed by the worker that took the job over
+    budget = credits.within_today(None, None, daily, 9000, lambda: f"job:7:call:{next(calls)}")
+    assert budget.spend is not None
+    for tokens in (1000, 1000, 500):
+        await budget.spend(tokens)
+    assert await daily.used() == 1500
+    await daily.add(200)  # a direct turn's call has no reference: counted each time
+    await daily.add(200)
+    assert await daily.used() == 1900
+
+
 async def test_a_turns_budget_never_exceeds_what_is_left_today(make_harness: Any) -> None:
     h = await make_harness(USER_DAILY_TOKEN_LIMIT="9000")
     made = await h.make_user(PHONE, credit_balance=1000)
@@ -305,3 +321,58 @@ async def test_a_turns_budget_never_exceeds_what_is_left_today(make_harness: Any
     await h.settle()
     assert len(h.llm.requests) == 1
     assert (await h.texts_to(PHONE))[-1] == credits.DAILY_LIMIT_TEXT["fr"]
+
+
+# --- STOP goes before everything ----------------------------------------------------------------
+
+
+async def test_stop_during_a_running_turn_stops_its_answer_and_is_confirmed(harness: Harness) -> None:
+    h = harness
+    await h.make_user(PHONE)
+    h.llm.push_text("Voici une longue explication des fractions.", delay_s=1.5)
+    await h.inbound(PHONE, "Explique-moi les fractions")
+
+    async def turn_started() -> bool:
+        return len(h.llm.requests) == 1
+
+    await until(turn_started, "the model called")
+    await h.inbound(PHONE, "Stop")  # while the model is still writing
+    await h.settle()
+    texts = await h.texts_to(PHONE)
+    assert len(texts) == 1 and "tu ne recevras plus aucun message" in texts[0], texts
+    user = await h.user(PHONE)
+    assert user is not None and user.opted_out
+
+
+async def test_stop_in_a_held_back_burst_is_confirmed_at_once_and_nothing_else_answered(
+    make_harness: Any,
+) -> None:
+    h = await make_harness(USER_MAX_MESSAGES_PER_MINUTE="2")
+    h.llm.responder = echo
+    await h.make_user(PHONE)
+    for n in range(1, 5):
+        await h.inbound(PHONE, f"q{n}")
+
+    async def held() -> bool:
+        return NOTICE[0] in await h.texts_to(PHONE)
+
+    await until(held, "the rate notice")
+    await h.inbound(PHONE, "ARRÊT")
+    await h.settle()  # the clock does not move: the minute has not passed
+    texts = await h.texts_to(PHONE)
+    assert texts[:3] == ["R:q1", "R:q2", NOTICE[0]] and len(texts) == 4, texts
+    assert "tu ne recevras plus aucun message" in texts[3]
+    assert len(h.llm.requests) == 2  # q3 and q4 were never sent to the model
+    assert await statuses(h) == ["done"] * 5  # kept, not lost
+
+
+async def test_stop_then_start_in_quick_succession_ends_opted_in(harness: Harness) -> None:
+    h = harness
+    await h.make_user(PHONE)
+    await h.inbound(PHONE, "STOP")
+    await h.inbound(PHONE, "START")
+    await h.settle()
+    texts = await h.texts_to(PHONE)
+    assert len(texts) == 2 and "START pour revenir" in texts[0] and "de nouveau" in texts[1], texts
+    user = await h.user(PHONE)
+    assert user is not None and not user.opted_out
