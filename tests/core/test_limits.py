@@ -342,6 +342,7 @@ async def test_stop_during_a_running_turn_stops_its_answer_and_is_confirmed(harn
     assert len(texts) == 1 and "tu ne recevras plus aucun message" in texts[0], texts
     user = await h.user(PHONE)
     assert user is not None and user.opted_out
+    assert await statuses(h) == ["done", "done"]  # the cut answer is not retried later
 
 
 async def test_stop_in_a_held_back_burst_is_confirmed_at_once_and_nothing_else_answered(
