@@ -16,18 +16,17 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from sqlalchemy import select, text
 
 from bot.storage.models import InboundMessage
-from tests.core.test_processes import Deployment, _free_port
+from tests.core.test_processes import Deployment
 from tests.fakes.llm import Step
+from tests.fakes.search import SlowSearch
 from tests.harness import REDIS_URL, Harness, clear_redis
 from tests.jobs import test_job_processes as job_processes
 from tests.jobs.test_job_processes import PHONE as JOB_PHONE
@@ -198,45 +197,17 @@ async def test_a_turn_longer_than_the_grace_is_cut_and_taken_up_by_another_worke
     assert await _rows(h) == [("très lent", "done", 2)]
 
 
-@dataclass
-class _Searches:
-    """A search provider speaking Tavily's POST /search, slowly, that counts what it is asked."""
-
-    url: str = ""
-    count: int = 0
-    runner: web.AppRunner | None = None
-
-    async def start(self, delay_s: float) -> None:
-        async def search(request: web.Request) -> web.Response:
-            body = await request.json()
-            self.count += 1
-            await asyncio.sleep(delay_s)
-            results = [{"title": f"Norme {body['query']}", "url": "https://ohada.example/norme",
-                        "content": "Le bilan SYSCOHADA révisé comprend l'actif et le passif.", "score": 0.9}]
-            return web.json_response({"query": body["query"], "results": results, "answer": None,
-                                      "images": [], "follow_up_questions": None, "response_time": delay_s})
-
-        app = web.Application()
-        app.router.add_post("/search", search)
-        self.runner = web.AppRunner(app, access_log=None)
-        await self.runner.setup()
-        port = _free_port()
-        await web.TCPSite(self.runner, "127.0.0.1", port).start()
-        self.url = f"http://127.0.0.1:{port}"
-
-
 async def test_a_worker_hands_its_background_job_back_and_another_finishes_it(long_work: Any) -> None:
     h, deploy = long_work
-    searches = _Searches()
-    await searches.start(0.8)
+    searches = SlowSearch(0.8)
+    await searches.start()
     try:
         await _hand_back_and_finish(h, deploy, searches)
     finally:
-        assert searches.runner is not None
-        await searches.runner.cleanup()
+        await searches.stop()
 
 
-async def _hand_back_and_finish(h: Harness, deploy: Any, searches: _Searches) -> None:
+async def _hand_back_and_finish(h: Harness, deploy: Any, searches: SlowSearch) -> None:
     await h.make_user(JOB_PHONE, mode="pro", credit_balance=100)
     d = deploy()
     d.env.update({"SHUTDOWN_GRACE_S": str(GRACE_S), "TAVILY_BASE_URL": searches.url})

@@ -15,39 +15,19 @@ from typing import Any
 
 import aiohttp
 import pytest
-from aiohttp import web
 from sqlalchemy import func, select
 
 from bot.storage.models import CreditEntry, GenerationJob, OutboundMessage
 from handlers.background import LONG_WORK_NOTE
-from tests.core.test_processes import Deployment, _free_port
+from tests.core.test_processes import Deployment
 from tests.fakes.llm import Step
+from tests.fakes.search import SlowSearch
 from tests.harness import REDIS_URL, Harness, clear_redis
 
 PHONE = "+2250710000141"
 ANSWER = "Voici le bilan SYSCOHADA complet."
 STEPS = 6
 CALL_TOKENS = 2000  # one credit per model call at TOKENS_PER_CREDIT=2000: charges count calls
-
-
-async def _slow_search(delay_s: float) -> tuple[web.AppRunner, str]:
-    """A search provider speaking Tavily's POST /search, slowly: each step takes `delay_s`."""
-
-    async def search(request: web.Request) -> web.Response:
-        body = await request.json()
-        await asyncio.sleep(delay_s)
-        results = [{"title": f"Norme {body['query']}", "url": "https://ohada.example/norme",
-                    "content": "Le bilan SYSCOHADA révisé comprend l'actif et le passif.", "score": 0.9}]
-        return web.json_response({"query": body["query"], "results": results, "answer": None,
-                                  "images": [], "follow_up_questions": None, "response_time": delay_s})
-
-    app = web.Application()
-    app.router.add_post("/search", search)
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    port = _free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}"
 
 
 def _model(body: dict[str, Any]) -> Step:
@@ -67,7 +47,8 @@ async def long_work(make_harness: Any, tmp_path: Path) -> AsyncIterator[tuple[Ha
     await h.stop_workers()  # only the processes work
     await h.job_workers.stop()
     h.job_workers = None
-    search, search_url = await _slow_search(0.8)
+    search = SlowSearch(0.8)  # each step takes that long
+    search_url = await search.start()
     h.llm.responder = _model
     made: list[Deployment] = []
 
@@ -88,7 +69,7 @@ async def long_work(make_harness: Any, tmp_path: Path) -> AsyncIterator[tuple[Ha
     finally:
         for d in made:
             d.stop()
-        await search.cleanup()
+        await search.stop()
         await clear_redis(prefix)
 
 
