@@ -170,6 +170,14 @@ class FakeTwilio:
         return web.json_response({"code": code, "message": message, "status": status,
                                   "more_info": f"https://www.twilio.com/docs/errors/{code}"}, status=status)
 
+    def _unavailable(self, request: web.Request) -> web.Response | None:
+        """What an unreachable or failing Twilio answers, or None when it is up."""
+        if self._refusing:  # a kept-alive connection: Twilio unreachable all the same
+            assert request.transport is not None
+            request.transport.close()
+            return web.Response(status=503)
+        return self._outage_response()
+
     def _resource(self, sid: str, fields: dict[str, Any], status: str) -> dict[str, Any]:
         now = format_datetime(system_now(), usegmt=True)
         body = fields.get("Body", "")
@@ -188,13 +196,9 @@ class FakeTwilio:
         if not self._authorised(request) or request.match_info["account"] != self.account_sid:
             self.unauthorised += 1
             return self._error(401, 20003, "Authenticate")
-        if self._refusing:  # a kept-alive connection: Twilio unreachable all the same
-            assert request.transport is not None
-            request.transport.close()
-            return web.Response(status=503)
-        outage = self._outage_response()
-        if outage is not None:
-            return outage
+        unavailable = self._unavailable(request)
+        if unavailable is not None:
+            return unavailable
         form = await request.post()
         failure = self._failures.popleft() if self._failures else None
         if failure == "429":
@@ -240,13 +244,9 @@ class FakeTwilio:
     async def _list(self, request: web.Request) -> web.Response:
         if not self._authorised(request):
             return self._error(401, 20003, "Authenticate")
-        if self._refusing:
-            assert request.transport is not None
-            request.transport.close()
-            return web.Response(status=503)
-        outage = self._outage_response()
-        if outage is not None:
-            return outage
+        unavailable = self._unavailable(request)
+        if unavailable is not None:
+            return unavailable
         to, from_ = request.query.get("To"), request.query.get("From")
         found = [m for m in reversed(list(self.messages.values()))
                  if (not to or m["to"] == to) and (not from_ or m["from"] == from_)]
@@ -261,13 +261,9 @@ class FakeTwilio:
         if not self._authorised(request):
             self.unauthorised += 1
             return self._error(401, 20003, "Authenticate")
-        if self._refusing:
-            assert request.transport is not None
-            request.transport.close()
-            return web.Response(status=503)
-        outage = self._outage_response()
-        if outage is not None:
-            return outage
+        unavailable = self._unavailable(request)
+        if unavailable is not None:
+            return unavailable
         fields = {k: str(v) for k, v in (await request.post()).items()}
         if self.typing_delay_s:
             await asyncio.sleep(self.typing_delay_s)
