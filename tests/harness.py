@@ -338,6 +338,40 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
 # --- databases: migrated once per session, then copied (SQLite) or truncated (PostgreSQL) ------
 
 
+async def create_postgres_database(admin_url: str, name_prefix: str, *, durable: bool = True) -> str:
+    """A new, migrated PostgreSQL database next to `admin_url`'s; its SQLAlchemy URL. Not `durable`:
+    commits do not wait for the disk (a throw-away database)."""
+    import asyncpg
+
+    from bot.storage.migrate import upgrade
+
+    name = f"{name_prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    try:
+        conn = await asyncpg.connect(admin_url, timeout=5)
+    except Exception as exc:
+        raise RuntimeError(f"PostgreSQL does not answer at {admin_url}: {exc!r}") from exc
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+        if not durable:
+            await conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO off')
+    finally:
+        await conn.close()
+    host = admin_url.split("://", 1)[1].rsplit("/", 1)[0]
+    url = f"postgresql+asyncpg://{host}/{name}"
+    await upgrade(url)
+    return url
+
+
+async def drop_postgres_database(admin_url: str, url: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(admin_url, timeout=5)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
 async def migrate_template(kind: str, workdir: Path) -> str:
     from bot.storage.migrate import upgrade
 
@@ -345,37 +379,15 @@ async def migrate_template(kind: str, workdir: Path) -> str:
         url = f"sqlite+aiosqlite:///{workdir / 'template.db'}"
         await upgrade(url)
         return url
-    import asyncpg
-
-    name = f"deblo_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     try:
-        conn = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=5)
-    except Exception as exc:
-        raise RuntimeError(f"PostgreSQL does not answer at {POSTGRES_ADMIN_URL} (TEST_DATABASE=postgres): "
-                           f"{exc!r}") from exc
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-        # A throw-away database: no need to wait for the disk at each commit.
-        await conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit TO off')
-    finally:
-        await conn.close()
-    host = POSTGRES_ADMIN_URL.split("://", 1)[1].rsplit("/", 1)[0]
-    url = f"postgresql+asyncpg://{host}/{name}"
-    await upgrade(url)
-    return url
+        return await create_postgres_database(POSTGRES_ADMIN_URL, "deblo_test", durable=False)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc} (TEST_DATABASE=postgres)") from exc
 
 
 async def drop_template(kind: str, url: str) -> None:
-    if kind != "postgres":
-        return
-    import asyncpg
-
-    name = url.rsplit("/", 1)[1]
-    conn = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=5)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
+    if kind == "postgres":
+        await drop_postgres_database(POSTGRES_ADMIN_URL, url)
 
 
 async def fresh_database(kind: str, template_url: str, workdir: Path) -> Database:
@@ -400,10 +412,10 @@ async def fresh_database(kind: str, template_url: str, workdir: Path) -> Databas
     return Database(url=template_url, kind=kind)
 
 
-async def clear_redis(prefix: str) -> None:
+async def clear_redis(prefix: str, redis_url: str = REDIS_URL) -> None:
     import redis.asyncio as aioredis
 
-    client = aioredis.from_url(REDIS_URL)
+    client = aioredis.from_url(redis_url)
     try:
         keys = [k async for k in client.scan_iter(match=prefix + "*", count=500)]
         if keys:

@@ -47,6 +47,7 @@ import aiohttp  # noqa: E402
 
 from tests.fakes.llm import FakeLLM, Step  # noqa: E402
 from tests.fakes.twilio import FakeTwilio  # noqa: E402
+from tests.harness import clear_redis, create_postgres_database, drop_postgres_database  # noqa: E402
 
 WHATSAPP_FROM = "whatsapp:+14155238886"
 TOOL_CALLS = 2  # per turn, before the answer: three model calls in all
@@ -84,45 +85,6 @@ def model(latency_s: float) -> Any:
 
 
 # --- one deployment: a database, the processes, the users ------------------------------------------
-
-
-async def create_database(admin_url: str) -> str:
-    import asyncpg
-
-    from bot.storage.migrate import upgrade
-
-    name = f"deblo_bench_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    conn = await asyncpg.connect(admin_url, timeout=5)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    host = admin_url.split("://", 1)[1].rsplit("/", 1)[0]
-    url = f"postgresql+asyncpg://{host}/{name}"
-    await upgrade(url)
-    return url
-
-
-async def drop_database(admin_url: str, url: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(admin_url, timeout=5)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
-    finally:
-        await conn.close()
-
-
-async def clear_redis(redis_url: str, prefix: str) -> None:
-    import redis.asyncio as aioredis
-
-    client = aioredis.from_url(redis_url)
-    try:
-        keys = [k async for k in client.scan_iter(match=prefix + "*", count=500)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 def phone(n: int) -> str:
@@ -294,7 +256,7 @@ def deployment_env(tmp: str, database_url: str, prefix: str, port: int, args: ar
 
 async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
                   twilio: FakeTwilio) -> dict[str, float]:
-    database_url = await create_database(args.database_admin_url)
+    database_url = await create_postgres_database(args.database_admin_url, "deblo_bench")
     prefix = f"bench:{uuid.uuid4().hex[:12]}:"
     total, warm = int(args.rate * args.seconds), int(args.rate * args.warmup)
     # The warm-up's senders come after the measured ones: the measured users' first message is
@@ -324,8 +286,8 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
             cpu = [after - before for after, before in zip(deployment.cpu(), cpu_before, strict=True)]
         finally:
             deployment.stop()
-            await clear_redis(args.redis_url, prefix)
-            await drop_database(args.database_admin_url, database_url)
+            await clear_redis(prefix, args.redis_url)
+            await drop_postgres_database(args.database_admin_url, database_url)
     got = {tag: at for tag, at in replies(twilio).items() if tag in posted}
     waits = [got[tag] - at for tag, at in posted.items()]
     span = max(got.values()) - min(got.values())
