@@ -315,15 +315,13 @@ async def send_to_user(
     channel = channel or user.last_channel or ("whatsapp" if settings.twilio_whatsapp_from else "sms")
     if services.console is not None or channel == "cli":
         return await _to_console(services, user.phone or str(user.id), text, media)
-    if kind not in OPT_OUT_KINDS and await opted_out_now(services, user.id):
-        log.info("not sent: user opted out meanwhile", extra={"user_id": user.id, "kind": kind})
-        return SendResult(channel=channel, skipped="opted_out")
-    if kind not in DIRECT_KINDS:
-        blocked = await delivery_blocked(services, user.id)
-        if blocked is not None:
-            log.info("not sent: delivery blocked",
-                     extra={"user_id": user.id, "kind": kind, "reason": blocked})
-            return SendResult(channel=channel, skipped="delivery_blocked", detail=blocked)
+    if kind not in OPT_OUT_KINDS:
+        refused = await _stored_refusal(services, user.id, proactive=kind not in DIRECT_KINDS)
+        if refused is not None:
+            skipped, reason = refused
+            what = "user opted out meanwhile" if skipped == "opted_out" else "delivery blocked"
+            log.info(f"not sent: {what}", extra={"user_id": user.id, "kind": kind, "reason": reason})
+            return SendResult(channel=channel, skipped=skipped, detail=reason)
     if channel == "whatsapp":
         to = _whatsapp_address(user)
         if to is None:
@@ -458,18 +456,36 @@ async def opted_out_now(services: Services, user_id: int | None) -> bool:
         return bool(await db.scalar(select(User.opted_out).where(User.id == user_id)))
 
 
-async def delivery_blocked(services: Services, user_id: int) -> str | None:
-    """Why proactive messages to this user are stopped, or None. Judged from their latest sends
-    when failures were recorded since they last wrote or got a message delivered."""
+async def _stored_refusal(services: Services, user_id: int, *,
+                          proactive: bool) -> tuple[str, str | None] | None:
+    """Why a send to this user must not go, from the user's row as stored now, not as the caller
+    loaded it (one read): they opted out meanwhile (a STOP the webhook applied while a long turn
+    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`)."""
     async with services.sessions() as db:
         user = await db.get(User, user_id)
         if user is None:
             return None
-        if user.delivery_blocked_at is None and user.delivery_failures:
-            await _commit_turn()
-            await judge_delivery_health(services, db, user)
-            await db.commit()
-        return user.delivery_blocked_reason if user.delivery_blocked_at is not None else None
+        if user.opted_out:
+            return "opted_out", None
+        reason = await _blocked_reason(services, db, user) if proactive else None
+        return ("delivery_blocked", reason) if reason is not None else None
+
+
+async def delivery_blocked(services: Services, user_id: int) -> str | None:
+    """Why proactive messages to this user are stopped, or None."""
+    async with services.sessions() as db:
+        user = await db.get(User, user_id)
+        return None if user is None else await _blocked_reason(services, db, user)
+
+
+async def _blocked_reason(services: Services, db: AsyncSession, user: User) -> str | None:
+    """Judged from the user's latest sends when failures were recorded since they last wrote or got
+    a message delivered."""
+    if user.delivery_blocked_at is None and user.delivery_failures:
+        await _commit_turn()
+        await judge_delivery_health(services, db, user)
+        await db.commit()
+    return user.delivery_blocked_reason if user.delivery_blocked_at is not None else None
 
 
 async def judge_delivery_health(services: Services, db: AsyncSession, user: User) -> None:
