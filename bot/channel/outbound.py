@@ -456,11 +456,14 @@ async def opted_out_now(services: Services, user_id: int | None) -> bool:
         return bool(await db.scalar(select(User.opted_out).where(User.id == user_id)))
 
 
-async def _stored_refusal(services: Services, user_id: int, *,
+async def _stored_refusal(services: Services, user_id: int | None, *,
                           proactive: bool) -> tuple[str, str | None] | None:
     """Why a send to this user must not go, from the user's row as stored now, not as the caller
     loaded it (one read): they opted out meanwhile (a STOP the webhook applied while a long turn
-    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`)."""
+    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`). A user with no
+    id (just erased, their farewell being sent) has no row to read."""
+    if user_id is None:
+        return None
     async with services.sessions() as db:
         user = await db.get(User, user_id)
         if user is None:
