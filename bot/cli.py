@@ -33,7 +33,7 @@ def dispatch_function() -> Any:
 
 def job_runner() -> Any:
     """What a background job runs (bot.pipeline.jobs.JobWorkers): the agent turn carried on."""
-    from handlers.background import run_job
+    from handlers.turn import run_job
 
     return run_job
 

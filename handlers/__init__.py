@@ -18,7 +18,6 @@ def chain() -> list[Handler]:
     from bot.channel.outbound import deliver_waiting_files
     from handlers import (
         account,
-        agent_turn,
         commands,
         credits_choice,
         email_commands,
@@ -30,6 +29,7 @@ def chain() -> list[Handler]:
         progress,
         quiz_answer,
         task_commands,
+        turn,
         voice_commands,
     )
 
@@ -52,7 +52,7 @@ def chain() -> list[Handler]:
         task_commands.handle,
         email_commands.handle,
         onboarding.handle,
-        agent_turn.handle,
+        turn.handle,
     ]
 
 
@@ -60,5 +60,7 @@ async def dispatch(msg: Incoming, handlers: list[Handler] | None = None) -> str:
     """Runs the chain; returns the name of the handler that took the message."""
     for handler in handlers or chain():
         if await handler(msg):
-            return handler.__module__.rsplit(".", 1)[-1]
+            # Named by its module under handlers/ (the agent turn's package is "turn").
+            parts = handler.__module__.split(".")
+            return parts[1] if parts[0] == "handlers" and len(parts) > 1 else parts[-1]
     return "none"

@@ -25,7 +25,7 @@ import re
 from bot.capabilities import credits
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
-from handlers import agent_turn
+from handlers import turn
 
 PROFILES = {
     "1": ("student", "child"), "ELEVE": ("student", "child"), "STUDENT": ("student", "child"),
@@ -119,7 +119,7 @@ async def first_contact(msg: Incoming) -> bool:
     enrolled = (user.mode or "guest") != "guest"
     question = not nothing_to_answer(msg)
     if question:
-        await agent_turn.handle(msg)
+        await turn.handle(msg)
     await msg.reply(await enrolled_welcome(msg) if enrolled else welcome(msg, answered=question))
     user.onboarding_step = None if enrolled else "profile"
     await msg.db.flush()

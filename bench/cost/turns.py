@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.agent.llm import LLMClient
-from bot.agent.loop import run_turn
+from bot.agent.loop import Budget, QuietSide, TurnSetup, new_state, run_turn
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities.credits import turn_cost
 from bot.config import Limits, load_settings
@@ -121,13 +121,12 @@ async def _turn(llm: LLMClient, prompt: dict[str, Any], question: str, factor: f
     async def spend(tokens: int) -> None:
         charged[0] += tokens
 
-    from bot.agent.loop import Budget
-
     limits = Limits(cached_tokens_factor=factor)
-    async for _ in run_turn(llm, [{"role": "system", "content": prompt["system"]},
-                                  {"role": "user", "content": question}],
-                            tools=_tools(prompt["tools"]), mode="pro", make_context=_ctx, limits=limits,
-                            budget=Budget(None, spend), context_tokens=200_000):
+    messages = [{"role": "system", "content": prompt["system"]}, {"role": "user", "content": question}]
+    state = new_state(messages, timeout_s=limits.turn_timeout_s)
+    setup = TurnSetup(tools=_tools(prompt["tools"]), mode="pro", limits=limits, budget=Budget(None, spend),
+                      context_tokens=200_000)
+    async for _ in run_turn(llm, state, setup, QuietSide(_ctx)):
         pass
     return turn_cost(charged[0], TOKENS_PER_CREDIT)
 

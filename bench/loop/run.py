@@ -25,8 +25,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.loop.server import start_in_process  # noqa: E402
+from bot.agent.events import Final  # noqa: E402
 from bot.agent.llm import LLMClient  # noqa: E402
-from bot.agent.loop import run_turn  # noqa: E402
+from bot.agent.loop import QuietSide, TurnSetup, new_state, run_turn  # noqa: E402
 from bot.agent.toolspec import Tool, ToolContext  # noqa: E402
 from bot.config import Limits, load_settings  # noqa: E402
 
@@ -77,17 +78,13 @@ async def deblo_driver(url: str) -> tuple[Any, Any]:
 
     async def one() -> None:
         final = None
-        async for event in run_turn(
-            llm,
-            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
-            tools=[ADD],
-            mode="pro",
-            make_context=_ctx,
-            limits=limits,
-        ):
+        state = new_state([{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
+                          timeout_s=limits.turn_timeout_s)
+        async for event in run_turn(llm, state, TurnSetup(tools=[ADD], mode="pro", limits=limits),
+                                    QuietSide(_ctx)):
             final = event
-        assert final is not None and final["outcome"].exit_reason == "answered", final
-        assert len(final["outcome"].iterations) == TOOL_ROUNDS + 1
+        assert isinstance(final, Final) and final.outcome.exit_reason == "answered", final
+        assert len(final.outcome.iterations) == TOOL_ROUNDS + 1
 
     return one, llm.close
 
@@ -227,17 +224,13 @@ async def measure_concurrency(url: str, conversations: int) -> list[dict[str, fl
 
     async def one() -> int:
         final = None
-        async for event in run_turn(
-            llm,
-            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
-            tools=[ADD],
-            mode="pro",
-            make_context=_ctx,
-            limits=limits,
-        ):
+        state = new_state([{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
+                          timeout_s=limits.turn_timeout_s)
+        async for event in run_turn(llm, state, TurnSetup(tools=[ADD], mode="pro", limits=limits),
+                                    QuietSide(_ctx)):
             final = event
-        assert final is not None
-        return len(final["outcome"].iterations) if final["outcome"].exit_reason == "answered" else -1
+        assert isinstance(final, Final)
+        return len(final.outcome.iterations) if final.outcome.exit_reason == "answered" else -1
 
     rows = []
     for label in ("cold pool", "warm pool"):

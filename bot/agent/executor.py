@@ -25,13 +25,14 @@ from typing import Any
 import jsonschema
 
 from bot.agent.effects import DONE, Earlier, EffectStore
+from bot.agent.events import ToolEnded, ToolEvent, ToolStarted
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext, tool_error
 from bot.agent.truncation import truncate_result
 
 log = logging.getLogger(__name__)
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[ToolEvent], None]
 
 
 @dataclass
@@ -468,7 +469,7 @@ async def _run_tool(
     tool: Tool, args: dict[str, Any], call: ToolCall, ctx: ToolContext, timeout_s: float, emit: EventSink
 ) -> CallOutcome:
     started = time.monotonic()
-    emit({"type": "tool_start", "name": tool.name, "tool_call_id": call.id, "arguments": args})
+    emit(ToolStarted(tool.name, call.id, args))
     status = "ok"
     try:
         if timeout_s <= 0:
@@ -489,28 +490,12 @@ async def _run_tool(
             code="timeout",
         )
     except asyncio.CancelledError:
-        emit(
-            {
-                "type": "tool_end",
-                "name": tool.name,
-                "tool_call_id": call.id,
-                "status": "cancelled",
-                "duration_ms": int((time.monotonic() - started) * 1000),
-            }
-        )
+        emit(ToolEnded(tool.name, call.id, "cancelled", int((time.monotonic() - started) * 1000)))
         raise
     except Exception as exc:
         log.exception("tool %s failed", tool.name)
         status = "error"
         result = tool_error(f"the tool failed: {type(exc).__name__}: {str(exc)[:500]}", code="exception")
     duration_ms = int((time.monotonic() - started) * 1000)
-    emit(
-        {
-            "type": "tool_end",
-            "name": tool.name,
-            "tool_call_id": call.id,
-            "status": status,
-            "duration_ms": duration_ms,
-        }
-    )
+    emit(ToolEnded(tool.name, call.id, status, duration_ms))
     return CallOutcome(call, result, status, duration_ms)

@@ -1,20 +1,14 @@
 """The agent loop: the model thinks, calls tools, reads their results, and answers.
 
-`run_turn` is an async generator of events (the seed's types):
-  {"type": "step", "n"}                       a step begins (a model call, then its tools)
-  {"type": "text", "text": ...}               text for the user (before tool calls, or the answer)
-  {"type": "tool_start", "name", "tool_call_id", "arguments", "n"}
-  {"type": "tool_progress", "name", "note"}   a tool runs long (once per turn at most)
-  {"type": "tool_end", "name", "tool_call_id", "status", "duration_ms", "n"}
-  {"type": "long_work"}                       the direct budget passed while a tool still runs
-  {"type": "promote"}                         the direct budget passed: go on in the background
-  {"type": "final", "outcome": TurnOutcome}   always last
-
-The turn is a `TurnState` (bot/agent/turn_state.py) advanced one step at a time by `_Turn.step`;
-`save(state)` is called after every step, so a turn can be resumed from its last step by another
-process (`run_turn(..., state=saved)`). With `promote_at`, a turn still working when that time
-passes stops before its next step with exit reason `promoted` instead of being forced to answer:
-the caller carries it on in the background. `should_stop()` is asked before every step (ANNULER).
+`run_turn(llm, state, setup, side)` is an async generator of typed events (bot/agent/events.py),
+`Final` always last. `state` is the turn as data (`TurnState`, bot/agent/turn_state.py), advanced
+one step at a time by `_Turn.step`; `setup` (`TurnSetup`) is what the turn runs with: the tools,
+the caps, the budget; `side` (`LoopSide`) is the caller's part, where the turn's messages are kept,
+its text streamed, its state saved. `side.save(state)` is called after every step, so a turn can be
+resumed from its last step by another process. With `setup.promote_at`, a turn still working when
+that time passes stops before its next step with exit reason `promoted` instead of being forced to
+answer: the caller carries it on in the background. `side.should_stop()` is asked before every
+step (ANNULER).
 
 Caps (bot.config.Limits): at most `max_iterations` model calls, the last one sent with
 `tool_choice: "none"`; one deadline for the whole turn shared by the model and the tools, with a
@@ -28,31 +22,50 @@ call's tokens are reported as soon as it returns. The user always gets text.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bot.agent.effects import EffectStore
+from bot.agent.events import (
+    ExitReason,
+    Final,
+    LongWork,
+    LoopEvent,
+    Promote,
+    StepStarted,
+    Text,
+    ToolEvent,
+    TurnOutcome,
+)
+from bot.agent.executor import CallOutcome
 from bot.agent.llm import ImagesRefused, LLMClient, LLMError, LLMResponse
 from bot.agent.sse import ToolCall, repair_ids
 from bot.agent.tool_batch import run_batch
 from bot.agent.toolspec import Tool, ToolContext
 from bot.agent.truncation import fit_context, total_tokens
-from bot.agent.turn_state import ANSWERED, TurnState, new_state
+from bot.agent.turn_state import TurnState, new_state
 from bot.config import Limits
 
-FORCED_MAX_ITERATIONS = "forced_max_iterations"
-FORCED_DEADLINE = "forced_deadline"
-PROVIDER_ERROR = "provider_error"
-EMPTY_ANSWER = "empty_answer"
-ABORTED = "aborted"
-OVER_BUDGET = "over_budget"
-PROMOTED = "promoted"  # the turn goes on in the background (its state was saved)
-CANCELLED = "cancelled"  # should_stop() said so before a step
+# The exit reasons under the names callers have used; ExitReason is the type.
+ANSWERED = ExitReason.ANSWERED
+FORCED_MAX_ITERATIONS = ExitReason.FORCED_MAX_ITERATIONS
+FORCED_DEADLINE = ExitReason.FORCED_DEADLINE
+PROVIDER_ERROR = ExitReason.PROVIDER_ERROR
+EMPTY_ANSWER = ExitReason.EMPTY_ANSWER
+ABORTED = ExitReason.ABORTED
+OVER_BUDGET = ExitReason.OVER_BUDGET
+PROMOTED = ExitReason.PROMOTED
+CANCELLED = ExitReason.CANCELLED
 
-__all__ = ["ANSWERED", "Budget", "TurnOutcome", "TurnState", "new_state", "run_turn"]
+__all__ = [
+    "ANSWERED", "Budget", "ExitReason", "LoopSide", "QuietSide", "TurnOutcome", "TurnSetup", "TurnState",
+    "new_state", "run_turn",
+]
 
-FALLBACK_TEXT = {
+Message = dict[str, Any]
+
+FALLBACK_TEXT: dict[str, dict[str, str]] = {
     PROVIDER_ERROR: {
         "fr": "Désolé, je n'arrive pas à te répondre pour le moment (mon service est indisponible). "
         "Réessaie dans quelques minutes.",
@@ -76,26 +89,6 @@ COMPLETION_ALLOWANCE = 512
 
 
 @dataclass
-class TurnOutcome:
-    exit_reason: str
-    text: str  # everything the user was shown in this run, joined
-    iterations: list[dict[str, Any]] = field(default_factory=list)
-    new_messages: list[dict[str, Any]] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: int = 0
-    tool_runs: list[dict[str, Any]] = field(default_factory=list)
-    state: TurnState | None = None
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def detail(self) -> dict[str, Any]:
-        return {"iterations": self.iterations, "tools": self.tool_runs}
-
-
-@dataclass
 class Budget:
     """The most tokens a turn may use (None: no ceiling), and who is told what each call used;
     `notice` ({"fr": …, "en": …}) is what the turn ends with when the ceiling is reached, when it is
@@ -104,6 +97,94 @@ class Budget:
     tokens: int | None = None
     spend: Callable[[int], Awaitable[None]] | None = None
     notice: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class TurnSetup:
+    """What a turn runs with besides its state: the tools offered (and the names the model may know
+    from earlier turns), the caps, the budget, and the keys of its side effects.
+
+    `redact_arguments(name, arguments)` rewrites a call's arguments as history keeps them, after
+    the tool ran with the real ones (a quiz's answer must not travel again to the model).
+    `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
+    """
+
+    tools: Sequence[Tool] = ()
+    known_names: Collection[str] = ()
+    mode: str = "child"
+    language: str = "fr"
+    limits: Limits = field(default_factory=Limits)
+    context_tokens: int = 32_000
+    budget: Budget | None = None
+    effects: EffectStore | None = None
+    promote_at: float | None = None
+    cache_key: str | None = None  # the provider's prompt-cache key (one per user)
+    redact_arguments: Callable[[str, str], str] | None = None
+
+
+class LoopSide(Protocol):
+    """The caller's part of a turn: what the loop hands over as it runs, and what it asks."""
+
+    @property
+    def streams(self) -> bool:
+        """Whether `on_text` gets the model's text as it streams."""
+        ...
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        """The context a tool call runs with (who, where, how it sends)."""
+        ...
+
+    def on_text(self, chunk: str) -> bool:
+        """A piece of the step's text as the model writes it (not awaited); true once some was
+        shown to the user. The step's `Text` event still carries all of it, so the caller can tell
+        what it has shown already. A stream cut before anything was shown is asked again."""
+        ...
+
+    async def on_messages(self, new: list[Message]) -> None:
+        """Messages the turn added to the conversation, to keep as history."""
+        ...
+
+    async def without_images(self, messages: list[Message]) -> list[Message] | None:
+        """The messages with their images replaced by text (OCR), when the provider refuses image
+        input; None when the caller cannot. Asked once per turn."""
+        ...
+
+    async def save(self, state: TurnState) -> None:
+        """The state after a step, for a turn resumed elsewhere."""
+        ...
+
+    async def should_stop(self) -> bool:
+        """Asked before every step: true ends the turn as cancelled."""
+        ...
+
+
+@dataclass
+class QuietSide:
+    """A side that keeps nothing, streams nothing and never stops: a turn run on its own (a bench),
+    its tools run with `tool_context`'s contexts."""
+
+    tool_context: Callable[[ToolCall], ToolContext] | None = None
+    streams = False
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        if self.tool_context is None:
+            raise RuntimeError("tools offered without a context to run them in")
+        return self.tool_context(call)
+
+    def on_text(self, chunk: str) -> bool:
+        return False
+
+    async def on_messages(self, new: list[Message]) -> None:
+        return None
+
+    async def without_images(self, messages: list[Message]) -> list[Message] | None:
+        return None
+
+    async def save(self, state: TurnState) -> None:
+        return None
+
+    async def should_stop(self) -> bool:
+        return False
 
 
 def _tools_tokens(schemas: Sequence[dict[str, Any]]) -> int:
@@ -134,34 +215,50 @@ def _steps_left_note(left: int, language: str) -> dict[str, Any]:
 
 @dataclass
 class _Turn:
-    """What a turn runs with that is code, not data: the model, the tools and the callbacks."""
+    """A turn as it runs: its state, and the code it runs with (the model, the setup, the side)."""
 
     llm: LLMClient
     state: TurnState
-    tools: Sequence[Tool]
-    known_names: Collection[str]
-    mode: str
-    lang: str
-    make_context: Callable[[ToolCall], ToolContext] | None
-    limits: Limits
-    context_tokens: int
-    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None
-    redact_arguments: Callable[[str, str], str] | None
-    budget: Budget | None
-    effects: EffectStore | None
-    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None
-    promote_at: float | None
-    on_text: Callable[[str], Any] | None = None  # the model's text as it streams
-    cache_key: str | None = None  # the provider's prompt-cache key (one per user)
-    schemas: list[dict[str, Any]] = field(default_factory=list)
+    setup: TurnSetup
+    side: LoopSide
     shown_now: list[str] = field(default_factory=list)
     outcome: TurnOutcome = field(default_factory=lambda: TurnOutcome(exit_reason=ANSWERED, text=""))
 
     def __post_init__(self) -> None:
+        self.tools = self.setup.tools
         self.schemas = [t.openai_schema() for t in self.tools]
         self.tools_tokens = _tools_tokens(self.schemas)
-        self.by_name = {t.name: t for t in self.tools}
+        self._by_name = {t.name: t for t in self.tools}
+        self.lang = "en" if self.setup.language == "en" else "fr"
         self.run_started = time.time()
+
+    # --- what the step's batch reads (bot.agent.tool_batch.BatchHost) -------------------------
+    @property
+    def limits(self) -> Limits:
+        return self.setup.limits
+
+    @property
+    def by_name(self) -> Mapping[str, Tool]:
+        return self._by_name
+
+    @property
+    def known_names(self) -> Collection[str]:
+        return self.setup.known_names
+
+    @property
+    def mode(self) -> str:
+        return self.setup.mode
+
+    @property
+    def effects(self) -> EffectStore | None:
+        return self.setup.effects
+
+    @property
+    def promote_at(self) -> float | None:
+        return self.setup.promote_at
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        return self.side.make_context(call)
 
     # --- small pieces ----------------------------------------------------------------------
     @property
@@ -173,16 +270,20 @@ class _Turn:
         """The direct budget has passed and the turn still has work to do."""
         return self.promote_at is not None and bool(self.tools) and time.time() >= self.promote_at
 
+    @property
+    def budget(self) -> Budget | None:
+        return self.setup.budget
+
     def fallback(self, reason: str) -> str:
         """What the user is told when the turn ends for `reason` (the budget may say why it ran out)."""
         if reason == OVER_BUDGET and self.budget is not None and self.budget.notice:
             return self.budget.notice.get(self.lang) or self.budget.notice["fr"]
         return FALLBACK_TEXT[reason][self.lang]
 
-    def say(self, text: str) -> dict[str, Any]:
+    def say(self, text: str) -> Text:
         self.state.shown.append(text)
         self.shown_now.append(text)
-        return {"type": "text", "text": text}
+        return Text(text)
 
     def record(self, n: int, resp: LLMResponse | None, forced: bool,
                extra: dict[str, Any] | None = None) -> None:
@@ -222,12 +323,11 @@ class _Turn:
         if self.budget is not None and self.budget.spend is not None:
             await self.budget.spend(charged)
 
-    async def persist(self, new: list[dict[str, Any]]) -> None:
+    async def persist(self, new: list[Message]) -> None:
         self.outcome.new_messages.extend(new)
-        if self.on_messages is not None:
-            await self.on_messages(new)
+        await self.side.on_messages(new)
 
-    def finish(self, reason: str | None = None) -> None:
+    def finish(self, reason: ExitReason | None = None) -> None:
         if reason is not None:
             self.state.exit_reason = reason
         self.state.done = True
@@ -244,9 +344,9 @@ class _Turn:
         left = limits.max_iterations - n
         if self.tools and not forced and left <= 2:
             request = [*s.messages, _steps_left_note(left + 1, self.lang)]
-        return forced, fit_context(request, self.context_tokens, self.tools_tokens)
+        return forced, fit_context(request, self.setup.context_tokens, self.tools_tokens)
 
-    async def step(self) -> AsyncIterator[dict[str, Any]]:
+    async def step(self) -> AsyncIterator[Text | ToolEvent | LongWork]:
         s = self.state
         s.iteration += 1
         n = s.iteration
@@ -269,8 +369,7 @@ class _Turn:
                 return
             calls = []
         if not calls:
-            async for event in self._answer(resp):
-                yield event
+            yield await self._answer(resp)
             return
         async for event in self._tools(n, resp, calls):
             yield event
@@ -283,8 +382,10 @@ class _Turn:
             resp = await self._chat(request, forced, call_deadline)
         except LLMError as exc:
             self.record(n, None, forced, {"error": str(exc), "attempts": exc.attempts})
-            if isinstance(exc, ImagesRefused) and self.without_images is not None and not s.images_replaced:
-                s.messages = await self.without_images(s.messages)
+            replaced = (await self.side.without_images(s.messages)
+                        if isinstance(exc, ImagesRefused) and not s.images_replaced else None)
+            if replaced is not None:
+                s.messages = replaced
                 s.images_replaced = True
                 s.iteration -= 1  # the same step again, with the photos' text instead of the photos
             elif not forced and time.time() >= call_deadline - 0.05:
@@ -297,20 +398,20 @@ class _Turn:
         return resp
 
     async def _chat(self, request: list[dict[str, Any]], forced: bool, call_deadline: float) -> LLMResponse:
-        """The model call, its text streamed to `on_text`. The client no longer retries a stream cut
-        once text reached us; when `on_text` had shown none of it (returned nothing true), the call
-        is tried once more without streaming, as it would have been without `on_text`."""
-        owner, shown = self.on_text, [False]
+        """The model call, its text streamed to the side's `on_text`. The client no longer retries a
+        stream cut once text reached us; when `on_text` had shown none of it (returned nothing true),
+        the call is tried once more without streaming, as it would have been without streaming."""
+        streams, shown = self.side.streams, [False]
 
         def on_text(chunk: str) -> None:
-            if owner is not None and owner(chunk):
+            if self.side.on_text(chunk):
                 shown[0] = True
 
         ask: dict[str, Any] = {"tools": self.schemas or None, "deadline": _monotonic(call_deadline),
                                "tool_choice": "none" if (forced and self.schemas) else None,
-                               "cache_key": self.cache_key}
-        resp = await self.llm.chat(request, on_text=on_text if owner is not None else None, **ask)
-        if owner is not None and not shown[0] and _cut(resp):
+                               "cache_key": self.setup.cache_key}
+        resp = await self.llm.chat(request, on_text=on_text if streams else None, **ask)
+        if streams and not shown[0] and _cut(resp):
             resp = await self.llm.chat(request, **ask)
         return resp
 
@@ -318,13 +419,13 @@ class _Turn:
         """Asked for text but got tool calls: drop them; without text, ask once more without tools."""
         if resp.content.strip():
             return resp
-        retry = fit_context(self.state.messages, self.context_tokens)
+        retry = fit_context(self.state.messages, self.setup.context_tokens)
         if not self.affordable(retry, False):
             self.finish(OVER_BUDGET)
             return None
         try:
             resp = await self.llm.chat(retry, deadline=_monotonic(self.state.deadline),
-                                       cache_key=self.cache_key)
+                                       cache_key=self.setup.cache_key)
         except LLMError as exc:
             self.record(n, None, True, {"error": str(exc), "retry_without_tools": True})
             self.finish(PROVIDER_ERROR)
@@ -333,7 +434,7 @@ class _Turn:
         await self.spent(resp)
         return resp
 
-    async def _answer(self, resp: LLMResponse) -> AsyncIterator[dict[str, Any]]:
+    async def _answer(self, resp: LLMResponse) -> Text:
         text = resp.content.strip()
         if not text:
             if self.state.exit_reason == ANSWERED:
@@ -341,9 +442,10 @@ class _Turn:
             text = FALLBACK_TEXT[EMPTY_ANSWER][self.lang]
         await self.persist([{"role": "assistant", "content": text}])
         self.finish()
-        yield self.say(text)
+        return self.say(text)
 
-    async def _tools(self, n: int, resp: LLMResponse, calls: list[ToolCall]) -> AsyncIterator[dict[str, Any]]:
+    async def _tools(self, n: int, resp: LLMResponse,
+                     calls: list[ToolCall]) -> AsyncIterator[Text | ToolEvent | LongWork]:
         s = self.state
         taken = set(s.taken_ids)
         calls = repair_ids(calls, taken)
@@ -353,16 +455,17 @@ class _Turn:
         assistant = {"role": "assistant", "content": resp.content or None,
                      "tool_calls": [c.as_openai() for c in calls]}
         images: list[dict[str, Any]] = []  # image parts tools asked the model to see
-        outcomes: list[Any] = []
+        outcomes: list[CallOutcome] = []
         async for event in run_batch(self, n, calls, images, outcomes):
             yield event
         for o in outcomes:
             s.tool_runs.append({"n": n, "name": o.call.name, "status": o.status,
                                 "duration_ms": o.duration_ms})
             self.outcome.tool_runs.append(s.tool_runs[-1])
-        if self.redact_arguments is not None:
+        redact = self.setup.redact_arguments
+        if redact is not None:
             for o in outcomes:
-                o.call.arguments = self.redact_arguments(o.call.name, o.call.arguments)
+                o.call.arguments = redact(o.call.name, o.call.arguments)
         assistant["tool_calls"] = [o.call.as_openai() for o in outcomes]
         new = [assistant, *(o.message() for o in outcomes)]
         s.messages.extend(new)
@@ -374,7 +477,7 @@ class _Turn:
 
     def result(self, exit_reason: str) -> TurnOutcome:
         o, s = self.outcome, self.state
-        o.exit_reason = exit_reason
+        o.exit_reason = ExitReason(exit_reason)
         o.text = "\n\n".join(self.shown_now)
         o.prompt_tokens = sum(i.get("prompt_tokens", 0) for i in o.iterations)
         o.completion_tokens = sum(i.get("completion_tokens", 0) for i in o.iterations)
@@ -383,60 +486,29 @@ class _Turn:
         return o
 
 
-async def run_turn(
-    llm: LLMClient, messages: list[dict[str, Any]] | None = None, *, state: TurnState | None = None,
-    tools: Sequence[Tool] = (), known_names: Collection[str] = (), mode: str = "child",
-    language: str = "fr", make_context: Callable[[ToolCall], ToolContext] | None = None,
-    limits: Limits | None = None, context_tokens: int = 32_000, turn_timeout_s: float | None = None,
-    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None,
-    taken_ids: set[str] | None = None, redact_arguments: Callable[[str, str], str] | None = None,
-    budget: Budget | None = None, effects: EffectStore | None = None,
-    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
-    save: Callable[[TurnState], Awaitable[None]] | None = None,
-    should_stop: Callable[[], Awaitable[bool]] | None = None, promote_at: float | None = None,
-    on_text: Callable[[str], Any] | None = None, cache_key: str | None = None,
-) -> AsyncIterator[dict[str, Any]]:
-    """Runs one turn from `messages` (system prompt, history and the user's message), or goes on
-    with a saved `state`.
-
-    `redact_arguments(name, arguments)` rewrites a call's arguments as history keeps them, after
-    the tool ran with the real ones (a quiz's answer must not travel again to the model).
-    `effects` keys the side effects of tool calls so that a re-run of the turn does not repeat them.
-    `without_images(messages)` gives the messages with their images replaced by text (OCR): used
-    once, in the same turn, when the provider refuses image input.
-    `on_text(chunk)` gets each step's text as the model streams it (not awaited) and returns true
-    once it has shown some to the user; the step's `text` event still carries all of it, so the
-    caller can tell what it has shown already. A stream cut before anything was shown is asked again.
-    """
-    limits = limits or Limits()
-    if state is None:
-        timeout = turn_timeout_s if turn_timeout_s is not None else limits.turn_timeout_s
-        state = new_state(list(messages or []), timeout_s=timeout, taken_ids=taken_ids)
-        state.tool_names = [t.name for t in tools]
-    turn = _Turn(
-        llm=llm, state=state, tools=tools, known_names=known_names, mode=mode,
-        lang="en" if language == "en" else "fr", make_context=make_context, limits=limits,
-        context_tokens=context_tokens, on_messages=on_messages, redact_arguments=redact_arguments,
-        budget=budget, effects=effects, without_images=without_images, promote_at=promote_at,
-        on_text=on_text, cache_key=cache_key,
-    )
-    exit_reason: str | None = None
+async def run_turn(llm: LLMClient, state: TurnState, setup: TurnSetup | None = None,
+                   side: LoopSide | None = None) -> AsyncIterator[LoopEvent]:
+    """Runs one turn from `state` (a new one from `new_state`, or one saved after a step) to its
+    end or to its promotion; `Final` is always the last event."""
+    setup = setup or TurnSetup()
+    turn = _Turn(llm=llm, state=state, setup=setup, side=side or QuietSide())
+    side, limits = turn.side, setup.limits
+    exit_reason: ExitReason | None = None
     try:
         while not state.done:
-            if should_stop is not None and await should_stop():
+            if await side.should_stop():
                 exit_reason = CANCELLED
                 break
             if turn.promote_due():
                 exit_reason = PROMOTED
-                yield {"type": "promote"}
+                yield Promote()
                 break
-            yield {"type": "step", "n": state.iteration + 1}
+            yield StepStarted(state.iteration + 1)
             async for event in turn.step():
                 yield event
             if not state.done and state.iteration >= limits.max_iterations:
                 turn.finish(FORCED_MAX_ITERATIONS)  # a forced step always answers; this is a guard
-            if save is not None:
-                await save(state)
+            await side.save(state)
     finally:
         outcome = turn.result(exit_reason or state.exit_reason)
-    yield {"type": "final", "outcome": outcome}
+    yield Final(outcome)

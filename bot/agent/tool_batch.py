@@ -2,41 +2,77 @@
 
 While the calls run, the user may be owed two things: the turn's one short progress note (a tool
 runs longer than `progress_note_after_s`), and, when the turn's direct budget passes while a tool
-still works, a `long_work` event, so the caller can say at once that the work goes on in the
+still works, a `LongWork` event, so the caller can say at once that the work goes on in the
 background (it is promoted once the batch is done: a running tool is not cut).
+
+The batch sees the turn through `BatchHost`, the few things it reads of it, so that the loop
+(bot/agent/loop.py) and this module do not import each other.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from dataclasses import replace
+from typing import Any, Protocol
 
+from bot.agent.effects import EffectStore
+from bot.agent.events import LongWork, ToolEnded, ToolEvent, ToolProgress, ToolStarted
 from bot.agent.executor import CallOutcome, TurnMemory, complete_outcomes, execute_calls
 from bot.agent.sse import ToolCall
-from bot.agent.toolspec import ToolContext
-from bot.agent.turn_state import sources_from_json, sources_to_json
+from bot.agent.toolspec import Tool, ToolContext
+from bot.agent.turn_state import TurnState, sources_from_json, sources_to_json
+from bot.config import Limits
 
-if TYPE_CHECKING:
-    from bot.agent.loop import _Turn
+__all__ = ["BatchHost", "run_batch"]
 
-_DONE: dict[str, Any] = {"type": "_done"}  # the executor finished (put on the event queue)
 DEFAULT_PROGRESS = {"fr": "⏳ Je travaille dessus, un instant…", "en": "⏳ Working on it, one moment…"}
 
 
-def _progress_sender(queue: asyncio.Queue[dict[str, Any]], name: str) -> Callable[[str], Any]:
+class BatchHost(Protocol):
+    """What a step's batch reads of its turn."""
+
+    @property
+    def state(self) -> TurnState: ...
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def reserve(self) -> float: ...  # seconds kept for the final answer
+    @property
+    def by_name(self) -> Mapping[str, Tool]: ...
+    @property
+    def known_names(self) -> Collection[str]: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def lang(self) -> str: ...
+    @property
+    def effects(self) -> EffectStore | None: ...
+    @property
+    def promote_at(self) -> float | None: ...
+    def make_context(self, call: ToolCall) -> ToolContext: ...
+
+
+class _Mark:
+    """A signal on the batch's queue, beside the executor's events."""
+
+
+_DONE = _Mark()  # the executor finished
+_TICK = _Mark()  # a due time passed (put on the queue by the batch's timer)
+_Queue = asyncio.Queue[ToolEvent | _Mark]
+
+
+def _progress_sender(queue: _Queue, name: str) -> Callable[[str], Any]:
     async def progress(note: str) -> None:
-        queue.put_nowait({"type": "tool_progress", "name": name, "note": note})
+        queue.put_nowait(ToolProgress(name, note))
 
     return progress
 
 
-def _context_maker(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], images: list[dict[str, Any]],
+def _context_maker(turn: BatchHost, queue: _Queue, images: list[dict[str, Any]],
                    sources: Any) -> Callable[[ToolCall], ToolContext]:
     def make(call: ToolCall) -> ToolContext:
-        if turn.make_context is None:
-            raise RuntimeError("tools offered without a make_context")
         ctx = turn.make_context(call)
         ctx.extra["images"] = images
         tool = turn.by_name.get(call.name)
@@ -50,22 +86,19 @@ def _context_maker(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], images: li
     return make
 
 
-def _default_note(turn: _Turn, calls: list[ToolCall], into: list[CallOutcome | None]) -> dict[str, Any]:
+def _default_note(turn: BatchHost, calls: list[ToolCall], into: list[CallOutcome | None]) -> ToolProgress:
     running = [c for c, o in zip(calls, into, strict=True) if o is None]
     tool = turn.by_name.get(running[0].name) if running else None
     note = (tool.progress_note or {}) if tool else {}
-    return {
-        "type": "tool_progress",
-        "name": tool.name if tool else "",
-        "note": note.get(turn.lang) or note.get("fr") or DEFAULT_PROGRESS[turn.lang],
-    }
+    return ToolProgress(tool.name if tool else "",
+                        note.get(turn.lang) or note.get("fr") or DEFAULT_PROGRESS[turn.lang])
 
 
-async def run_batch(turn: _Turn, n: int, calls: list[ToolCall], images: list[dict[str, Any]],
-                    outcomes: list[CallOutcome]) -> AsyncIterator[dict[str, Any]]:
+async def run_batch(turn: BatchHost, n: int, calls: list[ToolCall], images: list[dict[str, Any]],
+                    outcomes: list[CallOutcome]) -> AsyncIterator[ToolEvent | LongWork]:
     """Runs `calls`, yields their events, and fills `outcomes` (one per call, in order)."""
     s = turn.state
-    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    queue: _Queue = asyncio.Queue()
     into: list[CallOutcome | None] = [None] * len(calls)
     sources = sources_from_json(s.sources)
     memory = TurnMemory(side_effect_results=s.side_effects)
@@ -83,9 +116,7 @@ async def run_batch(turn: _Turn, n: int, calls: list[ToolCall], images: list[dic
     task.add_done_callback(lambda _task: queue.put_nowait(_DONE))
     try:
         async for event in _events(turn, queue, time.monotonic(), calls, into):
-            if event["type"] in ("tool_start", "tool_end"):
-                event.setdefault("n", n)
-            yield event
+            yield replace(event, n=n) if isinstance(event, ToolStarted | ToolEnded) else event
         task.result()
     finally:
         if not task.done():
@@ -99,22 +130,19 @@ async def run_batch(turn: _Turn, n: int, calls: list[ToolCall], images: list[dic
     outcomes.extend(complete_outcomes(calls, list(into)))
 
 
-_TICK: dict[str, Any] = {"type": "_tick"}  # a due time passed (put on the queue by the batch's timer)
-
-
-def _due(turn: _Turn, started: float, told_long: bool) -> float | None:
+def _due(turn: BatchHost, started: float, told_long: bool) -> float | None:
     """When the next note is owed (monotonic), or None when none is."""
     waits = []
     if not turn.state.progress_sent:
         waits.append(started + turn.limits.progress_note_after_s)
-    if not told_long:
-        waits.append(time.monotonic() + turn.promote_at - time.time())  # type: ignore[operator]
+    if not told_long and turn.promote_at is not None:
+        waits.append(time.monotonic() + turn.promote_at - time.time())
     return min(waits) if waits else None
 
 
-async def _events(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], started: float,
-                  calls: list[ToolCall], into: list[CallOutcome | None]) -> AsyncIterator[dict[str, Any]]:
-    """The executor's events until it is done, plus the progress note and `long_work` when due.
+async def _events(turn: BatchHost, queue: _Queue, started: float, calls: list[ToolCall],
+                  into: list[CallOutcome | None]) -> AsyncIterator[ToolEvent | LongWork]:
+    """The executor's events until it is done, plus the progress note and `LongWork` when due.
     One timer per due time puts a tick on the queue (not a timeout around every event: with
     hundreds of conversations, those timers were a visible share of the loop's time)."""
     s = turn.state
@@ -125,10 +153,12 @@ async def _events(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], started: fl
     try:
         while True:
             event = await queue.get()
-            if event is _TICK:
-                if not told_long and time.time() >= turn.promote_at:  # type: ignore[operator]
+            if event is _DONE:
+                return
+            if isinstance(event, _Mark):  # _TICK
+                if not told_long and turn.promote_at is not None and time.time() >= turn.promote_at:
                     told_long = True
-                    yield {"type": "long_work"}
+                    yield LongWork()
                 elif not s.progress_sent and time.monotonic() >= started + turn.limits.progress_note_after_s:
                     s.progress_sent = True
                     yield _default_note(turn, calls, into)
@@ -136,9 +166,7 @@ async def _events(turn: _Turn, queue: asyncio.Queue[dict[str, Any]], started: fl
                 timer = None if due is None else loop.call_later(
                     due - time.monotonic(), queue.put_nowait, _TICK)
                 continue
-            if event is _DONE:
-                return
-            if event["type"] == "tool_progress":
+            if isinstance(event, ToolProgress):
                 if s.progress_sent:
                     continue
                 s.progress_sent = True

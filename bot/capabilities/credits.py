@@ -121,36 +121,44 @@ async def charge_turn(
 @dataclass
 class TurnMeter:
     """Charges a turn as it spends, after each model call, so that a turn cut short (a crash, even
-    after it replied) is paid for what it used; and says how many tokens the turn may still use."""
+    after it replied) is paid for what it used; and says how many tokens the turn may still use.
+
+    The direct turn and the background job are charged by the same meter, down to the same floor
+    (`-TURN_OVERDRAFT_CREDITS`); only their ledger refs differ: `ref_for(cost)` names a charge
+    ("turn:<inbound id>:<attempt>:<cost>" for a message's turn, "job:<id>:call:<n>" for a job's
+    model call), so that a charge asked twice (a replay) is taken once."""
 
     user_id: int
     tokens_per_credit: int
     overdraft: int
-    ceiling_tokens: int  # what the balance and the overdraft pay for, at the start of the turn
-    ref: str | None  # "turn:<inbound id>:<attempt>": each run of a message's turn pays its own use
-    tokens: int = 0
-    charged: int = 0
+    ceiling_tokens: int  # what the balance and the overdraft pay for, counted from the turn's start
+    ref_for: Callable[[int], str | None]
+    tokens: int = 0  # what the turn spent so far (a resumed job starts with the direct part's)
+    charged: int = 0  # credits asked for so far
 
     async def spend(self, db: AsyncSession, tokens: int) -> None:
         self.tokens += max(0, tokens)
         cost = turn_cost(self.tokens, self.tokens_per_credit)
         if cost <= self.charged:
             return
-        ref = f"{self.ref}:{cost}" if self.ref else None
-        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, ref,
-                                     overdraft=self.overdraft, already_charged=self.charged)
+        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit,
+                                     self.ref_for(cost), overdraft=self.overdraft,
+                                     already_charged=self.charged)
         # What could not be taken (the overdraft floor) is not asked again at the next call.
         self.charged = cost
         if taken:
             await db.commit()
 
 
-async def open_meter(
-    db: AsyncSession, user_id: int, tokens_per_credit: int, overdraft: int, ref: str | None
-) -> TurnMeter:
+async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
+                     ref_for: Callable[[int], str | None], spent_tokens: int = 0) -> TurnMeter:
+    """A meter for a turn that has already spent `spent_tokens` (and was charged for them)."""
     current = await balance(db, user_id)
-    per = max(1, tokens_per_credit)
-    return TurnMeter(user_id, per, max(0, overdraft), max(0, current + max(0, overdraft)) * per, ref)
+    per = max(1, settings.tokens_per_credit)
+    overdraft = max(0, settings.turn_overdraft_credits)
+    ceiling = spent_tokens + max(0, current + overdraft) * per
+    charged = turn_cost(spent_tokens, per) if spent_tokens > 0 else 0
+    return TurnMeter(user_id, per, overdraft, ceiling, ref_for, spent_tokens, charged)
 
 
 DAILY_LIMIT_TEXT = {
@@ -222,20 +230,44 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
                       settings: Settings, daily: DailyTokens | None = None) -> Budget | None:
-    """The budget of one agent turn, charged to the ledger as the turn spends, within what is left
-    of the user's day (`daily`). Guests are served within their daily allowance and not charged:
-    without a daily ceiling their budget is None."""
+    """The budget of a message's turn, charged to the ledger in `db` as the turn spends, within what
+    is left of the user's day (`daily`). Guests are served within their daily allowance and not
+    charged: without a daily ceiling their budget is None."""
     left = await daily.left() if daily is not None else 0
     if (user.mode or "guest") == "guest":
         return None if daily is None else within_today(None, None, daily, left)
     # The attempt keeps the refs of a re-run apart from those of the run it replaces.
-    ref = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
-    meter = await open_meter(db, user.id, settings.tokens_per_credit, settings.turn_overdraft_credits, ref)
+    base = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
+    meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None)
 
     async def spend(tokens: int) -> None:
         await meter.spend(db, tokens)
 
     return within_today(meter.ceiling_tokens, spend, daily, left)
+
+
+async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings: Settings,
+                     daily: DailyTokens | None, job_id: int, spent_tokens: int,
+                     model_calls: Callable[[], int]) -> Budget | None:
+    """The budget of a background job going on from a turn that spent `spent_tokens`: the same
+    meter as a message's turn, each charge in a session of its own and named by the job's model
+    call (`model_calls()`, the calls made so far, this one included), so that a step replayed after
+    a crash is charged and counted into the day once."""
+    left = spent_tokens + (await daily.left() if daily is not None else 0)
+
+    def call_ref() -> str:
+        return f"job:{job_id}:call:{model_calls()}"
+
+    if (user.mode or "guest") == "guest":
+        return None if daily is None else within_today(None, None, daily, left, call_ref)
+    async with sessions() as db:
+        meter = await open_meter(db, user.id, settings, lambda _cost: call_ref(), spent_tokens)
+
+    async def spend(tokens: int) -> None:
+        async with sessions() as db:
+            await meter.spend(db, tokens)
+
+    return within_today(meter.ceiling_tokens, spend, daily, left, call_ref)
 
 
 async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:

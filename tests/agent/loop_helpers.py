@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bot.agent.events import LoopEvent
 from bot.agent.llm import LLMClient
-from bot.agent.loop import TurnOutcome, run_turn
+from bot.agent.loop import TurnOutcome, TurnSetup, TurnState, new_state, run_turn
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities.killable import run_killable
@@ -146,7 +147,48 @@ def ctx_factory(mode: str = "child") -> Any:
     return make
 
 
-async def drive(
+def as_dict(event: LoopEvent) -> dict[str, Any]:
+    """An event as the seed writes it: {"type": kind, its fields}."""
+    return {"type": event.kind, **{f.name: getattr(event, f.name) for f in fields(event)}}
+
+
+@dataclass
+class Side:
+    """The loop's side for a test: tools get `ctx_factory`'s context; the rest is what the test gives."""
+
+    mode: str = "child"
+    save_state: Callable[[TurnState], Awaitable[None]] | None = None
+    stop: Callable[[], Awaitable[bool]] | None = None
+    text: Callable[[str], Any] | None = None
+    images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None
+    messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None
+
+    @property
+    def streams(self) -> bool:
+        return self.text is not None
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        return ctx_factory(self.mode)(call)
+
+    def on_text(self, chunk: str) -> bool:
+        return bool(self.text(chunk)) if self.text is not None else False
+
+    async def on_messages(self, new: list[dict[str, Any]]) -> None:
+        if self.messages is not None:
+            await self.messages(new)
+
+    async def without_images(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        return await self.images(messages) if self.images is not None else None
+
+    async def save(self, state: TurnState) -> None:
+        if self.save_state is not None:
+            await self.save_state(state)
+
+    async def should_stop(self) -> bool:
+        return await self.stop() if self.stop is not None else False
+
+
+def start(
     llm: LLMClient,
     tools: list[Tool],
     *,
@@ -155,21 +197,31 @@ async def drive(
     known: tuple[str, ...] = (),
     context_tokens: int = 32_000,
     messages: list[dict[str, Any]] | None = None,
-    **kw: Any,
-) -> Turn:
-    events: list[dict[str, Any]] = []
-    gen: AsyncIterator[dict[str, Any]] = run_turn(
-        llm,
-        messages or [{"role": "system", "content": "sys"}, {"role": "user", "content": "Bonjour"}],
-        tools=tools,
-        known_names=known,
-        mode=mode,
-        make_context=ctx_factory(mode),
-        limits=limits or Limits(),
-        context_tokens=context_tokens,
-        **kw,
-    )
-    async for event in gen:
-        events.append(event)
+    state: TurnState | None = None,
+    turn_timeout_s: float | None = None,
+    taken_ids: set[str] | None = None,
+    save: Callable[[TurnState], Awaitable[None]] | None = None,
+    should_stop: Callable[[], Awaitable[bool]] | None = None,
+    on_text: Callable[[str], Any] | None = None,
+    without_images: Callable[[list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]] | None = None,
+    on_messages: Callable[[list[dict[str, Any]]], Awaitable[None]] | None = None,
+    **setup: Any,
+) -> AsyncIterator[LoopEvent]:
+    """The loop's events for a turn from `messages` (or a saved `state`), with `setup`'s other
+    TurnSetup fields (budget, effects, promote_at, redact_arguments, cache_key)."""
+    limits = limits or Limits()
+    if state is None:
+        base = messages or [{"role": "system", "content": "sys"}, {"role": "user", "content": "Bonjour"}]
+        timeout = turn_timeout_s if turn_timeout_s is not None else limits.turn_timeout_s
+        state = new_state(list(base), timeout_s=timeout, taken_ids=taken_ids)
+        state.tool_names = [t.name for t in tools]
+    plan = TurnSetup(tools=tools, known_names=known, mode=mode, limits=limits, context_tokens=context_tokens,
+                     **setup)
+    side = Side(mode, save, should_stop, on_text, without_images, on_messages)
+    return run_turn(llm, state, plan, side)
+
+
+async def drive(llm: LLMClient, tools: list[Tool], **kw: Any) -> Turn:
+    events = [as_dict(event) async for event in start(llm, tools, **kw)]
     assert events[-1]["type"] == "final"
     return Turn(events[:-1], events[-1]["outcome"])

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot.agent.toolspec import Tool
 from bot.capabilities import credits
 from bot.storage.models import CreditEntry, GenerationJob, Memory, Message, TurnRecord
-from handlers.background import LONG_WORK_NOTE
+from handlers.turn import LONG_WORK_NOTE
 from tests.agent.loop_helpers import ECHO, HANG, HUGE
 
 PHONE = "+2250700000001"

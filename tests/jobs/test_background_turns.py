@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from bot.agent.toolspec import Tool, ToolContext
 from bot.storage.models import Conversation, GenerationJob, JobEvent, TurnRecord
-from handlers.background import LONG_WORK_NOTE
+from handlers.turn import LONG_WORK_NOTE
 from tests.agent.loop_helpers import OBJ
 from tests.fakes.llm import Step
 

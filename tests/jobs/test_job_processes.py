@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import func, select
 
 from bot.storage.models import CreditEntry, GenerationJob, OutboundMessage
-from handlers.background import LONG_WORK_NOTE
+from handlers.turn import LONG_WORK_NOTE
 from tests.core.test_processes import Deployment
 from tests.fakes.llm import Step
 from tests.fakes.search import SlowSearch

@@ -1,9 +1,4 @@
-"""Long work: a turn that outgrows its direct budget goes on as a background job.
-
-Promotion: the direct turn (handlers/agent_turn.py) runs with the whole background budget as its
-deadline and `promote_at` = start + AGENT_TURN_TIMEOUT_S. Still working then, the loop stops
-before its next step; `promote` saves its `TurnState` in a `GenerationJob`, tells the user once,
-and enqueues it. A pro user who asks for it (« en arrière-plan ») is promoted before the first step.
+"""A background job: a promoted turn run to its end by a job worker.
 
 `run_job` is what a job worker runs (bot/pipeline/jobs.py passes it the job's id, under the job's
 lease): it resumes the saved state step by step, saving it after each, so a worker killed mid-job
@@ -12,13 +7,14 @@ twice (each step's messages carry outbox keys `job:<id>:<step>:<n>`), nor charge
 ledger ref per model call, numbered in the state), nor repeats a side effect (the tool-effect keys
 of the message's turn, whose positions the state carries on). The user's other messages are
 answered meanwhile: a job holds no user lock. A second long request waits behind the first.
+Closing messages go before the status says ended; a person erased during a job is sent nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import traceback
+from contextvars import Token
 from datetime import timedelta
 from typing import Any
 
@@ -27,33 +23,23 @@ from sqlalchemy import func, select, update
 from bot import logs
 from bot.agent import history
 from bot.agent.effects import EffectStore
-from bot.agent.llm import prompt_cache_key
+from bot.agent.events import LoopEvent, StepStarted, Text, ToolEnded, ToolEvent, ToolProgress, ToolStarted
 from bot.agent.loop import CANCELLED as LOOP_CANCELLED
-from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState, run_turn
+from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState
 from bot.agent.sse import ToolCall
-from bot.agent.toolspec import Tool, ToolContext
+from bot.agent.toolspec import ToolContext
 from bot.capabilities import credits, jobs
-from bot.capabilities.quiz import redact_tool_arguments
-from bot.channel.context import Incoming
 from bot.channel.outbound import SendKeys, current_keys, send_to_user
 from bot.clock import system_now
 from bot.services import Services
 from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
+from handlers.turn import drive
+from handlers.turn.promote import in_language
+
+__all__ = ["run_job"]
 
 log = logging.getLogger(__name__)
 
-LONG_WORK_NOTE = (
-    "⏳ C'est un long travail : je continue et je t'envoie tout dès que c'est prêt. "
-    "Écris STATUT pour voir où j'en suis.",
-    "⏳ This is a long piece of work: I'll carry on and send you everything as soon as it's ready. "
-    "Write STATUS to see where I am.",
-)
-QUEUED_NOTE = (
-    "⏳ C'est un long travail : je le commence dès que le travail en cours est fini, et je t'envoie "
-    "tout dès que c'est prêt. Écris STATUT pour voir où j'en suis.",
-    "⏳ This is a long piece of work: I'll start it as soon as the current one is done and send you "
-    "everything when it's ready. Write STATUS to see where I am.",
-)
 FAILED_NOTE = (
     "❌ Désolé, je n'ai pas pu finir ce travail : {what}. Ce qui était prêt t'a été envoyé ; "
     "redemande-le-moi pour recommencer.",
@@ -67,75 +53,6 @@ NOTHING_DONE = ("Rien n'avait encore été fait.", "Nothing had been done yet.")
 WAIT_BEHIND_S = 5.0
 # Runs of a job that ended in an unexpected error before it is failed for good.
 MAX_JOB_ATTEMPTS = 3
-_BACKGROUND_ASKED = re.compile(r"\b(en\s+arri[eè]re[\s-]plan|in\s+the\s+background)\b", re.IGNORECASE)
-
-
-def _t(lang: str, texts: tuple[str, str]) -> str:
-    return texts[1] if lang == "en" else texts[0]
-
-
-def background_asked(msg: Incoming) -> bool:
-    """A pro user asked for the work to run in the background from the start."""
-    return (msg.user.mode or "guest") == "pro" and bool(_BACKGROUND_ASKED.search(msg.text or ""))
-
-
-def can_promote(services: Services) -> bool:
-    return getattr(services, "jobs", None) is not None
-
-
-# --- promotion ------------------------------------------------------------------------------
-
-
-async def promote(msg: Incoming, state: TurnState) -> GenerationJob:
-    """Turns the direct turn's saved state into a queued job, tells the user once, enqueues it."""
-    services, user = msg.services, msg.user
-    async with services.sessions() as db:
-        ahead = await db.scalar(select(func.count(GenerationJob.id)).where(
-            GenerationJob.user_id == user.id, GenerationJob.status.in_(jobs.ACTIVE)))
-        job = await jobs.create_job(
-            db, user_id=user.id, conversation_id=msg.conversation.id,
-            inbound_id=msg.inbound.id if msg.inbound is not None else None, channel=msg.channel,
-            request=(msg.text or "")[:2000], state=state.to_json(),
-            deadline_at=_at(state.deadline),
-        )
-        await db.commit()
-    await _record_done_steps(services, job.id, state, user.language or "fr")
-    if not msg.extra.get("long_work_told"):
-        msg.extra["long_work_told"] = True
-        await msg.reply(_t(msg.lang, QUEUED_NOTE if ahead else LONG_WORK_NOTE), kind="progress")
-    await services.jobs.aenqueue(job.id)
-    log.info("turn promoted to a background job", extra={"user_id": user.id, "job_id": job.id})
-    return job
-
-
-async def tell_long_work(msg: Incoming) -> None:
-    """The direct budget passed while a tool still works: say now that the work goes on."""
-    if msg.extra.get("long_work_told"):
-        return
-    msg.extra["long_work_told"] = True
-    await msg.reply(_t(msg.lang, LONG_WORK_NOTE), kind="progress")
-
-
-def _at(wall: float) -> Any:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(wall, UTC)
-
-
-async def _record_done_steps(services: Services, job_id: int, state: TurnState, lang: str) -> None:
-    """The steps the direct turn already did start the job's timeline."""
-    for i, run in enumerate(state.tool_runs):
-        label = jobs.step_label(run["name"], lang)
-        key = f"{run['n']}:direct{i}"
-        await jobs.record_event(services, job_id, f"{key}:start", "tool_start",
-                                {"name": run["name"], "label": label, "n": run["n"], "call_id": f"direct{i}"})
-        await jobs.record_event(services, job_id, f"{key}:end", "tool_end",
-                                {"name": run["name"], "label": label, "status": run["status"],
-                                 "duration_ms": run["duration_ms"], "call_id": f"direct{i}"})
-
-
-# --- running a job --------------------------------------------------------------------------
-
 
 async def run_job(services: Services, job_id: int) -> None:
     """Runs (or resumes) one job to its end. Safe to call again for the same job."""
@@ -229,22 +146,24 @@ async def _begin(services: Services, job_id: int) -> tuple[GenerationJob, User, 
     return job, user, conversation
 
 
-def _tools(services: Services, user: User, state: TurnState) -> tuple[list[Tool], frozenset[str]]:
-    """The tools the turn was offered when it began (the state keeps their names)."""
-    import tools
-
-    names = set(state.tool_names)
-    offered = [t for t in tools.offered(services, user.mode or "guest") if t.name in names]
-    return offered, tools.known_names(offered)
-
-
 class _JobTurn:
-    """The job's side of the loop: its tools' context, its sends, its timeline, its charges."""
+    """The job's side of the turn (a `drive.TurnSide`): its tools' context, its sends, its
+    timeline, its charges, its saved state, and when it stops."""
+
+    streams = False  # a job's answer goes whole, at its end
 
     def __init__(self, services: Services, job: GenerationJob, user: User, state: TurnState) -> None:
         self.services, self.job, self.user, self.state = services, job, user, state
         self.lang = user.language or "fr"
+        self.conversation_id, self.channel = job.conversation_id, job.channel
+        self.context_extra = {"inbound_id": job.inbound_id, "job_id": job.id}
+        self.promote_at: float | None = None
+        self.budget: Budget | None = None
+        self.effects = (EffectStore(services.sessions, user.id, job.inbound_id, state.effects_from,
+                                    services.clock) if job.inbound_id is not None else None)
         self.handed_back = False
+        self.answer = ""
+        self._keys: Token[SendKeys | None] | None = None
 
     async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
         result = await send_to_user(self.services, self.user, text=text, media=media,
@@ -263,12 +182,16 @@ class _JobTurn:
                                 {"file_id": media.id, "name": media.name, "mime": media.mime})
 
     def make_context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(
-            services=self.services, user_id=self.user.id, conversation_id=self.job.conversation_id,
-            channel=self.job.channel, mode=self.user.mode or "guest", language=self.lang,
-            tool_call_id=call.id, deliver=self.deliver, progress=None,
-            extra={"inbound_id": self.job.inbound_id, "job_id": self.job.id},
-        )
+        return drive.tool_context(self, call)
+
+    def on_text(self, chunk: str) -> bool:
+        return False
+
+    async def on_messages(self, new: list[dict[str, Any]]) -> None:
+        return None  # the job's history is its answer, saved when it ends
+
+    async def without_images(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        return None
 
     async def save(self, state: TurnState) -> None:
         async with self.services.sessions() as db:
@@ -288,89 +211,61 @@ class _JobTurn:
         # Gone (the person's data was erased) stops it as ANNULER does.
         return wanted is None or bool(wanted)
 
-    async def budget(self) -> Budget | None:
-        """What the user's balance still pays for; each model call charged once, by its number."""
-        if (self.user.mode or "guest") == "guest":
-            return None
+    async def open_budget(self) -> None:
+        """What the user's balance still pays for, within their day; each model call charged once,
+        by its number in the state."""
         settings, state = self.services.settings, self.state
-        per = max(1, settings.tokens_per_credit)
-        async with self.services.sessions() as db:
-            current = await credits.balance(db, self.user.id)
-        ceiling = state.charged_tokens + max(0, current + max(0, settings.turn_overdraft_credits)) * per
-        # Never past what is left of the user's day (USER_DAILY_TOKEN_LIMIT), counted into it.
         daily = credits.daily_tokens(self.services.state, settings, self.user, self.services.clock())
-        today = state.charged_tokens + (await daily.left() if daily is not None else 0)
+        self.budget = await credits.job_budget(self.services.sessions, self.user, settings, daily,
+                                               self.job.id, state.charged_tokens, lambda: state.model_calls)
 
-        async def spend(tokens: int) -> None:
-            # state.charged_tokens already counts this call (`tokens`, cached ones at their factor).
-            charged = state.charged_tokens
-            before = credits.turn_cost(charged - tokens, per) if charged > tokens else 0
-            due = credits.turn_cost(charged, per) - before
-            if due > 0:
-                async with self.services.sessions() as db:
-                    await credits.apply(db, self.user.id, -due, "usage", call_ref())
-                    await db.commit()
+    async def on_event(self, event: LoopEvent) -> None:
+        if isinstance(event, StepStarted):
+            # This step's sends are numbered by the job and the step: a replay finds them sent.
+            self.end_step()
+            self._keys = current_keys.set(SendKeys(f"job:{self.job.id}:{event.n}"))
+        elif isinstance(event, Text):
+            self.answer = event.text
+        elif isinstance(event, ToolStarted | ToolEnded | ToolProgress):
+            await self.timeline(event)
 
-        def call_ref() -> str:
-            return f"job:{self.job.id}:call:{state.model_calls}"
+    def end_step(self) -> None:
+        if self._keys is not None:
+            current_keys.reset(self._keys)
+            self._keys = None
 
-        return credits.within_today(ceiling, spend, daily, today, call_ref)
-
-    async def timeline(self, event: dict[str, Any]) -> None:
+    async def timeline(self, event: ToolEvent) -> None:
         """The loop's tool events become the job's timeline (and its current step)."""
-        kind, n = event["type"], event.get("n", self.state.iteration)
-        call_id = event.get("tool_call_id", "")
-        label = jobs.step_label(event.get("name", ""), self.lang)
-        if kind == "tool_start":
-            await jobs.record_event(self.services, self.job.id, f"{n}:{call_id}:start", kind,
-                                    {"name": event["name"], "label": label, "n": n, "call_id": call_id})
-            async with self.services.sessions() as db:
-                row = await db.get(GenerationJob, self.job.id)
+        services, job_id = self.services, self.job.id
+        if isinstance(event, ToolProgress):
+            await jobs.record_event(services, job_id, f"{self.state.iteration}:progress", event.kind,
+                                    {"name": event.name, "note": event.note})
+            return
+        n, call_id = event.n, event.tool_call_id
+        label = jobs.step_label(event.name, self.lang)
+        if isinstance(event, ToolStarted):
+            await jobs.record_event(services, job_id, f"{n}:{call_id}:start", event.kind,
+                                    {"name": event.name, "label": label, "n": n, "call_id": call_id})
+            async with services.sessions() as db:
+                row = await db.get(GenerationJob, job_id)
                 if row is not None:
                     row.step = label[:200]
                     await db.commit()
-        elif kind == "tool_end":
-            await jobs.record_event(self.services, self.job.id, f"{n}:{call_id}:end", kind,
-                                    {"name": event["name"], "label": label, "status": event.get("status"),
-                                     "duration_ms": event.get("duration_ms"), "call_id": call_id})
-        elif kind == "tool_progress":
-            await jobs.record_event(self.services, self.job.id, f"{self.state.iteration}:progress",
-                                    kind, {"name": event.get("name", ""), "note": event.get("note", "")})
+        else:
+            await jobs.record_event(services, job_id, f"{n}:{call_id}:end", event.kind,
+                                    {"name": event.name, "label": label, "status": event.status,
+                                     "duration_ms": event.duration_ms, "call_id": call_id})
 
 
 async def _drive(services: Services, side: _JobTurn) -> tuple[Any, str]:
     """Runs the loop from the saved state to its end; (outcome, the answer's text)."""
-    job, user, state = side.job, side.user, side.state
-    offered, known = _tools(services, user, state)
-    effects = (EffectStore(services.sessions, user.id, job.inbound_id, state.effects_from, services.clock)
-               if job.inbound_id is not None else None)
-    events = run_turn(
-        services.llm, state=state, tools=offered, known_names=known, mode=user.mode or "guest",
-        language=user.language or "fr", make_context=side.make_context, limits=services.settings.limits,
-        context_tokens=services.settings.llm_context_tokens, redact_arguments=redact_tool_arguments,
-        budget=await side.budget(), effects=effects, save=side.save, should_stop=side.should_stop,
-        cache_key=prompt_cache_key(services.settings.secret_key, user.id),
-    )
-    outcome, answer = None, ""
-    keys = None
+    offered, known = drive.tools_for(services, side.user, side.state.tool_names)
+    await side.open_budget()
     try:
-        async for event in events:
-            kind = event["type"]
-            if kind == "step":
-                # This step's sends are numbered by the job and the step: a replay finds them sent.
-                if keys is not None:
-                    current_keys.reset(keys)
-                keys = current_keys.set(SendKeys(f"job:{job.id}:{event['n']}"))
-            elif kind == "text":
-                answer = event["text"]
-            elif kind in ("tool_start", "tool_end", "tool_progress"):
-                await side.timeline(event)
-            elif kind == "final":
-                outcome = event["outcome"]
+        outcome = await drive.drive(side, side.state, offered, known)
     finally:
-        if keys is not None:
-            current_keys.reset(keys)
-    return outcome, answer
+        side.end_step()
+    return outcome, side.answer
 
 
 async def _end(services: Services, job: GenerationJob, user: User, conversation: Conversation,
@@ -396,8 +291,8 @@ async def _end(services: Services, job: GenerationJob, user: User, conversation:
 def _done_steps(state: TurnState, lang: str) -> str:
     lines = [f"✅ {jobs.step_label(r['name'], lang)}" for r in state.tool_runs if r.get("status") == "ok"]
     if not lines:
-        return _t(lang, NOTHING_DONE)
-    return "\n".join([_t(lang, DONE_SO_FAR), *lines])
+        return in_language(lang, NOTHING_DONE)
+    return "\n".join([in_language(lang, DONE_SO_FAR), *lines])
 
 
 async def _say(services: Services, job: GenerationJob, user: User, text: str, what: str) -> Any:
@@ -427,7 +322,7 @@ async def _cancelled(services: Services, job: GenerationJob, user: User, state: 
         row = await db.get(GenerationJob, job.id)
         if row is None or row.status in jobs.ENDED:
             return
-    text = f"{_t(lang, CANCELLED_NOTE)}\n{_done_steps(state, lang)}"
+    text = f"{in_language(lang, CANCELLED_NOTE)}\n{_done_steps(state, lang)}"
     await _say(services, job, user, text, "cancelled")
     await _close(services, job, jobs.CANCELLED, text)
 
@@ -446,7 +341,7 @@ async def _crashed(services: Services, job: GenerationJob, user: User, exc: Exce
         await services.jobs.aenqueue(job.id, delay_s=float(5 * job.attempts))
         return
     lang = user.language or "fr"
-    what = _t(lang, ("une erreur technique l'a interrompu", "a technical error stopped it"))
-    text = _t(lang, FAILED_NOTE).format(what=what)
+    what = in_language(lang, ("une erreur technique l'a interrompu", "a technical error stopped it"))
+    text = in_language(lang, FAILED_NOTE).format(what=what)
     await _say(services, job, user, text, "failed")
     await _close(services, job, jobs.FAILED, text, error=error)

@@ -1,0 +1,253 @@
+"""The last handler: whatever no other handler took goes to the agent loop.
+
+It checks the user can be served (handlers/turn/gate.py), saves the user's message and builds the
+prompt and history (handlers/turn/prompt.py), runs the loop with the tools of the user's mode
+(handlers/turn/drive.py), and turns the loop's events into what the user sees on WhatsApp/SMS:
+text written before tool calls goes out at once, one short progress note when a tool runs long,
+then the answer. On WhatsApp the person first sees « typing… » (sent in the background, never
+waited for), and the answer goes out paragraph by paragraph while the model writes it
+(bot.channel.streaming); SMS and spoken answers (VOCAL) go whole. Everything the loop does is saved
+as it happens; each model call is charged as it returns, the turn's record is written at the end.
+A turn still working when AGENT_TURN_TIMEOUT_S passes goes on in the background
+(handlers/turn/promote.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from bot import metrics
+from bot.agent import history, vision
+from bot.agent.effects import EffectStore, for_turn
+from bot.agent.events import LongWork, LoopEvent, Text, ToolProgress, TurnOutcome
+from bot.agent.loop import PROMOTED, Budget, TurnState, new_state
+from bot.agent.sse import ToolCall
+from bot.agent.toolspec import Tool, ToolContext
+from bot.capabilities import credits, speech
+from bot.channel.context import Incoming
+from bot.channel.streaming import StreamedReply
+from bot.services import Services
+from bot.storage.models import TurnRecord, User, UserFile
+from handlers.turn import drive, gate, promote, prompt
+
+__all__ = ["handle"]
+
+log = logging.getLogger(__name__)
+
+
+def _speaks(msg: Incoming) -> bool:
+    """VOCAL is on and the answer can go as a WhatsApp voice note (not offered on SMS)."""
+    return bool(getattr(msg.user, "voice_replies", False)) and msg.channel == "whatsapp"
+
+
+def _on_whatsapp(msg: Incoming) -> bool:
+    """The person reads us on WhatsApp through Twilio (not SMS, not the operator's console)."""
+    return msg.channel == "whatsapp" and msg.services.console is None
+
+
+def _show_typing(msg: Incoming) -> None:
+    """« typing… » on the person's phone while the answer is prepared (Twilio's beta): sent in the
+    background, so neither its delay nor its failure touches the reply."""
+    if _on_whatsapp(msg) and msg.inbound is not None and msg.services.twilio is not None:
+        msg.services.twilio.show_typing_soon(msg.inbound.message_sid)
+
+
+def _stream_for(msg: Incoming) -> StreamedReply | None:
+    """WhatsApp answers go out paragraph by paragraph as they stream; SMS (one reply, parts of two
+    segments) and spoken answers (one voice note) go whole."""
+    if not _on_whatsapp(msg) or _speaks(msg):
+        return None
+    return StreamedReply(msg.services, msg.reply)
+
+
+async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
+    """Charges the photos the model saw (IMAGE_INPUT_CREDITS each) and notes the media on the turn."""
+    usage = msg.extra.setdefault("media_usage", {})
+    count = 0 if seen["refused"] else seen["parts"]
+    if seen["parts"]:
+        usage["images"], usage["images_refused"] = count, seen["refused"]
+    due = count * msg.services.settings.image_input_credits
+    if due and (msg.user.mode or "guest") != "guest" and msg.inbound is not None:
+        ref = f"image:{msg.inbound.id}:{msg.inbound.attempts}"
+        taken = await credits.apply(msg.db, msg.user.id, -due, "image_input", ref)
+        usage["image_credits"] = due if taken is not None else 0
+
+
+class _DirectTurn:
+    """The message's side of the turn (a `drive.TurnSide`): what tools send goes out as replies to
+    the message, one short progress note at most; the model's text is streamed on WhatsApp; the
+    events become replies; with VOCAL on, the last text is the answer and goes out with its voice
+    note once the turn ends."""
+
+    def __init__(self, msg: Incoming, photos: list[UserFile], seen: dict[str, Any],
+                 stream: StreamedReply | None) -> None:
+        self.msg, self.photos, self.seen, self.stream = msg, photos, seen, stream
+        self.services: Services = msg.services
+        self.user: User = msg.user
+        self.conversation_id, self.channel = msg.conversation.id, msg.channel
+        self.inbound_id = msg.inbound.id if msg.inbound is not None else None
+        self.context_extra = {"inbound_id": self.inbound_id}
+        self.budget: Budget | None = None
+        self.effects: EffectStore | None = None
+        self.promote_at: float | None = None
+        self.progress_sent = False
+        self.answer = ""  # with VOCAL on: the last text, spoken once the turn ends
+
+    @property
+    def streams(self) -> bool:
+        return self.stream is not None
+
+    async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
+        return await self.msg.reply(text, kind="tool", media=media)
+
+    async def progress(self, note: str) -> None:
+        """One short note per turn at most, sent before whatever the tool sends next."""
+        note = note.strip()
+        if self.progress_sent or not note:
+            return
+        self.progress_sent = True
+        await self.msg.reply(note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
+
+    def make_context(self, call: ToolCall) -> ToolContext:
+        return drive.tool_context(self, call, progress=self.progress)
+
+    def on_text(self, chunk: str) -> bool:
+        return self.stream.on_text(chunk) if self.stream is not None else False
+
+    async def on_messages(self, new: list[dict[str, Any]]) -> None:
+        db = self.msg.db
+        await history.save(db, self.conversation_id, new, self.inbound_id)
+        await db.commit()
+
+    async def without_images(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The provider refused the photos: their OCR text instead (when the model had them)."""
+        msg = self.msg
+        if not msg.services.settings.llm_vision:
+            return None
+        self.seen["refused"] = True
+        notes = await vision.photo_notes(msg.services, msg.db, self.photos, msg.lang)
+        await msg.db.commit()
+        return vision.without_images(messages, notes)
+
+    async def save(self, state: TurnState) -> None:
+        return None  # a message's turn is saved when it is promoted (promote.promote)
+
+    async def should_stop(self) -> bool:
+        return False  # STOP is read at each send; ANNULER stops background jobs
+
+    async def on_event(self, event: LoopEvent) -> None:
+        """Text written before tool calls goes out at once; with a stream, the paragraphs it sent
+        while the model wrote are not sent again, only the rest."""
+        msg = self.msg
+        if isinstance(event, Text) and _speaks(msg):
+            if self.answer:
+                await msg.reply(self.answer)
+            self.answer = event.text
+        elif isinstance(event, Text):
+            text = await self.stream.rest(event.text) if self.stream is not None else event.text
+            if text:
+                await msg.reply(text)
+        elif isinstance(event, ToolProgress):
+            await self.progress(event.note)
+        elif isinstance(event, LongWork):
+            await promote.tell_long_work(msg)
+
+
+async def _record_turn(msg: Incoming, outcome: TurnOutcome, inbound_id: int | None) -> None:
+    """Writes the turn's record (the tokens were charged as they were spent, by the budget)."""
+    detail = outcome.detail()
+    if msg.extra.get("media_usage"):
+        detail["media"] = msg.extra["media_usage"]  # images, audio seconds, spoken characters
+    msg.db.add(
+        TurnRecord(
+            conversation_id=msg.conversation.id,
+            user_id=msg.user.id,
+            inbound_id=inbound_id,
+            exit_reason=outcome.exit_reason,
+            iterations=len({i["n"] for i in outcome.iterations}),
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            latency_ms=outcome.latency_ms,
+            detail=detail,
+        )
+    )
+    await msg.db.commit()
+    metrics.AGENT_TURN_SECONDS.labels(outcome.exit_reason).observe(outcome.latency_ms / 1000)
+    log.info(
+        "turn ended: %s after %d call(s), %d tokens",
+        outcome.exit_reason,
+        len(outcome.iterations),
+        outcome.total_tokens,
+    )
+
+
+def _start_state(msg: Incoming, messages: list[dict[str, Any]], offered: list[Tool],
+                 taken_ids: set[str]) -> tuple[TurnState, float | None]:
+    """The turn's state, and when it goes to the background (None: it never does).
+
+    With a job queue, a turn with tools gets the whole background budget as its deadline and is
+    promoted when AGENT_TURN_TIMEOUT_S passes (at once when a pro user asked for it)."""
+    limits = msg.services.settings.limits
+    if not (offered and promote.can_promote(msg.services)):
+        state = new_state(messages, timeout_s=limits.turn_timeout_s, taken_ids=taken_ids)
+        promote_at = None
+    else:
+        state = new_state(messages, timeout_s=limits.background_timeout_s, taken_ids=taken_ids)
+        promote_at = state.started + (0.0 if promote.background_asked(msg) else limits.turn_timeout_s)
+    state.tool_names = [t.name for t in offered]
+    return state, promote_at
+
+
+async def _open(msg: Incoming, side: _DirectTurn) -> None:
+    """The turn's budget and side-effect keys, read before the turn starts."""
+    db, user = msg.db, msg.user
+    side.budget = await credits.turn_budget(db, user, msg.inbound, msg.services.settings, gate.daily(msg))
+    side.effects = await for_turn(db, msg.services.sessions, user_id=user.id,
+                                  conversation_id=side.conversation_id, inbound_id=side.inbound_id,
+                                  clock=msg.services.clock)
+
+
+async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]]) -> TurnOutcome:
+    """Runs the turn and what follows it: the spoken answer, the promotion to the background."""
+    offered, known = drive.tools_for(msg.services, msg.user)
+    taken_ids = await history.used_tool_call_ids(msg.db, side.conversation_id)
+    await _open(msg, side)
+    # End the read transaction: while tools run, sends from a tool and from this handler happen
+    # concurrently, and the outbound path commits the turn's session when it has one open.
+    await msg.db.commit()
+    state, side.promote_at = _start_state(msg, messages, offered, taken_ids)
+    state.effects_from = side.effects.first_position if side.effects is not None else 0
+    try:
+        outcome = await drive.drive(side, state, offered, known)
+    finally:
+        if side.stream is not None:
+            side.stream.cancel()
+    if side.answer:
+        await speech.reply_spoken(msg, side.answer)
+    if outcome.exit_reason == PROMOTED and outcome.state is not None:
+        await promote.promote(msg, outcome.state)
+    return outcome
+
+
+async def handle(msg: Incoming) -> bool:
+    if not msg.text and not msg.extra.get("files"):
+        return False
+    # Commit what the message path wrote: tools and outbound use their own sessions, and SQLite
+    # allows one writer at a time.
+    await msg.db.commit()
+    if not await gate.can_serve(msg):
+        return True
+    _show_typing(msg)
+    inbound_id = msg.inbound.id if msg.inbound is not None else None
+    photos = prompt.photos_of(msg)
+    if not await prompt.save_user_message(msg, photos, inbound_id):
+        return True
+    await msg.db.commit()
+    seen: dict[str, Any] = {"parts": 0, "refused": False}
+    messages = await prompt.prompt(msg, photos, seen)
+    side = _DirectTurn(msg, photos, seen, _stream_for(msg))
+    outcome = await _run(msg, side, messages)
+    await _charge_photos(msg, seen)
+    await _record_turn(msg, outcome, inbound_id)
+    return True

@@ -1,0 +1,121 @@
+"""May this message be served by the model: credits, the guests' allowance, the day's tokens.
+
+A refusal is told with a notice at most once per NOTICE_INTERVAL_S per user and kind (the
+guests' allowance, no credits), and once a day past USER_DAILY_TOKEN_LIMIT: someone who keeps
+writing is not sent (and the operator not billed for) the same text at every message. The
+messages themselves are kept as received either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from bot import metrics
+from bot.capabilities import credits, menus
+from bot.channel.context import Incoming
+
+__all__ = ["DAILY_MIN_TURN_TOKENS", "can_serve", "daily", "guest_limit_text"]
+
+log = logging.getLogger(__name__)
+
+# Below this many tokens left of the user's day a turn is not started: a prompt and a short answer
+# take about that much, and a turn that could not make its first call would only say it stops.
+DAILY_MIN_TURN_TOKENS = 4000
+
+
+def _day(now: datetime) -> str:
+    return now.strftime("%Y-%m-%d")
+
+
+async def _notice(msg: Incoming, kind: str, text: str) -> bool:
+    """Sends a refusal notice at most once per NOTICE_INTERVAL_S per user and kind: someone who
+    keeps writing is not sent (and the operator not billed for) the same text at every message.
+    The messages themselves are kept as received either way. True when it was sent."""
+    services = msg.services
+    interval = services.settings.notice_interval_s
+    key = f"notice:{kind}:{msg.user.id}"
+    now = services.clock()
+    if interval > 0:
+        last = await services.state.kv_get(key)
+        try:
+            last_at = datetime.fromisoformat(last) if last else None
+        except ValueError:
+            last_at = None
+        if last_at is not None and timedelta(0) <= now - last_at < timedelta(seconds=interval):
+            log.info("notice not repeated", extra={"user_id": msg.user.id, "notice": kind})
+            return False
+    await msg.reply(text, kind="notice")
+    if interval > 0:
+        # The time is kept in the value, not left to the key's expiry: the service clock decides.
+        await services.state.kv_set(key, now.isoformat(), interval)
+    return True
+
+
+def guest_limit_text(msg: Incoming) -> str:
+    """What a guest past the day's free messages is told."""
+    settings = msg.services.settings
+    limit, gift = settings.guest_daily_messages, settings.signup_credits
+    return msg.t(
+        f"Tu as utilisé tes {limit} messages gratuits d'aujourd'hui. Pour continuer tout de suite, "
+        "crée ton profil : réponds **1** (Élève), **2** (Parent) ou **3** (Pro)"
+        + (f" et reçois {gift} crédits." if gift > 0 else ".") + " Sinon, à demain !",
+        f"You have used your {limit} free messages for today. To go on right away, create your "
+        "profile: reply **1** (Student), **2** (Parent) or **3** (Pro)"
+        + (f" and get {gift} credits." if gift > 0 else ".") + " Otherwise, see you tomorrow!",
+    )
+
+
+async def can_serve(msg: Incoming) -> bool:
+    """True when the model may answer this message; otherwise the user was told why (or, told
+    recently, not again)."""
+    settings = msg.services.settings
+    if (msg.user.mode or "guest") == "guest":
+        allowed = await credits.guest_message_allowed(
+            msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages
+        )
+        if not allowed:
+            if await _notice(msg, "guest_limit", guest_limit_text(msg)):
+                # The « 1 » the notice asks for must choose a profile, not answer an older menu.
+                await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
+            return False
+        return await _within_daily_tokens(msg)
+    if await credits.balance(msg.db, msg.user.id) <= 0:
+        await _notice(
+            msg,
+            "no_credits",
+            msg.t(
+                "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. "
+                "Pour en obtenir, envoie **ACHETER** : tu verras les offres "
+                "et tu pourras payer par Mobile Money.",
+                "You have no credits left, so I can't answer this message. "
+                "To get more, send **BUY**: you'll see the packs and can pay by Mobile Money.",
+            ),
+        )
+        return False
+    return await _within_daily_tokens(msg)
+
+
+def daily(msg: Incoming) -> credits.DailyTokens | None:
+    """The user's tokens of the day (None: no USER_DAILY_TOKEN_LIMIT)."""
+    services = msg.services
+    return credits.daily_tokens(services.state, services.settings, msg.user, services.clock())
+
+
+async def _within_daily_tokens(msg: Incoming) -> bool:
+    """False once the user's turns used USER_DAILY_TOKEN_LIMIT tokens today (their day); the
+    message is answered with one notice that day, later ones with nothing, as without credits."""
+    today = daily(msg)
+    if today is None or await today.left() >= min(DAILY_MIN_TURN_TOKENS, today.limit):
+        return True
+    metrics.DAILY_TOKEN_LIMIT.labels("refused").inc()
+    log.info("daily token limit reached", extra={"user_id": msg.user.id})
+    if await msg.services.state.set_if_absent(f"notice:{today.key}", "1", 36 * 3600):
+        await msg.reply(msg.t(
+            "Tu as atteint la limite d'utilisation d'aujourd'hui, alors je ne peux plus répondre à "
+            "tes questions avant demain. À demain !",
+            "You have reached today's usage limit, so I can't answer more questions until tomorrow. "
+            "See you tomorrow!",
+        ), kind="notice")
+        metrics.DAILY_TOKEN_LIMIT.labels("notice").inc()
+    return False

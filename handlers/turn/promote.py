@@ -1,0 +1,103 @@
+"""Long work: a turn that outgrows its direct budget goes on as a background job.
+
+The direct turn (handlers/turn/direct.py) runs with the whole background budget as its deadline
+and `promote_at` = start + AGENT_TURN_TIMEOUT_S. Still working then, the loop stops before its next
+step; `promote` saves its `TurnState` in a `GenerationJob`, tells the user once, and enqueues it
+for a job worker (handlers/turn/job.py). A pro user who asks for it (« en arrière-plan ») is
+promoted before the first step. A tool still running when the budget passes is not cut: the user is
+told at once (`tell_long_work`), and the turn moves to the background before its next step.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+
+from bot.agent.loop import TurnState
+from bot.capabilities import jobs
+from bot.channel.context import Incoming
+from bot.services import Services
+from bot.storage.models import GenerationJob
+
+__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "can_promote", "in_language", "promote",
+           "tell_long_work"]
+
+log = logging.getLogger(__name__)
+
+LONG_WORK_NOTE = (
+    "⏳ C'est un long travail : je continue et je t'envoie tout dès que c'est prêt. "
+    "Écris STATUT pour voir où j'en suis.",
+    "⏳ This is a long piece of work: I'll carry on and send you everything as soon as it's ready. "
+    "Write STATUS to see where I am.",
+)
+QUEUED_NOTE = (
+    "⏳ C'est un long travail : je le commence dès que le travail en cours est fini, et je t'envoie "
+    "tout dès que c'est prêt. Écris STATUT pour voir où j'en suis.",
+    "⏳ This is a long piece of work: I'll start it as soon as the current one is done and send you "
+    "everything when it's ready. Write STATUS to see where I am.",
+)
+_BACKGROUND_ASKED = re.compile(r"\b(en\s+arri[eè]re[\s-]plan|in\s+the\s+background)\b", re.IGNORECASE)
+
+
+
+def in_language(lang: str, texts: tuple[str, str]) -> str:
+    """The French text, or the English one for an English speaker."""
+    return texts[1] if lang == "en" else texts[0]
+
+
+def background_asked(msg: Incoming) -> bool:
+    """A pro user asked for the work to run in the background from the start."""
+    return (msg.user.mode or "guest") == "pro" and bool(_BACKGROUND_ASKED.search(msg.text or ""))
+
+
+def can_promote(services: Services) -> bool:
+    return getattr(services, "jobs", None) is not None
+
+
+async def promote(msg: Incoming, state: TurnState) -> GenerationJob:
+    """Turns the direct turn's saved state into a queued job, tells the user once, enqueues it."""
+    services, user = msg.services, msg.user
+    async with services.sessions() as db:
+        ahead = await db.scalar(select(func.count(GenerationJob.id)).where(
+            GenerationJob.user_id == user.id, GenerationJob.status.in_(jobs.ACTIVE)))
+        job = await jobs.create_job(
+            db, user_id=user.id, conversation_id=msg.conversation.id,
+            inbound_id=msg.inbound.id if msg.inbound is not None else None, channel=msg.channel,
+            request=(msg.text or "")[:2000], state=state.to_json(),
+            deadline_at=_at(state.deadline),
+        )
+        await db.commit()
+    await _record_done_steps(services, job.id, state, user.language or "fr")
+    if not msg.extra.get("long_work_told"):
+        msg.extra["long_work_told"] = True
+        await msg.reply(in_language(msg.lang, QUEUED_NOTE if ahead else LONG_WORK_NOTE), kind="progress")
+    await services.jobs.aenqueue(job.id)
+    log.info("turn promoted to a background job", extra={"user_id": user.id, "job_id": job.id})
+    return job
+
+
+async def tell_long_work(msg: Incoming) -> None:
+    """The direct budget passed while a tool still works: say now that the work goes on."""
+    if msg.extra.get("long_work_told"):
+        return
+    msg.extra["long_work_told"] = True
+    await msg.reply(in_language(msg.lang, LONG_WORK_NOTE), kind="progress")
+
+
+def _at(wall: float) -> datetime:
+    return datetime.fromtimestamp(wall, UTC)
+
+
+async def _record_done_steps(services: Services, job_id: int, state: TurnState, lang: str) -> None:
+    """The steps the direct turn already did start the job's timeline."""
+    for i, run in enumerate(state.tool_runs):
+        label = jobs.step_label(run["name"], lang)
+        key = f"{run['n']}:direct{i}"
+        await jobs.record_event(services, job_id, f"{key}:start", "tool_start",
+                                {"name": run["name"], "label": label, "n": run["n"], "call_id": f"direct{i}"})
+        await jobs.record_event(services, job_id, f"{key}:end", "tool_end",
+                                {"name": run["name"], "label": label, "status": run["status"],
+                                 "duration_ms": run["duration_ms"], "call_id": f"direct{i}"})

@@ -1,0 +1,101 @@
+"""What the loop starts from: the user's message as saved, the system prompt, the history, photos.
+
+The message is saved with a note of the files sent with it and, without vision, the photos' text
+(read here). With vision the photos go with this turn only, as image parts: history keeps the file
+references, never the bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.agent import history, vision
+from bot.agent.prompts import build_system_prompt
+from bot.channel.context import Incoming
+from bot.storage.models import Memory, UserFile
+
+__all__ = ["HISTORY_SHARE", "photos_of", "prompt", "save_user_message"]
+
+# Share of the context budget given to past conversation; the rest is left for this turn's work.
+HISTORY_SHARE = 0.6
+
+
+async def _files_note(msg: Incoming) -> str:
+    """What the model is told about files sent with this message."""
+    raw = msg.extra.get("files") or []
+    if not raw:
+        return ""
+    lines = []
+    for item in raw:
+        f: Any = item
+        if isinstance(item, int):
+            f = await msg.db.get(UserFile, item)
+        elif isinstance(item, dict) and "id" in item and "name" not in item:
+            f = await msg.db.get(UserFile, int(item["id"]))
+        if f is None:
+            continue
+        get = (lambda k, f=f: f.get(k)) if isinstance(f, dict) else (lambda k, f=f: getattr(f, k, None))
+        lines.append(f"- {get('name')} (file id {get('id')}, {get('mime')})")
+    if not lines:
+        return ""
+    head = msg.t(
+        "[La personne a envoyé ces fichiers avec ce message ; lis-les avec read_user_file si besoin :]",
+        "[The person sent these files with this message; read them with read_user_file if needed:]",
+    )
+    return head + "\n" + "\n".join(lines)
+
+
+def photos_of(msg: Incoming) -> list[UserFile]:
+    """The photos sent with this message, in order."""
+    return [f for f in msg.extra.get("files") or [] if isinstance(f, UserFile) and vision.is_image(f.mime)]
+
+
+async def save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: int | None) -> bool:
+    """Saves what the user sent, with the files' note and, without vision, the photos' text.
+
+    False when nothing is left to answer: only photos came, and none could be read (the user was
+    told so). A retried message was saved on the first attempt and is not saved again.
+    """
+    services, settings, db = msg.services, msg.services.settings, msg.db
+    conversation_id = msg.conversation.id
+    if inbound_id is not None and await history.user_message_saved(db, conversation_id, inbound_id):
+        return True
+    content = msg.text
+    note = await _files_note(msg)
+    if note:
+        content = f"{content}\n\n{note}" if content else note
+    if photos and not settings.llm_vision:  # the photos' text, read here, is what the model gets
+        texts = [await vision.read_text(services, db, p) for p in photos]
+        if not any(texts) and not msg.text and len(photos) == len(msg.extra.get("files") or []):
+            await db.commit()
+            await msg.reply(vision.unreadable_reply(msg.lang))
+            return False
+        notes = [vision.photo_text_note(p.name, t, msg.lang) for p, t in zip(photos, texts, strict=True)]
+        content = "\n\n".join([content, *notes])
+    await history.save(db, conversation_id, [{"role": "user", "content": content}], inbound_id)
+    return True
+
+
+async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """The messages the loop starts from: system prompt, past conversation, this turn's photos."""
+    services, settings, user, db = msg.services, msg.services.settings, msg.user, msg.db
+    memories = list(
+        (await db.scalars(select(Memory.fact).where(Memory.user_id == user.id).order_by(Memory.id))).all()
+    )
+    system = build_system_prompt(
+        user.mode or "guest",
+        user=user,
+        language=user.language or "fr",
+        memories=memories,
+        now=services.clock(),
+        timezone=user.timezone or settings.default_timezone,
+    )
+    past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE))
+    messages = [{"role": "system", "content": system}, *past]
+    # The photos go with this turn only: history keeps the file references, not the bytes.
+    parts = await vision.photo_parts(services, photos) if photos and settings.llm_vision else []
+    if parts:
+        messages, seen["parts"] = vision.with_parts(messages, parts), len(parts)
+    return messages
