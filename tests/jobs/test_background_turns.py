@@ -230,3 +230,37 @@ async def test_a_job_that_fails_for_good_says_so_and_keeps_the_error(make_harnes
     assert failed.error is not None and "no saved turn" in failed.error
     [told] = await h.texts_to(PHONE)
     assert told.startswith("❌ Désolé, je n'ai pas pu finir ce travail")
+
+
+async def test_a_background_job_is_charged_down_to_the_overdraft_not_below(make_harness: Any) -> None:
+    """The job's model calls are charged by the same meter as the message's turn: a call that
+    costs far more than estimated takes the balance down to -TURN_OVERDRAFT_CREDITS, not further."""
+    from bot.storage.models import CreditEntry, User
+
+    h = await make_harness(AGENT_TURN_TIMEOUT_S="1", AGENT_FINAL_RESERVE_S="1", JOB_SWEEP_INTERVAL_S="1",
+                           JOB_LEASE_S="1", TURN_OVERDRAFT_CREDITS="2")  # 2,000 tokens a credit
+    offer(h, SLOW)
+    user = await h.make_user(PHONE, mode="pro", credit_balance=3)
+
+    def respond(body: dict[str, Any]) -> Step:
+        if not any(m["role"] == "tool" for m in body["messages"]):  # the direct turn's one step
+            return Step("tools", calls=[("web_search", {"s": 1.5, "what": "normes"}, None)],
+                        usage={"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100})
+        # In the job: one call worth 160 credits.
+        return Step("text", content="Voici le bilan.",
+                    usage={"prompt_tokens": 319_900, "completion_tokens": 100, "total_tokens": 320_000})
+
+    h.llm.responder = respond
+    await h.inbound(PHONE, "Recherche les normes et fais le bilan")
+    await h.settle()
+    job = await wait_job(h, "completed")
+    assert (await h.texts_to(PHONE))[-1] == "Voici le bilan."
+    async with h.services.sessions() as db:
+        rows = (await db.execute(select(CreditEntry.delta, CreditEntry.ref).where(
+            CreditEntry.user_id == user.id, CreditEntry.reason == "usage").order_by(CreditEntry.id))).all()
+        row = await db.get(User, user.id)
+    assert row is not None
+    # 1 credit for the direct step (its ref names the message's turn), then 4 of the 160 due: 3 - 1 - 4.
+    assert row.credit_balance == -2
+    assert [delta for delta, _ in rows] == [-1, -4]
+    assert rows[0][1].startswith("turn:") and rows[1][1] == f"job:{job.id}:call:2"
