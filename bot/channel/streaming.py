@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.channel.outbound import _wait_sent, current_session
+from bot.channel.outbound import current_session, wait_sent
 from bot.services import Services
 
 # About two lines on a phone: shorter paragraphs are joined with the next one.
@@ -106,7 +106,7 @@ class StreamedReply:
         """Waits until Twilio reported the last streamed message sent (at most OUTBOUND_PART_WAIT_S)."""
         sids = getattr(self._last, "sids", None)
         if sids:
-            await _wait_sent(self.services, sids[-1], "queued")
+            await wait_sent(self.services, sids[-1], "queued")
 
     async def rest(self, full: str) -> str:
         """Once the paragraphs under way are sent, what of `full` (the step's text event) is still
