@@ -11,14 +11,11 @@ and only the names in `__all__`. Its modules import one way, each only those bel
 - `send`: `send_to_user`, `send_to_number`: channel, WhatsApp's window, template, SMS, files kept.
 - `outbox`: the background sender, and the final status of the inbound message answered.
 
-The terminal's sink for `python -m bot chat` is bot.channel.console.
+The terminal's sink for `python -m bot chat` is bot.channel.console; the files kept for a
+user's next message are sent by handlers.waiting_files when they write.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from sqlalchemy import select, update
 
 from bot.channel.outbound.attempt import wait_sent
 from bot.channel.outbound.health import delivery_blocked, note_status, opted_out_now
@@ -26,10 +23,6 @@ from bot.channel.outbound.outbox import deliver_outbox, inbound_outcome, run_out
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, current_session
 from bot.channel.outbound.send import in_whatsapp_window, send_to_number, send_to_user
-from bot.storage.models import PendingDelivery, UserFile
-
-if TYPE_CHECKING:
-    from bot.channel.context import Incoming
 
 __all__ = [
     "MODEL_ADVICE",
@@ -41,7 +34,6 @@ __all__ = [
     "current_keys",
     "current_session",
     "deliver_outbox",
-    "deliver_waiting_files",
     "delivery_blocked",
     "explain",
     "in_whatsapp_window",
@@ -54,35 +46,3 @@ __all__ = [
     "wait_sent",
 ]
 
-
-async def deliver_waiting_files(msg: Incoming) -> bool:
-    """Handler: the files that waited for this user's next message go out now, before the answer.
-
-    Never takes the message (returns False): it goes on to the other handlers."""
-    services, user = msg.services, msg.user
-    async with services.sessions() as db:
-        waiting = list((await db.scalars(
-            select(PendingDelivery)
-            .where(PendingDelivery.user_id == user.id, PendingDelivery.sent_at.is_(None))
-            .order_by(PendingDelivery.id)
-        )).all())
-        files = {f.id: f for f in (await db.scalars(
-            select(UserFile).where(UserFile.id.in_([w.file_id for w in waiting]))
-        )).all()} if waiting else {}
-    for item in waiting:
-        media = files.get(item.file_id)
-        sent = True
-        if media is not None:
-            intro = msg.t("📎 Voici le fichier qui t'attendait.",
-                          "📎 Here is the file that was waiting for you.")
-            text = f"{intro}\n\n{item.text}" if item.text.strip() else intro
-            result = await send_to_user(services, user, text=text, media=media, channel=msg.channel,
-                                        kind="pending_file")
-            sent = result.ok or result.queued  # queued: the outbox sends it, not the next message
-        if sent:
-            await commit_turn()
-            async with services.sessions() as db:
-                await db.execute(update(PendingDelivery).where(PendingDelivery.id == item.id)
-                                 .values(sent_at=services.clock()))
-                await db.commit()
-    return False
