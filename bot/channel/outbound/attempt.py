@@ -35,7 +35,7 @@ from bot import metrics
 from bot.channel import formatting
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health
 from bot.channel.outbound.result import user_text
-from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys
+from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
 from bot.services import Services
 from bot.storage.models import OutboundMessage, User
@@ -295,11 +295,8 @@ async def tell_failures(services: Services, user_id: int, channel: str, to: str,
         text = user_text(user, *TOLD).format(items=items)
         body = (formatting.whatsapp_parts(formatting.to_whatsapp(text)) if channel == "whatsapp"
                 else formatting.sms_parts(formatting.to_sms(text)))[0]
-        token = current_keys.set(SendKeys(f"told:{rows[0].id}"))
-        try:
+        with sending(keys=SendKeys(f"told:{rows[0].id}")):
             attempt = await send_one(services, user_id, channel, to, from_, {"body": body}, "notice")
-        finally:
-            current_keys.reset(token)
         if attempt.sid or attempt.queued:
             async with services.sessions() as db:
                 await db.execute(update(OutboundMessage)
