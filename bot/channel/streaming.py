@@ -10,8 +10,8 @@ nothing is sent twice.
 
 The sends run in a task of their own, in order, each after Twilio reported the previous one sent,
 as the parts of one reply do: Twilio does not keep separate messages in order. That task runs
-without the turn's database session (`sending(session=None)`): the turn uses it meanwhile (charging the
-call, saving history), and one session must not be used by two tasks at once.
+without the turn's database session (`sending(session=None)`): the turn uses it meanwhile
+(charging the call, saving history), and one session must not be used by two tasks at once.
 """
 
 from __future__ import annotations

@@ -59,6 +59,8 @@ def is_retryable(exc: TwilioSendError) -> bool:
 
 @dataclass
 class Attempt:
+    """What sending one message did: Twilio's SID and status, its error, or that it waits."""
+
     sid: str = ""
     status: str = ""
     exc: TwilioSendError | None = None
@@ -100,7 +102,9 @@ async def _backlog(db: AsyncSession, to: str, before_id: int) -> bool:
 
 
 async def send_one(services: Services, user_id: int | None, channel: str, to: str, from_: str,
-                    message: dict[str, Any], kind: str, *, queue_only: bool = False) -> Attempt:
+                   message: dict[str, Any], kind: str, *, queue_only: bool = False) -> Attempt:
+    """Records one message, then sends it (or queues it behind an earlier one, or with
+    `queue_only`); a key already recorded is answered from its row, not sent again."""
     body = message.get("body", "")
     fields = _fields(services, to, from_, message)
     keys = current_keys.get()
@@ -202,7 +206,7 @@ def _backoff(services: Services, attempts: int) -> timedelta:
 
 
 async def retry_later(services: Services, db: AsyncSession, row: OutboundMessage,
-                       exc: TwilioSendError) -> None:
+                      exc: TwilioSendError) -> None:
     """Back to the outbox: tried again after a backoff that doubles with each attempt."""
     row.attempts = (row.attempts or 0) + 1
     row.status = "queued"
@@ -220,7 +224,9 @@ async def retry_later(services: Services, db: AsyncSession, row: OutboundMessage
 
 
 async def record_failure(services: Services, db: AsyncSession, row: OutboundMessage, channel: str,
-                          exc: TwilioSendError) -> None:
+                         exc: TwilioSendError) -> None:
+    """A send that will not go: `failed` (or `unknown` when ambiguous); a permanent refusal counts
+    towards the user's delivery health."""
     row.attempts = (row.attempts or 0) + 1
     row.last_error = str(exc)[:2000]
     row.next_attempt_at, row.payload = None, None

@@ -53,7 +53,7 @@ async def opted_out_now(services: Services, user_id: int | None) -> bool:
 
 
 async def stored_refusal(services: Services, user_id: int | None, *,
-                          proactive: bool) -> tuple[str, str | None] | None:
+                         proactive: bool) -> tuple[str, str | None] | None:
     """Why a send to this user must not go, from the user's row as stored now, not as the caller
     loaded it (one read): they opted out meanwhile (a STOP the webhook applied while a long turn
     ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`). A user with no

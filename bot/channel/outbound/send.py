@@ -247,7 +247,7 @@ async def _send_parts(services: Services, user_id: int | None, channel: str, to:
     for index, message in enumerate(messages):
         # Once one part waits in the outbox, the next ones wait behind it (order).
         attempt = await send_one(services, user_id, channel, to, from_, message, kind,
-                                  queue_only=result.queued)
+                                 queue_only=result.queued)
         if attempt.queued:
             result.queued = True
             if attempt.exc is not None:
