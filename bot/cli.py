@@ -183,8 +183,8 @@ async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = No
     """A terminal conversation through the same pipeline and handlers (no Twilio needed)."""
     from sqlalchemy import select
 
+    from bot.channel.console import ConsoleSink
     from bot.channel.inbound import normalise_phone
-    from bot.channel.outbound import ConsoleSink
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
     from bot.storage.migrate import upgrade

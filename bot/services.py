@@ -29,7 +29,7 @@ class Services:
     twilio: Any = None  # bot.channel.twilio_client.TwilioClient
     llm: Any = None  # bot.agent.llm.LLMClient
     files: Any = None  # bot.storage.filestore.FileStore
-    console: Any = None  # bot.channel.outbound.ConsoleSink when running `python -m bot chat`
+    console: Any = None  # bot.channel.console.ConsoleSink when running `python -m bot chat`
     jobs: Any = None  # bot.storage.job_queue.JobQueue: background jobs (run by bot.pipeline.jobs)
     extra: dict[str, Any] = field(default_factory=dict)
 

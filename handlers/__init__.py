@@ -15,7 +15,6 @@ Handler = Callable[[Incoming], Awaitable[bool]]
 
 
 def chain() -> list[Handler]:
-    from bot.channel.outbound import deliver_waiting_files
     from handlers import (
         account,
         commands,
@@ -31,13 +30,14 @@ def chain() -> list[Handler]:
         task_commands,
         turn,
         voice_commands,
+        waiting_files,
     )
 
     return [
         optout.handle,
         # Files that waited for this message (WhatsApp's window was closed) go out first; the
         # message then goes on down the chain.
-        deliver_waiting_files,
+        waiting_files.handle,
         # Before parents: OUI confirms the user's own deletion request when one is pending.
         account.handle,
         parents.handle,

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.channel.outbound import SendResult, send_to_user
 from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, User, UserFile
 
@@ -30,10 +31,9 @@ class Incoming:
         """French first, English for users who chose it."""
         return en if self.lang == "en" else fr
 
-    async def reply(self, text: str = "", *, media: UserFile | None = None, kind: str = "reply") -> Any:
-        """Sends to this user on this channel; returns the outbound result (outbound.SendResult)."""
-        from bot.channel.outbound import send_to_user  # late: outbound imports this module's types
-
+    async def reply(self, text: str = "", *, media: UserFile | None = None,
+                    kind: str = "reply") -> SendResult:
+        """Sends to this user on this channel (bot.channel.outbound); returns what the send did."""
         prefix = self.extra.pop("reply_prefix", "") if text.strip() else ""
         if prefix:  # the first reply to a voice note starts with what was heard
             text = f"{prefix}\n\n{text}"

@@ -10,21 +10,20 @@ nothing is sent twice.
 
 The sends run in a task of their own, in order, each after Twilio reported the previous one sent,
 as the parts of one reply do: Twilio does not keep separate messages in order. That task runs
-without the turn's database session (`current_session`): the turn uses it meanwhile (charging the
-call, saving history), and one session must not be used by two tasks at once.
+without the turn's database session (`sending(session=None)`): the turn uses it meanwhile
+(charging the call, saving history), and one session must not be used by two tasks at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bot.channel.outbound import _wait_sent, current_session
+from bot.channel.outbound import sending, wait_sent
 from bot.services import Services
 
 # About two lines on a phone: shorter paragraphs are joined with the next one.
@@ -85,9 +84,9 @@ class StreamedReply:
         of this call's text is on its way to the user (a cut stream must not be asked again)."""
         self._waiting.extend(self._splitter.feed(chunk))
         if self._waiting and self._idle():
-            context = contextvars.copy_context()
-            context.run(current_session.set, None)
-            self._task = asyncio.get_running_loop().create_task(self._run(), context=context)
+            # The task copies the context as it is created: it starts without the turn's session.
+            with sending(session=None):
+                self._task = asyncio.get_running_loop().create_task(self._run())
         return self._splitter.handed > 0
 
     def _idle(self) -> bool:
@@ -106,7 +105,7 @@ class StreamedReply:
         """Waits until Twilio reported the last streamed message sent (at most OUTBOUND_PART_WAIT_S)."""
         sids = getattr(self._last, "sids", None)
         if sids:
-            await _wait_sent(self.services, sids[-1], "queued")
+            await wait_sent(self.services, sids[-1], "queued")
 
     async def rest(self, full: str) -> str:
         """Once the paragraphs under way are sent, what of `full` (the step's text event) is still

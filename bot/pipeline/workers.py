@@ -24,15 +24,7 @@ from sqlalchemy import exists, or_, select, update
 
 from bot import logs, metrics
 from bot.channel.context import Incoming
-from bot.channel.outbound import (
-    SendKeys,
-    current_inbound,
-    current_keys,
-    current_session,
-    inbound_outcome,
-    run_outbox,
-    send_to_user,
-)
+from bot.channel.outbound import SendKeys, inbound_outcome, run_outbox, send_to_user, sending
 from bot.clock import system_now
 from bot.pipeline.rate import UserRate
 from bot.pipeline.scheduler import Job, run_jobs, sweep_each_interval
@@ -382,53 +374,45 @@ class _Messages:
     async def _tell(self, user: User | None, inbound_id: int, texts: tuple[str, str]) -> None:
         if user is None:
             return
-        token = current_inbound.set(inbound_id)
-        keys = current_keys.set(SendKeys(f"in:{inbound_id}:system"))
-        try:
-            await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
-        except Exception:
-            log.exception("could not tell the user", extra={"user_id": user.id})
-        finally:
-            current_keys.reset(keys)
-            current_inbound.reset(token)
+        with sending(inbound=inbound_id, keys=SendKeys(f"in:{inbound_id}:system")):
+            try:
+                await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
+            except Exception:
+                log.exception("could not tell the user", extra={"user_id": user.id})
 
     async def process(self, row_id: int) -> bool:
         """Handles one row; False when it was postponed (the shared state did not answer)."""
         services = self.services
         started = time.perf_counter()
-        inbound_token = current_inbound.set(row_id)
-        keys_token = current_keys.set(SendKeys(f"in:{row_id}"))  # a replayed turn's sends are found
-        log_token = logs.bind(inbound_id=row_id)
-        try:
-            async with services.sessions() as db:
-                msg = await self._arrived(db, row_id)
-                row, user = msg.inbound, msg.user
-                assert row is not None
-                session_token = current_session.set(db)
-                try:
-                    await self._handle(msg, row)
-                    # done, or delivering while an answer waits in the outbox (see bot.channel.outbound).
-                    row.status, row.processed_at = await inbound_outcome(db, row_id), system_now()
-                    await db.commit()
-                    metrics.TURNS.labels("done").inc()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    await db.rollback()
-                    if is_unavailable(exc):
-                        log.warning("shared state unavailable; message postponed",
-                                    extra={"inbound_id": row_id, "user_id": user.id})
-                        await self._postpone(row_id, repr(exc)[:2000])
-                        return False
-                    log.exception("message failed", extra={"inbound_id": row_id, "user_id": user.id})
-                    await self._fail(row_id, repr(exc)[:2000])
-                finally:
-                    current_session.reset(session_token)
-        finally:
-            metrics.TURN_SECONDS.observe(time.perf_counter() - started)
-            logs.reset(log_token)
-            current_keys.reset(keys_token)
-            current_inbound.reset(inbound_token)
+        # The keys: a replayed turn's sends are found.
+        with sending(inbound=row_id, keys=SendKeys(f"in:{row_id}")):
+            log_token = logs.bind(inbound_id=row_id)
+            try:
+                async with services.sessions() as db:
+                    msg = await self._arrived(db, row_id)
+                    row, user = msg.inbound, msg.user
+                    assert row is not None
+                    with sending(session=db):
+                        try:
+                            await self._handle(msg, row)
+                            # done, or delivering while an answer waits in the outbox (bot.channel.outbound).
+                            row.status, row.processed_at = await inbound_outcome(db, row_id), system_now()
+                            await db.commit()
+                            metrics.TURNS.labels("done").inc()
+                        except asyncio.CancelledError:
+                            raise
+                        except Exception as exc:
+                            await db.rollback()
+                            if is_unavailable(exc):
+                                log.warning("shared state unavailable; message postponed",
+                                            extra={"inbound_id": row_id, "user_id": user.id})
+                                await self._postpone(row_id, repr(exc)[:2000])
+                                return False
+                            log.exception("message failed", extra={"inbound_id": row_id, "user_id": user.id})
+                            await self._fail(row_id, repr(exc)[:2000])
+            finally:
+                metrics.TURN_SECONDS.observe(time.perf_counter() - started)
+                logs.reset(log_token)
         return True
 
     async def _arrived(self, db: Any, row_id: int) -> Incoming:

@@ -318,7 +318,7 @@ class UserFile(Base):
 
 class PendingDelivery(Base):
     """A file that could not reach the user yet (WhatsApp's 24 h window closed, no other way):
-    sent when they next write (bot.channel.outbound.deliver_waiting_files), then `sent_at` is set."""
+    sent when they next write (handlers/waiting_files.py), then `sent_at` is set."""
 
     __tablename__ = "pending_deliveries"
     __table_args__ = (Index("ix_pending_deliveries_user", "user_id", "sent_at"),)

@@ -349,7 +349,7 @@ async def test_send_to_number_reaches_someone_who_is_not_a_user(harness: Harness
 async def test_chat_mode_prints_replies_and_file_paths(harness: Harness) -> None:
     import io
 
-    from bot.channel.outbound import ConsoleSink
+    from bot.channel.console import ConsoleSink
 
     h = harness
     user = await h.make_user(PHONE)

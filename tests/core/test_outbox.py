@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.channel import formatting
-from bot.channel.outbound import SendKeys, current_keys, deliver_outbox, send_to_user
+from bot.channel.outbound import SendKeys, deliver_outbox, send_to_user, sending
 from bot.storage.models import InboundMessage, OutboundMessage
 from tests.harness import Harness
 
@@ -178,16 +178,10 @@ async def test_a_failure_in_the_background_is_told_on_the_next_successful_send(m
 async def test_a_replayed_step_does_not_send_again(harness: Harness) -> None:
     h = harness
     user = await h.make_user(PHONE)
-    token = current_keys.set(SendKeys("in:4242"))
-    try:
+    with sending(keys=SendKeys("in:4242")):
         first = await send_to_user(h.services, user, text="Une seule fois, même rejoué.")
-    finally:
-        current_keys.reset(token)
-    token = current_keys.set(SendKeys("in:4242"))  # the same step run again
-    try:
+    with sending(keys=SendKeys("in:4242")):  # the same step run again
         again = await send_to_user(h.services, user, text="Une seule fois, même rejoué.")
-    finally:
-        current_keys.reset(token)
     assert first.ok and again.ok and again.sids == first.sids
     assert h.twilio.bodies() == ["Une seule fois, même rejoué."]
     [row] = await rows(h)

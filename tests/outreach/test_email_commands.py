@@ -8,8 +8,8 @@ import io
 import re
 from datetime import timedelta
 
+from bot.channel.console import ConsoleSink
 from bot.channel.context import Incoming
-from bot.channel.outbound import ConsoleSink
 from bot.storage.models import Conversation, InboundMessage, User
 from handlers import email_commands
 from tests.outreach.conftest import add_user

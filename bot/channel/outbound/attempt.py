@@ -1,0 +1,313 @@
+"""One message: its `outbound_messages` row, then Twilio, then the record of what happened.
+
+Every message is a row before it leaves. Direct answers (DIRECT_KINDS) are sent at once, inline;
+when Twilio does not take one for a reason that may pass (5xx, 429, refused connection, timeout;
+`is_retryable`) the row stays `queued` for the background sender (`outbox`), with a backoff that
+doubles with each attempt (OUTBOX_BACKOFF_S up to OUTBOX_BACKOFF_MAX_S). Order per address: while
+a row to an address waits, later ones to it are queued behind it, never sent ahead. Proactive
+kinds are not queued: their caller (bot.pipeline.scheduler) retries them with its own backoff.
+A refusal for good (PERMANENT_CODES and any other 4xx) is `failed` and counts towards the user's
+delivery health (`health`). A message already recorded under the turn's idempotency key
+(`scope.SendKeys`) is not sent again: its row is the answer. Twilio's SID is stored shielded from
+cancellation: a stop right after Twilio took a message must not leave it looking unsent.
+
+A direct message that failed for good (TOLD_KINDS) is told to the user with the next free-form
+message Twilio accepts for them (`tell_failures`, `failure_told_at`).
+
+Twilio does not keep separate messages in order: `wait_sent` waits until one is reported sent
+(status callback) or OUTBOUND_PART_WAIT_S passed. Imports `result`, `scope` and `health`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot import metrics
+from bot.channel import formatting
+from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health
+from bot.channel.outbound.result import user_text
+from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
+from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
+from bot.services import Services
+from bot.storage.models import OutboundMessage, User
+
+log = logging.getLogger("bot.channel.outbound")
+
+SENT_OR_BETTER = frozenset({"sent", "delivered", "read"})
+# Kinds that answer the message a user just sent; every other kind is proactive (delivery health).
+DIRECT_KINDS = frozenset({"reply", "tool", "progress", "notice", "system", "optout", "pending_file"})
+# Direct kinds whose failure for good the user is told of with their next delivered message.
+TOLD_KINDS = frozenset({"reply", "tool", "progress", "system", "pending_file"})
+OUTBOX_WAITING = ("queued", "sending")
+
+
+def is_retryable(exc: TwilioSendError) -> bool:
+    """Worth another try later: Twilio unreachable, rate limited, a 5xx, or an ambiguous end."""
+    if isinstance(exc, TwilioNotConfigured):
+        return False
+    return exc.ambiguous or exc.code == 20429 or exc.status is None or exc.status == 429 or exc.status >= 500
+
+
+@dataclass
+class Attempt:
+    """What sending one message did: Twilio's SID and status, its error, or that it waits."""
+
+    sid: str = ""
+    status: str = ""
+    exc: TwilioSendError | None = None
+    queued: bool = False  # the row waits in the outbox
+
+
+def _fields(services: Services, to: str, from_: str, message: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {"to": to, "from_": from_,
+                              "status_callback": services.settings.public_base_url + "/twilio/status"}
+    if message.get("body"):
+        fields["body"] = message["body"]
+    if message.get("media_url"):
+        fields["media_url"] = [message["media_url"]]
+    if message.get("content_sid"):
+        fields["content_sid"] = message["content_sid"]
+        fields["content_variables"] = message["content_variables"]
+    return fields
+
+
+def _replayed(row: OutboundMessage) -> Attempt:
+    """The attempt of a message already recorded under the same idempotency key."""
+    log.info("message already recorded, not sent again", extra={"key": row.idempotency_key, "sid": row.sid})
+    if row.sid:
+        return Attempt(sid=row.sid, status=row.status)
+    if row.status in OUTBOX_WAITING:
+        return Attempt(queued=True)
+    code = int(row.error_code) if row.error_code and row.error_code.isdigit() else None
+    return Attempt(exc=TwilioSendError(row.last_error or "not sent", code=code))
+
+
+async def _backlog(db: AsyncSession, to: str, before_id: int) -> bool:
+    """Whether an earlier message to `to` has not left yet (this one must wait behind it)."""
+    found = await db.scalar(
+        select(OutboundMessage.id)
+        .where(OutboundMessage.to_addr == to, OutboundMessage.sid.is_(None),
+               OutboundMessage.status.in_(OUTBOX_WAITING), OutboundMessage.id < before_id)
+        .limit(1))
+    return found is not None
+
+
+async def send_one(services: Services, user_id: int | None, channel: str, to: str, from_: str,
+                   message: dict[str, Any], kind: str, *, queue_only: bool = False) -> Attempt:
+    """Records one message, then sends it (or queues it behind an earlier one, or with
+    `queue_only`); a key already recorded is answered from its row, not sent again."""
+    body = message.get("body", "")
+    fields = _fields(services, to, from_, message)
+    keys = current_keys.get()
+    key = keys.next() if keys is not None else None
+    outbox = kind in DIRECT_KINDS
+    await commit_turn()
+    async with services.sessions() as db:
+        if key is not None:
+            existing = await db.scalar(select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
+            if existing is not None:
+                return _replayed(existing)
+        now = services.clock()
+        row = OutboundMessage(
+            user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),
+            media_url=message.get("media_url"), kind=kind, status="sending",
+            segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
+            inbound_id=current_inbound.get(), created_at=now, updated_at=now,
+            idempotency_key=key, payload=fields, attempts=0,
+        )
+        db.add(row)
+        await db.flush()
+        if outbox and (queue_only or await _backlog(db, to, row.id)):
+            row.status, row.next_attempt_at = "queued", now
+            await db.commit()
+            metrics.OUTBOUND.labels(channel, "queued").inc()
+            return Attempt(queued=True)
+        await db.commit()
+        try:
+            sent = await services.twilio.create_message(fields)
+        except asyncio.CancelledError:
+            # Stopped while Twilio had it: whether it went is unknown. Recorded so, it holds no later
+            # message back (the turn's recovery tells the user their answer was interrupted).
+            await mark_interrupted(services, row.id, "unknown")
+            raise
+        except TwilioSendError as exc:
+            if outbox and is_retryable(exc):
+                await retry_later(services, db, row, exc)
+                return Attempt(exc=exc, queued=True)
+            await record_failure(services, db, row, channel, exc)
+            if kind not in TOLD_KINDS or kind == "tool":
+                # The caller has the result (a tool's result tells the model): nothing to tell later.
+                row.failure_told_at = services.clock()
+                await db.commit()
+            return Attempt(exc=exc)
+        await store_sent(services, row, sent)
+    metrics.OUTBOUND.labels(channel, "sent").inc()
+    return Attempt(sid=sent.sid, status=sent.status)
+
+
+async def mark_interrupted(services: Services, row_id: int, status: str) -> None:
+    """Records a send cut short by cancellation (shielded: the update itself is not cut)."""
+
+    async def record() -> None:
+        async with services.sessions() as db:
+            await db.execute(
+                update(OutboundMessage)
+                .where(OutboundMessage.id == row_id, OutboundMessage.sid.is_(None),
+                       OutboundMessage.status == "sending")
+                .values(status=status, last_error="ambiguous: interrupted while sending",
+                        next_attempt_at=services.clock() if status == "queued" else None,
+                        updated_at=services.clock()))
+            await db.commit()
+
+    with contextlib.suppress(Exception):
+        await asyncio.shield(record())
+
+
+async def store_sent(services: Services, row: OutboundMessage, sent: SentMessage) -> None:
+    """Records Twilio's SID in a session of its own, shielded: a stop right after Twilio took the
+    message must not leave it looking unsent (it would be sent again, or hold later ones back)."""
+
+    async def store() -> None:
+        async with services.sessions() as db:
+            stored = await db.get(OutboundMessage, row.id)
+            if stored is not None:
+                _record_sent(services, stored, sent)
+                await db.commit()
+
+    _record_sent(services, row, sent)  # the caller's copy, for what it does next
+    metrics.TWILIO_SENDS.labels(row.channel, "accepted", "none").inc()
+    await asyncio.shield(store())
+
+
+def _record_sent(services: Services, row: OutboundMessage, sent: SentMessage) -> None:
+    row.sid = sent.sid
+    row.attempts = (row.attempts or 0) + 1
+    row.next_attempt_at = None
+    row.payload = None  # only needed to send it; it holds the address an erasure masks
+    # A status callback may already have arrived and been recorded: keep the further one.
+    if row.status in OUTBOX_WAITING:
+        row.status = sent.status
+    row.updated_at = services.clock()
+
+
+def _backoff(services: Services, attempts: int) -> timedelta:
+    settings = services.settings
+    delay = min(settings.outbox_backoff_max_s, settings.outbox_backoff_s * 2 ** max(0, attempts - 1))
+    return timedelta(seconds=delay)
+
+
+async def retry_later(services: Services, db: AsyncSession, row: OutboundMessage,
+                      exc: TwilioSendError) -> None:
+    """Back to the outbox: tried again after a backoff that doubles with each attempt."""
+    row.attempts = (row.attempts or 0) + 1
+    row.status = "queued"
+    row.error_code = str(exc.code or exc.status or "")[:16] or None
+    # "ambiguous": Twilio may have it; the sender looks it up before sending again.
+    row.last_error = ("ambiguous: " if exc.ambiguous else "") + str(exc)[:1900]
+    row.next_attempt_at = services.clock() + _backoff(services, row.attempts)
+    row.updated_at = services.clock()
+    await db.commit()
+    metrics.OUTBOUND.labels(row.channel, "retry").inc()
+    metrics.TWILIO_SENDS.labels(row.channel, "retry", metrics.error_code(exc.code, exc.status)).inc()
+    log.warning("send postponed to the outbox",
+                extra={"outbound_id": row.id, "attempts": row.attempts, "code": exc.code,
+                       "http_status": exc.status, "error": str(exc)[:300]})
+
+
+async def record_failure(services: Services, db: AsyncSession, row: OutboundMessage, channel: str,
+                         exc: TwilioSendError) -> None:
+    """A send that will not go: `failed` (or `unknown` when ambiguous); a permanent refusal counts
+    towards the user's delivery health."""
+    row.attempts = (row.attempts or 0) + 1
+    row.last_error = str(exc)[:2000]
+    row.next_attempt_at, row.payload = None, None
+    if isinstance(exc, TwilioNotConfigured):
+        row.status, row.updated_at = "failed", services.clock()
+        await db.commit()
+        metrics.OUTBOUND.labels(channel, "not_configured").inc()
+        metrics.TWILIO_SENDS.labels(channel, "not_configured", "none").inc()
+        log.error("twilio is not configured", extra={"error": str(exc)})
+        return
+    row.status = "unknown" if exc.ambiguous else "failed"
+    row.error_code = str(exc.code or exc.status or "")[:16] or None
+    row.updated_at = services.clock()
+    await db.commit()
+    metrics.OUTBOUND.labels(channel, row.status).inc()
+    metrics.TWILIO_SENDS.labels(channel, row.status, metrics.error_code(exc.code, exc.status)).inc()
+    if row.user_id is not None and exc.code in PERMANENT_CODES:
+        # Refused for good (the carrier has the person's STOP, the number is no mobile…): it
+        # counts towards stopping proactive messages to them.
+        user = await db.get(User, row.user_id)
+        if user is not None:
+            user.delivery_failures = (user.delivery_failures or 0) + 1
+            await db.flush()
+            if user.delivery_blocked_at is None:
+                await judge_delivery_health(services, db, user)
+            await db.commit()
+    log.error("send failed", extra={"channel": channel, "code": exc.code, "http_status": exc.status,
+                                    "ambiguous": exc.ambiguous, "error": str(exc)})
+
+
+async def wait_sent(services: Services, sid: str, status: str) -> str:
+    """Waits until Twilio reports `sid` sent (or failed), at most OUTBOUND_PART_WAIT_S."""
+    if status in SENT_OR_BETTER or status in FAILED:
+        return status
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + services.settings.outbound_part_wait_s
+    delay = 0.02
+    while loop.time() < deadline:
+        seen = await services.state.kv_get(f"outstatus:{sid}")
+        if seen in SENT_OR_BETTER or seen in FAILED:
+            return seen
+        await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+        delay = min(delay * 1.5, 0.2)
+    return status
+
+
+TOLD = ("⚠️ Un de mes messages précédents n'a pas pu t'être remis : {items}. Redemande-le-moi si besoin.",
+        "⚠️ One of my previous messages could not be delivered to you: {items}. Ask me again if needed.")
+
+
+def _preview(body: str, limit: int = 60) -> str:
+    text = re.sub(r"\s+", " ", formatting.to_plain(body or "")).strip() or "📎"
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+async def tell_failures(services: Services, user_id: int, channel: str, to: str, from_: str) -> None:
+    """Tells the user which direct messages never went out, on an address that just worked."""
+    try:
+        async with services.sessions() as db:
+            rows = list((await db.scalars(
+                select(OutboundMessage)
+                .where(OutboundMessage.user_id == user_id, OutboundMessage.sid.is_(None),
+                       OutboundMessage.status == "failed", OutboundMessage.failure_told_at.is_(None),
+                       OutboundMessage.kind.in_(TOLD_KINDS))
+                .order_by(OutboundMessage.id).limit(20))).all())
+            user = await db.get(User, user_id) if rows else None
+        if not rows or user is None:
+            return
+        items = " ; ".join(f"« {_preview(r.body)} »" for r in rows[:3])
+        if len(rows) > 3:
+            items += f" (+{len(rows) - 3})"
+        text = user_text(user, *TOLD).format(items=items)
+        body = (formatting.whatsapp_parts(formatting.to_whatsapp(text)) if channel == "whatsapp"
+                else formatting.sms_parts(formatting.to_sms(text)))[0]
+        with sending(keys=SendKeys(f"told:{rows[0].id}")):
+            attempt = await send_one(services, user_id, channel, to, from_, {"body": body}, "notice")
+        if attempt.sid or attempt.queued:
+            async with services.sessions() as db:
+                await db.execute(update(OutboundMessage)
+                                 .where(OutboundMessage.id.in_([r.id for r in rows]))
+                                 .values(failure_told_at=services.clock()))
+                await db.commit()
+    except Exception:
+        log.exception("could not tell the user of a failed message", extra={"user_id": user_id})

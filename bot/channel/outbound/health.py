@@ -1,0 +1,130 @@
+"""The opt-out as stored, and delivery health: when proactive messages to a user stop.
+
+- A user who opted out gets nothing, except the confirmation of the opt-out itself. Every send
+  reads the flag as stored now, not as its caller loaded it (`stored_refusal`, `opted_out_now`).
+- After DELIVERY_BLOCK_AFTER permanent failures in a row to a user (error codes in
+  PERMANENT_CODES, from the REST call or from a status callback), or one that is the person's
+  own refusal (BLOCK_AT_ONCE: 21610, 63014), proactive messages stop: reminders, summaries, sends
+  a tool asks for, anything not a direct answer (`attempt.DIRECT_KINDS`). The reason and time are
+  kept on the user (`delivery_blocked_reason`, `delivery_blocked_at`). Direct answers to the
+  message a user just sent still go: writing to us proves the number works, and every inbound
+  message resets it.
+
+Imports only `scope` of the package.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.channel.outbound.scope import commit_turn
+from bot.services import Services
+from bot.storage.models import OutboundMessage, User
+
+log = logging.getLogger("bot.channel.outbound")
+
+FAILED = frozenset({"failed", "undelivered"})
+# Twilio error codes meaning this number cannot be reached this way, however often we retry.
+PERMANENT_CODES: dict[int, str] = {
+    21211: "invalid number",
+    21610: "unsubscribed (STOP to the carrier)",
+    21612: "not reachable from this sender",
+    21614: "not a mobile number",
+    30005: "unknown or inactive handset",
+    30006: "landline or unreachable carrier",
+    63003: "inactive or invalid WhatsApp address",
+    63014: "the person blocked the sender",
+    63024: "not a WhatsApp user",
+}
+# The person's own refusal: one is enough.
+BLOCK_AT_ONCE = frozenset({21610, 63014})
+
+
+async def opted_out_now(services: Services, user_id: int | None) -> bool:
+    """The flag as stored now, not as the caller loaded it: a STOP the webhook applied while a long
+    turn ran stops that turn's sends at once."""
+    if user_id is None:
+        return False
+    async with services.sessions() as db:
+        return bool(await db.scalar(select(User.opted_out).where(User.id == user_id)))
+
+
+async def stored_refusal(services: Services, user_id: int | None, *,
+                         proactive: bool) -> tuple[str, str | None] | None:
+    """Why a send to this user must not go, from the user's row as stored now, not as the caller
+    loaded it (one read): they opted out meanwhile (a STOP the webhook applied while a long turn
+    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`). A user with no
+    id (just erased, their farewell being sent) has no row to read."""
+    if user_id is None:
+        return None
+    async with services.sessions() as db:
+        user = await db.get(User, user_id)
+        if user is None:
+            return None
+        if user.opted_out:
+            return "opted_out", None
+        reason = await _blocked_reason(services, db, user) if proactive else None
+        return ("delivery_blocked", reason) if reason is not None else None
+
+
+async def delivery_blocked(services: Services, user_id: int) -> str | None:
+    """Why proactive messages to this user are stopped, or None."""
+    async with services.sessions() as db:
+        user = await db.get(User, user_id)
+        return None if user is None else await _blocked_reason(services, db, user)
+
+
+async def _blocked_reason(services: Services, db: AsyncSession, user: User) -> str | None:
+    """Judged from the user's latest sends when failures were recorded since they last wrote or got
+    a message delivered."""
+    if user.delivery_blocked_at is None and user.delivery_failures:
+        await commit_turn()
+        await judge_delivery_health(services, db, user)
+        await db.commit()
+    return user.delivery_blocked_reason if user.delivery_blocked_at is not None else None
+
+
+async def judge_delivery_health(services: Services, db: AsyncSession, user: User) -> None:
+    """Blocks proactive sends to `user` after repeated permanent failures since they last wrote.
+
+    The failures are read from the sends themselves, whatever recorded them: the REST call's
+    refusal or a status callback's ErrorCode."""
+    query = select(OutboundMessage.status, OutboundMessage.error_code, OutboundMessage.channel).where(
+        OutboundMessage.user_id == user.id)
+    if user.last_inbound_at is not None:
+        query = query.where(OutboundMessage.created_at >= user.last_inbound_at)
+    threshold = services.settings.delivery_block_after
+    rows = (await db.execute(query.order_by(OutboundMessage.id.desc()).limit(threshold))).all()
+    streak: list[tuple[int, str]] = []
+    for status, error_code, channel in rows:
+        code = int(error_code) if error_code and error_code.isdigit() else None
+        if status not in FAILED or code not in PERMANENT_CODES:
+            break
+        streak.append((code, channel))
+    if not streak or (len(streak) < threshold and not any(c in BLOCK_AT_ONCE for c, _ in streak)):
+        return
+    code, channel = next(((c, ch) for c, ch in streak if c in BLOCK_AT_ONCE), streak[0])
+    user.delivery_blocked_reason = f"{code} {channel}: {PERMANENT_CODES[code]}"[:160]
+    user.delivery_blocked_at = services.clock()
+    log.warning("proactive messages stopped",
+                extra={"user_id": user.id, "reason": user.delivery_blocked_reason, "failures": len(streak)})
+
+
+async def note_status(services: Services, db: AsyncSession, row: OutboundMessage, status: str) -> None:
+    """For the status callback: a failure counts towards the user's delivery health, a delivery
+    clears it. `row.error_code` is already set from the callback's ErrorCode."""
+    if row.user_id is None:
+        return
+    user = await db.get(User, row.user_id)
+    if user is None:
+        return
+    if status in FAILED:
+        user.delivery_failures = (user.delivery_failures or 0) + 1
+        await db.flush()
+        if user.delivery_blocked_at is None:
+            await judge_delivery_health(services, db, user)
+    elif status in ("delivered", "read") and user.delivery_failures:
+        user.delivery_failures = 0

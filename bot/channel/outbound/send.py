@@ -1,0 +1,272 @@
+"""Sending to a user or a number: one channel's formatting, parts in order, files kept.
+
+- WhatsApp: Markdown converted to WhatsApp's, parts of at most 1,600 characters, one file per
+  message (a signed link Twilio fetches). Outside the 24 h window a free-form message fails
+  (63016): an approved template (TWILIO_TEMPLATE_SID) is sent instead, else SMS.
+- A file outside the window: by SMS as a link that lasts days (FILE_LINK_SMS_TTL_S), else as the
+  template's link variable (TWILIO_TEMPLATE_LINK_VARIABLE), else it waits (PendingDelivery) and
+  goes out when the user next writes (handlers.waiting_files); a template, when there is one,
+  tells them so.
+- SMS: plain GSM-7 text in parts of at most two segments; a file becomes a link in the text.
+- Twilio does not keep separate messages in order, so the next part leaves only once the
+  previous one is reported sent (status callback) or after OUTBOUND_PART_WAIT_S.
+- A user who opted out gets nothing, except the confirmation of the opt-out itself (OPT_OUT_KINDS);
+  proactive kinds do not reach a user whose delivery is blocked (`health`).
+- `python -m bot chat` (Services.console) or the `cli` channel: shown in the terminal
+  (bot.channel.console).
+
+A part that waits in the outbox makes the result `queued` (reason "queued"): not delivered yet,
+and the caller must not send it again. Imports `result`, `scope`, `health` and `attempt`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.channel import console, formatting
+from bot.channel.links import file_url, short_name
+from bot.channel.outbound.attempt import DIRECT_KINDS, is_retryable, send_one, tell_failures, wait_sent
+from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal
+from bot.channel.outbound.result import SendResult, user_text
+from bot.channel.outbound.scope import commit_turn
+from bot.channel.twilio_client import TwilioNotConfigured
+from bot.services import Services
+from bot.storage.models import PendingDelivery, User, UserFile
+
+log = logging.getLogger("bot.channel.outbound")
+
+WHATSAPP_WINDOW = timedelta(hours=24)
+TEMPLATE_VARIABLE_MAX = 900  # a template's text plus variables must stay within 1,024 characters
+# Kinds that reach a user who opted out: only the confirmations of STOP and START.
+OPT_OUT_KINDS = frozenset({"optout"})
+UNSUBSCRIBED = 21610  # Twilio: the recipient replied STOP to this sender
+
+
+def _whatsapp_address(user: User) -> str | None:
+    ident = user.phone or user.external_id
+    return f"whatsapp:{ident}" if ident else None
+
+
+def in_whatsapp_window(services: Services, user: User) -> bool:
+    last = user.last_whatsapp_inbound_at
+    return last is not None and services.clock() - last < WHATSAPP_WINDOW
+
+
+def _to_console(services: Services, to: str, text: str, media: UserFile | None) -> SendResult:
+    """Shown in the terminal (bot.channel.console): accepted, as a send Twilio took."""
+    console.show(services, to, text, media)
+    return SendResult(channel="cli", sids=["console"])
+
+
+async def send_to_user(
+    services: Services,
+    user: User,
+    *,
+    text: str = "",
+    media: UserFile | None = None,
+    channel: str | None = None,
+    kind: str = "reply",
+) -> SendResult:
+    """Sends `text` (Markdown) and/or one file to `user` on `channel` (default: their last one)."""
+    if user.opted_out and kind not in OPT_OUT_KINDS:
+        log.info("not sent: user opted out", extra={"user_id": user.id, "kind": kind})
+        return SendResult(channel=channel, skipped="opted_out")
+    if not text.strip() and media is None:
+        return SendResult(channel=channel, skipped="empty")
+    settings = services.settings
+    channel = channel or user.last_channel or ("whatsapp" if settings.twilio_whatsapp_from else "sms")
+    if services.console is not None or channel == "cli":
+        return _to_console(services, user.phone or str(user.id), text, media)
+    if kind not in OPT_OUT_KINDS:
+        refused = await stored_refusal(services, user.id, proactive=kind not in DIRECT_KINDS)
+        if refused is not None:
+            skipped, reason = refused
+            what = "user opted out meanwhile" if skipped == "opted_out" else "delivery blocked"
+            log.info(f"not sent: {what}", extra={"user_id": user.id, "kind": kind, "reason": reason})
+            return SendResult(channel=channel, skipped=skipped, detail=reason)
+    if channel == "whatsapp":
+        to = _whatsapp_address(user)
+        if to is None:
+            return SendResult(channel=channel, skipped="no_address")
+        if in_whatsapp_window(services, user):
+            return await _send_whatsapp(services, user.id, to, text, media, kind)
+        return await _outside_window(services, user, to, text, media, kind)
+    if not user.phone:
+        return SendResult(channel="sms", skipped="no_address")
+    return await _send_sms(services, user.id, user.phone, text, media, kind)
+
+
+async def _outside_window(services: Services, user: User, to: str, text: str, media: UserFile | None,
+                          kind: str) -> SendResult:
+    """WhatsApp's 24 h window is closed: a template, SMS, or the file kept for their next message."""
+    settings = services.settings
+    sms = bool(user.phone and settings.twilio_sms_from)
+    if media is None:
+        if settings.twilio_template_sid:
+            return await _send_template(services, user.id, to, text, kind)
+        if sms:
+            log.info("whatsapp window closed: SMS instead", extra={"user_id": user.id})
+            return await _send_sms(services, user.id, user.phone or "", text, None, kind)
+        log.warning("whatsapp window closed and no template nor SMS", extra={"user_id": user.id})
+        return SendResult(channel="whatsapp", skipped="window_closed")
+    if sms:
+        # A template cannot carry a document; an SMS carries its link, valid for days.
+        log.info("whatsapp window closed: file link by SMS", extra={"user_id": user.id})
+        result = await _send_sms(services, user.id, user.phone or "", text, media, kind)
+        if not result.accepted and not result.queued:
+            result.pending_id = await _keep_for_later(services, user.id, media, text, kind)
+        return result
+    if settings.twilio_template_sid and settings.twilio_template_link_variable:
+        result = await _send_template(services, user.id, to, text or short_name(media.name), kind,
+                                      link=file_url(settings, media, read_later=True))
+        result.file_as_link = result.accepted
+        if result.accepted or result.queued:
+            return result
+        result.pending_id = await _keep_for_later(services, user.id, media, text, kind)
+        return result
+    pending_id = await _keep_for_later(services, user.id, media, text, kind)
+    if not settings.twilio_template_sid:
+        log.warning("whatsapp window closed: file kept for the next message", extra={"user_id": user.id})
+        return SendResult(channel="whatsapp", pending_id=pending_id)
+    invite = user_text(user,
+                       f"📎 Ton fichier « {media.name} » est prêt : réponds à ce message pour le recevoir.",
+                       f"📎 Your file \"{media.name}\" is ready: reply to this message to receive it.")
+    result = await _send_template(services, user.id, to, f"{text}\n\n{invite}" if text.strip() else invite,
+                                  kind)
+    result.pending_id = pending_id
+    return result
+
+
+async def _keep_for_later(services: Services, user_id: int, media: UserFile, text: str, kind: str) -> int:
+    await commit_turn()
+    async with services.sessions() as db:
+        row = PendingDelivery(user_id=user_id, file_id=media.id, text=text, kind=kind[:32],
+                              created_at=services.clock())
+        db.add(row)
+        await db.commit()
+        return row.id
+
+
+async def send_to_number(
+    services: Services, number_e164: str, *, text: str, channel: str = "sms", kind: str = "notice"
+) -> SendResult:
+    """Sends to someone who may not be a user yet (a parent to confirm, the bug-report number).
+
+    A number that belongs to a user who opted out, or whose delivery is blocked, is not sent to."""
+    async with services.sessions() as db:
+        user = await db.scalar(select(User).where(User.phone == number_e164.removeprefix("whatsapp:")))
+    if user is not None and user.opted_out and kind not in OPT_OUT_KINDS:
+        return SendResult(channel=channel, skipped="opted_out")
+    if services.console is not None:
+        return _to_console(services, number_e164, text, None)
+    if user is not None and kind not in OPT_OUT_KINDS:
+        blocked = await delivery_blocked(services, user.id)
+        if blocked is not None:
+            return SendResult(channel=channel, skipped="delivery_blocked", detail=blocked)
+    user_id = user.id if user is not None else None
+    if channel == "whatsapp":
+        to = number_e164 if number_e164.startswith("whatsapp:") else f"whatsapp:{number_e164}"
+        if user is None or not in_whatsapp_window(services, user):
+            if services.settings.twilio_template_sid:
+                return await _send_template(services, user_id, to, text, kind)
+            return await _send_sms(services, user_id, number_e164.removeprefix("whatsapp:"), text, None, kind)
+        return await _send_whatsapp(services, user_id, to, text, None, kind)
+    return await _send_sms(services, user_id, number_e164, text, None, kind)
+
+
+async def _send_whatsapp(services: Services, user_id: int | None, to: str, text: str,
+                         media: UserFile | None, kind: str) -> SendResult:
+    settings = services.settings
+    messages: list[dict[str, Any]] = [
+        {"body": part} for part in formatting.whatsapp_parts(formatting.to_whatsapp(text))
+    ] if text.strip() else []
+    if media is not None:
+        messages.append({"body": "", "media_url": file_url(settings, media)})
+    return await _send_parts(services, user_id, "whatsapp", to, settings.twilio_whatsapp_from, messages, kind)
+
+
+async def _send_sms(services: Services, user_id: int | None, phone: str, text: str,
+                    media: UserFile | None, kind: str) -> SendResult:
+    settings = services.settings
+    body = formatting.to_sms(text) if text.strip() else ""
+    if media is not None:
+        # Read later, maybe days later: the link lasts FILE_LINK_SMS_TTL_S.
+        link = f"{formatting.to_gsm7(short_name(media.name))}: {file_url(settings, media, read_later=True)}"
+        body = f"{body}\n\n{link}" if body else link
+    messages = [{"body": part} for part in formatting.sms_parts(body)]
+    result = await _send_parts(services, user_id, "sms", phone, settings.twilio_sms_from, messages, kind)
+    result.file_as_link = media is not None and result.accepted
+    return result
+
+
+def _template_text(text: str) -> str:
+    """A template variable: plain text on one line (Meta refuses new lines, tabs and runs of more
+    than four spaces in a parameter), short enough for the 1,024-character total."""
+    preview = re.sub(r"\s+", " ", formatting.to_plain(text)).strip()
+    if len(preview) > TEMPLATE_VARIABLE_MAX:
+        preview = preview[: TEMPLATE_VARIABLE_MAX - 1].rsplit(" ", 1)[0] + "…"
+    return preview
+
+
+async def _send_template(
+    services: Services, user_id: int | None, to: str, text: str, kind: str, *, link: str | None = None
+) -> SendResult:
+    settings = services.settings
+    preview = _template_text(text)
+    variables = {"1": preview}
+    if link is not None:
+        variables[settings.twilio_template_link_variable] = link
+    message = {
+        "body": "",
+        "content_sid": settings.twilio_template_sid,
+        "content_variables": json.dumps(variables, ensure_ascii=False),
+        "record_body": preview if link is None else f"{preview}\n{link}",
+    }
+    result = await _send_parts(services, user_id, "whatsapp", to, settings.twilio_whatsapp_from,
+                               [message], kind)
+    result.template = True
+    return result
+
+
+async def _send_parts(services: Services, user_id: int | None, channel: str, to: str, from_: str,
+                      messages: list[dict[str, Any]], kind: str) -> SendResult:
+    result = SendResult(channel=channel)
+    if not messages:
+        result.skipped = "empty"
+        return result
+    if not from_:
+        log.error("no sender number configured", extra={"channel": channel})
+        result.skipped = "not_configured"
+        return result
+    for index, message in enumerate(messages):
+        # Once one part waits in the outbox, the next ones wait behind it (order).
+        attempt = await send_one(services, user_id, channel, to, from_, message, kind,
+                                 queue_only=result.queued)
+        if attempt.queued:
+            result.queued = True
+            if attempt.exc is not None:
+                result.error, result.error_code = str(attempt.exc), attempt.exc.code
+            continue
+        exc = attempt.exc
+        if exc is not None:
+            if isinstance(exc, TwilioNotConfigured):
+                result.skipped = "not_configured"
+            result.error, result.error_code = str(exc), exc.code
+            result.retryable = is_retryable(exc)
+            break
+        result.sids.append(attempt.sid)
+        if index < len(messages) - 1:
+            status = await wait_sent(services, attempt.sid, attempt.status)
+            if status in FAILED:
+                result.error = f"part {index + 1} was not delivered ({status})"
+                break
+    if result.sids and user_id is not None and not any(m.get("content_sid") for m in messages):
+        # Free-form text reaches them on this address now: the place to say what never went out.
+        await tell_failures(services, user_id, channel, to, from_)
+    return result
