@@ -12,9 +12,9 @@ Closing messages go before the status says ended; a person erased during a job i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import traceback
-from contextvars import Token
 from datetime import timedelta
 from typing import Any
 
@@ -29,7 +29,7 @@ from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import ToolContext
 from bot.capabilities import credits, jobs
-from bot.channel.outbound import SendKeys, current_keys, send_to_user
+from bot.channel.outbound import SendKeys, send_to_user, sending
 from bot.clock import system_now
 from bot.services import Services
 from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
@@ -163,7 +163,7 @@ class _JobTurn:
                                     services.clock) if job.inbound_id is not None else None)
         self.handed_back = False
         self.answer = ""
-        self._keys: Token[SendKeys | None] | None = None
+        self._step = contextlib.ExitStack()  # the running step's send keys
 
     async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
         result = await send_to_user(self.services, self.user, text=text, media=media,
@@ -223,16 +223,14 @@ class _JobTurn:
         if isinstance(event, StepStarted):
             # This step's sends are numbered by the job and the step: a replay finds them sent.
             self.end_step()
-            self._keys = current_keys.set(SendKeys(f"job:{self.job.id}:{event.n}"))
+            self._step.enter_context(sending(keys=SendKeys(f"job:{self.job.id}:{event.n}")))
         elif isinstance(event, Text):
             self.answer = event.text
         elif isinstance(event, ToolStarted | ToolEnded | ToolProgress):
             await self.timeline(event)
 
     def end_step(self) -> None:
-        if self._keys is not None:
-            current_keys.reset(self._keys)
-            self._keys = None
+        self._step.close()
 
     async def timeline(self, event: ToolEvent) -> None:
         """The loop's tool events become the job's timeline (and its current step)."""
@@ -297,11 +295,8 @@ def _done_steps(state: TurnState, lang: str) -> str:
 
 async def _say(services: Services, job: GenerationJob, user: User, text: str, what: str) -> Any:
     """Sends the job's closing message once: its outbox key names the job and what it says."""
-    token = current_keys.set(SendKeys(f"job:{job.id}:{what}"))
-    try:
+    with sending(keys=SendKeys(f"job:{job.id}:{what}")):
         return await send_to_user(services, user, text=text, channel=job.channel, kind="reply")
-    finally:
-        current_keys.reset(token)
 
 
 async def _close(services: Services, job: GenerationJob, status: str, text: str, **values: Any) -> None:

@@ -29,8 +29,8 @@ MAX_LINES = 500
 FACE = {
     # what a send did, and the words for it
     "SendResult", "MODEL_ADVICE", "USER_ADVICE", "explain",
-    # the turn's send state; the three variables stay shown for code that sets them one by one
-    "sending", "SendKeys", "commit_turn", "current_inbound", "current_session", "current_keys",
+    # the turn's send state, set for a block by `sending` only
+    "sending", "SendKeys", "commit_turn",
     # the opt-out as stored, delivery health
     "opted_out_now", "delivery_blocked", "note_status",
     # sending

@@ -5,8 +5,7 @@ and only the names in `__all__`. Its modules import one way, each only those bel
 
 - `result`: `SendResult`, what one send did, and the advice texts that say it (`explain`).
 - `scope`: the running turn's send state (its inbound message, database session and
-  idempotency keys), set for a block by `sending(...)`. `current_inbound`, `current_session`,
-  `current_keys` are shown too, for the code that still sets them one by one.
+  idempotency keys), set for a block by `sending(...)` and by nothing else.
 - `health`: the opt-out as stored, and delivery health (proactive sends stop after refusals).
 - `attempt`: one message: its `outbound_messages` row, Twilio, the record of what happened.
 - `send`: `send_to_user`, `send_to_number`: channel, WhatsApp's window, template, SMS, files kept.
@@ -22,14 +21,7 @@ from bot.channel.outbound.attempt import wait_sent
 from bot.channel.outbound.health import delivery_blocked, note_status, opted_out_now
 from bot.channel.outbound.outbox import deliver_outbox, inbound_outcome, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
-from bot.channel.outbound.scope import (
-    SendKeys,
-    commit_turn,
-    current_inbound,
-    current_keys,
-    current_session,
-    sending,
-)
+from bot.channel.outbound.scope import SendKeys, commit_turn, sending
 from bot.channel.outbound.send import in_whatsapp_window, send_to_number, send_to_user
 
 __all__ = [
@@ -38,9 +30,6 @@ __all__ = [
     "SendKeys",
     "SendResult",
     "commit_turn",
-    "current_inbound",
-    "current_keys",
-    "current_session",
     "deliver_outbox",
     "delivery_blocked",
     "explain",
