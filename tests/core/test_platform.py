@@ -124,13 +124,9 @@ def _part_of(module: str) -> str:
     return max((p for p in ALLOWED if _within(module, p)), key=len)
 
 
-def _imports(path: Path, modules: set[str]) -> list[tuple[int, str, bool]]:
-    """Every import of a module (inside functions too): (line, imported module, under TYPE_CHECKING)."""
+def _imports(path: Path, modules: set[str]) -> list[tuple[int, str]]:
+    """Every import of a module (inside functions and under TYPE_CHECKING too): (line, imported module)."""
     tree = ast.parse(path.read_text(), str(path))
-    typing_only: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            typing_only |= {id(n) for child in node.body for n in ast.walk(child)}
     found = []
     for node in ast.walk(tree):
         names: list[str] = []
@@ -142,7 +138,7 @@ def _imports(path: Path, modules: set[str]) -> list[tuple[int, str, bool]]:
                      for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             raise AssertionError(f"{path.relative_to(ROOT)}:{node.lineno}: use absolute imports")
-        found += [(node.lineno, n, id(node) in typing_only) for n in names]
+        found += [(node.lineno, n) for n in names]
     return found
 
 
@@ -161,7 +157,7 @@ def test_each_part_of_bot_imports_only_what_it_may() -> None:
         if not _within(name, "bot"):
             continue
         part = _part_of(name)
-        for line, imported, _ in _imports(path, set(modules)):
+        for line, imported in _imports(path, set(modules)):
             if imported.split(".")[0] not in ("bot", "handlers", "tools") or _within(imported, part):
                 continue
             if imported == "bot" or not any(_within(imported, ok) for ok in ALLOWED[part]):
@@ -170,10 +166,10 @@ def test_each_part_of_bot_imports_only_what_it_may() -> None:
 
 
 def test_no_import_cycles() -> None:
-    """No module imports itself through others, lazy imports included (TYPE_CHECKING ones are not run)."""
+    """No module imports itself through others, lazy imports and those for the type checker
+    (under TYPE_CHECKING) included."""
     modules = _project_modules()
-    graph = {name: sorted({m for _, m, typing_only in _imports(path, set(modules))
-                           if m in modules and m != name and not typing_only})
+    graph = {name: sorted({m for _, m in _imports(path, set(modules)) if m in modules and m != name})
              for name, path in modules.items()}
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     cycles: list[str] = []
