@@ -10,6 +10,13 @@ LIMIT lines unless it is on scripts/long_functions.txt with its current length. 
 qualified name (``agent.py::run_turn``), so a ``git mv`` of bot/agent.py into a subpackage keeps
 its entry matching (and when the file is renamed too, a qualified name found only once in the
 project still matches); the directories written before the file name are for the reader only.
+
+Modules have a ratchet of their own: none is longer than MODULE_LIMIT lines unless it is on
+scripts/large_modules.txt with its current length (``path lines``). A listed module may shrink,
+never grow, and new modules never join. Entries are matched by the whole path: a module is split
+or moved on purpose, so an entry whose file is gone is reported as a hint to remove it (a module
+moved whole and still too long then fails at its new path until its entry follows it).
+Migrations are skipped by both ratchets.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ PACKAGES = ("bot", "handlers", "tools")
 LIMIT = 60
 MAX_LISTED = 3
 ALLOWED_FILE = Path(__file__).resolve().parent / "long_functions.txt"
+MODULE_LIMIT = 500
+LARGE_MODULES_FILE = Path(__file__).resolve().parent / "large_modules.txt"
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,55 @@ def module_sizes(root: Path = ROOT) -> list[tuple[str, int]]:
         for p in module_files(root)
     ]
     return sorted(sizes, key=lambda s: (-s[1], s[0]))
+
+
+def ratcheted_module_sizes(root: Path = ROOT) -> list[tuple[str, int]]:
+    """Each module's path and line count, largest first, migrations left out."""
+    return [(p, n) for p, n in module_sizes(root) if not _frozen(Path(p))]
+
+
+def read_large_modules(path: Path = LARGE_MODULES_FILE) -> dict[str, int]:
+    """The list of allowed large modules: path (as written, from the project root) -> length."""
+    allowed: dict[str, int] = {}
+    if not path.exists():
+        return allowed
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            where, length = line.rsplit(maxsplit=1)
+            allowed[where] = int(length)
+    return allowed
+
+
+def module_ratchet(
+    sizes: list[tuple[str, int]], allowed: dict[str, int], limit: int = MODULE_LIMIT
+) -> tuple[list[str], list[str]]:
+    """Problems (a module too long and not listed, or grown past its listed length) and hints."""
+    problems: list[str] = []
+    hints: list[str] = []
+    found = dict(sizes)
+    for path, lines in sizes:
+        listed = allowed.get(path)
+        if lines <= limit:
+            continue
+        if listed is None:
+            problems.append(
+                f"{path} is {lines} lines (limit {limit}): split it where the meaning splits; "
+                "new modules never join the list (a listed module that moved takes its entry along)"
+            )
+        elif lines > listed:
+            problems.append(
+                f"{path} grew to {lines} lines (listed at {listed}): a listed module may shrink, never grow"
+            )
+        elif lines < listed:
+            hints.append(f"{path} shrank to {lines}: lower its number in the list")
+    for path in allowed:
+        lines = found.get(path)
+        if lines is None:
+            hints.append(f"{path} no longer exists: remove it from the list")
+        elif lines <= limit:
+            hints.append(f"{path} is {lines} lines, within the limit: remove it from the list")
+    return problems, hints
 
 
 def class_sizes(root: Path = ROOT) -> list[tuple[str, int]]:
@@ -275,12 +333,13 @@ def _table(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
 
 
 def report(top: int = 15, root: Path = ROOT) -> str:
-    """The readable report: longest functions, largest modules, import cycles, the ratchet."""
+    """The readable report: longest functions, largest modules, import cycles, the ratchets."""
     found = functions(root)
     allowed = read_allowed()
     over = [f for f in found if f.lines > LIMIT]
     listed = {(f.path, f.qualname): allowed[key][1] for key, f in match_listed(found, allowed).items()}
     shown = found[: max(top, len(over))]
+    large = read_large_modules()
     parts = [
         f"Longest functions ({len(over)} over {LIMIT} lines, {len(found)} in all)",
         _table(
@@ -289,7 +348,10 @@ def report(top: int = 15, root: Path = ROOT) -> str:
         ),
         "",
         "Largest modules",
-        _table(("lines", "module"), [(n, p) for p, n in module_sizes(root)[:top]]),
+        _table(
+            ("lines", "module", "listed"),
+            [(n, p, large.get(p, "")) for p, n in module_sizes(root)[:top]],
+        ),
         "",
         "Largest classes",
         _table(("lines", "class"), [(n, c) for c, n in class_sizes(root)[:top]]),
@@ -299,6 +361,8 @@ def report(top: int = 15, root: Path = ROOT) -> str:
     cycles = import_cycles(import_graph(root))
     parts += [" <-> ".join(c) for c in cycles] or ["none"]
     problems, hints = ratchet(found, allowed)
+    module_problems, module_hints = module_ratchet(ratcheted_module_sizes(root), large)
+    problems, hints = problems + module_problems, hints + module_hints
     if problems or hints:
         parts += ["", "Ratchet", *(f"FAIL {p}" for p in problems), *(f"hint {h}" for h in hints)]
     return "\n".join(parts)

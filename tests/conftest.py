@@ -1,4 +1,4 @@
-"""Fixtures shared by every test: `harness` and `make_harness(**env)` (see tests/harness.py).
+"""Fixtures shared by every test: `harness` and `make_harness(**env)` (see tests/support/harness.py).
 
 The backend comes from TEST_DATABASE (sqlite | postgres) and TEST_STATE (memory | redis). The
 schema is migrated once per session with Alembic; each test then gets a copy (SQLite) or a
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import (
+from tests.support.harness import (
     Database,
     Harness,
     backend,

@@ -47,7 +47,7 @@ import aiohttp  # noqa: E402
 
 from tests.fakes.llm import FakeLLM, Step  # noqa: E402
 from tests.fakes.twilio import FakeTwilio  # noqa: E402
-from tests.harness import clear_redis, create_postgres_database, drop_postgres_database  # noqa: E402
+from tests.support.harness import clear_redis, create_postgres_database, drop_postgres_database  # noqa: E402
 
 WHATSAPP_FROM = "whatsapp:+14155238886"
 TOOL_CALLS = 2  # per turn, before the answer: three model calls in all

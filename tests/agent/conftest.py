@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.fakes.llm import FakeLLM
+from tests.support.outreach import http_stub  # noqa: F401  (the local HTTP server fixture)
 
 
 @pytest.fixture

@@ -19,9 +19,8 @@ from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities import credits
 from bot.config import Limits
 from bot.storage.models import CreditEntry, InboundMessage, Memory, Task, ToolEffect, TurnRecord
-from tests.agent.loop_helpers import ECHO, HANG, OBJ, drive, make_settings
-from tests.agent.test_turn_e2e import offer
 from tests.fakes.llm import FakeLLM
+from tests.support.agent_loop import ECHO, HANG, OBJ, drive, make_settings, offer
 from tools.create_task import TOOL as CREATE_TASK
 from tools.save_memory import TOOL as SAVE_MEMORY
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from bot.agent.sse import SSEParser, parse_bytes, repair_ids
+from tests.support.sse_corpus import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "sse"
-if not CORPUS.is_dir():  # the repository may be checked out elsewhere than next to the corpus
-    CORPUS = Path("/work/shared/corpus/sse")
 EXPECTED = json.loads((CORPUS / "expected.json").read_text())
 
 

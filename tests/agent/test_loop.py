@@ -12,7 +12,8 @@ from bot.agent.toolspec import Tool, ToolContext
 from bot.agent.truncation import total_tokens
 from bot.capabilities.killable import pid_alive
 from bot.config import Limits
-from tests.agent.loop_helpers import (
+from tests.fakes.llm import FakeLLM
+from tests.support.agent_loop import (
     BOOM,
     ECHO,
     HANG,
@@ -23,8 +24,7 @@ from tests.agent.loop_helpers import (
     make_settings,
     side_effect_tool,
 )
-from tests.agent.test_corpus import CORPUS
-from tests.fakes.llm import FakeLLM
+from tests.support.sse_corpus import CORPUS
 
 
 def tool_messages(request: dict) -> list[dict]:

@@ -15,7 +15,7 @@ from bot.agent.truncation import fit_context, total_tokens, truncate_result
 from bot.capabilities.killable import KillableError, pid_alive, run_killable
 from bot.config import load_settings
 from bot.storage.models import Conversation, Message, User
-from tests.agent.killable_targets import fail, sleep_then, write_pid_and_spin
+from tests.support.killable_targets import fail, sleep_then, write_pid_and_spin
 from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
 
 SEED_TOOLS = {

@@ -9,8 +9,8 @@ from typing import Any
 
 from bot.agent.llm import LLMClient, mark_stable_prefix, prompt_cache_key
 from bot.agent.prompts import PERSONAL_HEADING, build_system_prompt, stable_prefix
-from tests.agent.loop_helpers import make_settings
 from tests.fakes.llm import FakeLLM
+from tests.support.agent_loop import make_settings
 
 CACHED_USAGE = {"prompt_tokens": 9000, "completion_tokens": 40, "total_tokens": 9040,
                 "prompt_tokens_details": {"cached_tokens": 8192}}

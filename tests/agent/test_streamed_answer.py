@@ -8,8 +8,7 @@ from typing import Any
 
 from bot.channel import formatting
 from bot.channel.streaming import STREAM_MIN_CHARS, ParagraphSplitter
-from tests.agent.loop_helpers import ECHO
-from tests.agent.test_turn_e2e import offer
+from tests.support.agent_loop import ECHO, offer
 
 PHONE = "+2250700000311"
 

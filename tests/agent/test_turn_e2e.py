@@ -13,14 +13,9 @@ from bot.agent.toolspec import Tool
 from bot.capabilities import credits
 from bot.storage.models import CreditEntry, GenerationJob, Memory, Message, TurnRecord
 from handlers.turn import LONG_WORK_NOTE
-from tests.agent.loop_helpers import ECHO, HANG, HUGE
+from tests.support.agent_loop import ECHO, HANG, HUGE, offer
 
 PHONE = "+2250700000001"
-
-
-def offer(h: Any, *tools: Tool) -> None:
-    """Offers test-only tools instead of the registry's (the composition seam handlers use)."""
-    h.services.extra["tools_for_mode"] = lambda mode, settings: list(tools)
 
 
 async def turns(h: Any) -> list[TurnRecord]:

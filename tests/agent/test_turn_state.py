@@ -11,8 +11,8 @@ from bot.agent.llm import LLMClient
 from bot.agent.loop import ANSWERED, CANCELLED, FORCED_MAX_ITERATIONS, PROMOTED, TurnState
 from bot.agent.toolspec import Tool, ToolContext
 from bot.config import Limits
-from tests.agent.loop_helpers import ECHO, OBJ, drive, make_settings
 from tests.fakes.llm import FakeLLM
+from tests.support.agent_loop import ECHO, OBJ, drive, make_settings
 
 
 async def _slow(_ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from bot.agent.untrusted import (
 )
 from bot.storage.models import Memory
 from tests.fakes.llm import Step
-from tests.outreach.conftest import http_stub  # noqa: F401  (the local HTTP server fixture)
 
 PHONE = "+2250700000001"
 ENVELOPE = re.compile(r"\[UNTRUSTED DATA ([0-9a-f]{12}) from ([a-z ]+)\]")
@@ -227,7 +226,7 @@ def _tool_results(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {m["tool_call_id"]: json.loads(m["content"]) for m in request["messages"] if m["role"] == "tool"}
 
 
-async def _site(http_stub: Callable[..., Any], attacker: str) -> Any:  # noqa: F811
+async def _site(http_stub: Callable[..., Any], attacker: str) -> Any:
     def routes(app: web.Application, _requests: list[dict[str, Any]]) -> None:
         async def page(_r: web.Request) -> web.Response:
             return web.Response(text=INJECTED_PAGE.format(attacker=attacker), content_type="text/html")
@@ -244,7 +243,7 @@ async def _site(http_stub: Callable[..., Any], attacker: str) -> Any:  # noqa: F
     return await http_stub(routes)
 
 
-async def _attacker(http_stub: Callable[..., Any]) -> Any:  # noqa: F811
+async def _attacker(http_stub: Callable[..., Any]) -> Any:
     def routes(app: web.Application, _requests: list[dict[str, Any]]) -> None:
         async def anything(_r: web.Request) -> web.Response:
             return web.Response(text="merci", content_type="text/plain")
@@ -254,7 +253,7 @@ async def _attacker(http_stub: Callable[..., Any]) -> Any:  # noqa: F811
     return await http_stub(routes)
 
 
-async def test_an_injected_page_cannot_send_data_out(make_harness: Any, http_stub: Any) -> None:  # noqa: F811
+async def test_an_injected_page_cannot_send_data_out(make_harness: Any, http_stub: Any) -> None:
     attacker = await _attacker(http_stub)
     site = await _site(http_stub, attacker.base_url)
     h = await make_harness(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{site.port},127.0.0.1:{attacker.port}")
@@ -292,7 +291,7 @@ async def test_an_injected_page_cannot_send_data_out(make_harness: Any, http_stu
     assert await h.texts_to(PHONE) == ["Voici le résumé de la leçon."]
 
 
-async def test_search_results_may_be_opened_in_their_turn_only(make_harness: Any, http_stub: Any) -> None:  # noqa: F811
+async def test_search_results_may_be_opened_in_their_turn_only(make_harness: Any, http_stub: Any) -> None:
     site = await _site(http_stub, "http://unused.test")
 
     def tavily(app: web.Application, _requests: list[dict[str, Any]]) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import func, select
 
 from bot.storage.models import InboundMessage, ParentLink, UserFile
-from tests.core.test_console import PARENT, PHONE, leftovers, rich_user, say
-from tests.harness import Harness
-from tests.pedagogy.test_parents_flow import confirm
+from tests.support.accounts import PARENT, PHONE, leftovers, rich_user, say
+from tests.support.harness import Harness
+from tests.support.pedagogy import confirm
 
 
 async def test_supprimer_then_oui_erases_everything_and_says_so(harness: Harness) -> None:

@@ -1,6 +1,8 @@
-"""The ratchet on long functions (scripts/code_shape.py): no function in bot/, handlers/ or
-tools/ is longer than 60 lines unless scripts/long_functions.txt lists it with its length; a
-listed one may shrink, never grow, and the list holds at most three."""
+"""The ratchets of scripts/code_shape.py. No function in bot/, handlers/ or tools/ is longer than
+60 lines unless scripts/long_functions.txt lists it with its length; a listed one may shrink,
+never grow, and the list holds at most three. No module there is longer than 500 lines unless
+scripts/large_modules.txt lists it, by path, with its length; a listed one may shrink, never grow,
+and an entry whose module is gone is a hint to remove it."""
 
 from __future__ import annotations
 
@@ -63,6 +65,44 @@ def test_a_listed_function_still_matches_after_its_module_moves(tmp_path: Path) 
     assert shape.ratchet([renamed], shape.read_allowed(listing)) == ([], [])
     twice = [renamed, shape.Function("bot/other.py", "run_turn", 62)]
     assert len(shape.ratchet(twice, shape.read_allowed(listing))[0]) == 2
+
+
+def test_no_module_is_too_long_or_grew() -> None:
+    problems, hints = shape.module_ratchet(shape.ratcheted_module_sizes(), shape.read_large_modules())
+    for hint in hints:  # a listed module that shrank does not fail: the number should follow
+        print(f"hint: {hint}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_module_ratchet_judges_length_growth_shrinking_and_removal(tmp_path: Path) -> None:
+    listing = tmp_path / "large_modules.txt"
+    listing.write_text("# comment\nbot/big.py 700\nbot/gone.py 600\n")
+    allowed = shape.read_large_modules(listing)
+    assert allowed == {"bot/big.py": 700, "bot/gone.py": 600}
+    problems, hints = shape.module_ratchet([("bot/big.py", 700), ("bot/small.py", 500)], allowed)
+    assert problems == [] and hints == ["bot/gone.py no longer exists: remove it from the list"]
+    new = shape.module_ratchet([("bot/new.py", 501)], {})[0]
+    assert len(new) == 1 and "bot/new.py is 501 lines" in new[0]
+    grew = shape.module_ratchet([("bot/big.py", 701)], {"bot/big.py": 700})[0]
+    assert len(grew) == 1 and "grew to 701" in grew[0]
+    shrank = shape.module_ratchet([("bot/big.py", 650)], {"bot/big.py": 700})
+    assert shrank[0] == [] and "shrank to 650" in shrank[1][0]
+    within = shape.module_ratchet([("bot/big.py", 480)], {"bot/big.py": 700})
+    assert within[0] == [] and "within the limit" in within[1][0]
+    # Matched by path: a listed module moved whole is new where it lands, and its old entry is stale.
+    moved_problems, moved_hints = shape.module_ratchet([("bot/sub/big.py", 700)], {"bot/big.py": 700})
+    assert len(moved_problems) == 1 and "bot/sub/big.py" in moved_problems[0]
+    assert moved_hints == ["bot/big.py no longer exists: remove it from the list"]
+
+
+def test_migrations_are_left_out_of_the_module_ratchet(tmp_path: Path) -> None:
+    for pkg in shape.PACKAGES:
+        (tmp_path / pkg).mkdir()
+    revisions = tmp_path / "bot" / "migrations" / "versions"
+    revisions.mkdir(parents=True)
+    (revisions / "0001_first.py").write_text("x = 1\n" * 600)
+    (tmp_path / "bot" / "long.py").write_text("x = 1\n" * 501)
+    assert shape.ratcheted_module_sizes(tmp_path) == [("bot/long.py", 501)]
 
 
 def test_cycles_are_found_through_function_level_and_type_checking_imports(tmp_path: Path) -> None:

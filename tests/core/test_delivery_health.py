@@ -11,7 +11,7 @@ import pytest
 from bot.channel.outbound import send_to_number, send_to_user
 from bot.config import ConfigError, load_settings
 from bot.storage.models import User
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000041"
 

@@ -19,7 +19,7 @@ from bot.channel import formatting
 from bot.config import ConfigError, load_settings
 from bot.storage.models import CreditEntry, InboundMessage, Task
 from tests.fakes.llm import Step
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000001"
 WELCOME_MENU = "1 Élève\n2 Parent\n3 Professionnel"

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from bot.channel.outbound import send_to_user
 from bot.storage.models import Conversation, CreditEntry, InboundMessage
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000001"
 

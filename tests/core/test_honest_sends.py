@@ -13,7 +13,7 @@ from sqlalchemy import select
 from bot.agent.toolspec import ToolContext
 from bot.channel.outbound import explain, send_to_user
 from bot.storage.models import OutboundMessage, PendingDelivery, User, UserFile
-from tests.harness import SMS_FROM, Harness, new_sid
+from tests.support.harness import SMS_FROM, Harness, new_sid
 from tools import by_name
 
 PHONE = "+2250700000031"

@@ -22,7 +22,7 @@ from bot.pipeline.rate import NOTICE
 from bot.pipeline.workers import Pipeline
 from bot.storage.models import InboundMessage, User
 from tests.fakes.llm import FakeLLM, Step
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000301"
 

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from bot.channel.context import Incoming
 from bot.storage.models import UserFile
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000001"
 JPEG = b"\xff\xd8\xff\xe0" + b"photo-exercice" * 100
@@ -94,7 +94,7 @@ async def test_a_file_over_the_size_cap_is_refused(make_harness: Any) -> None:
 
 async def test_corpus_mms_with_three_images(harness: Harness) -> None:
     """The real MMS body (media keys out of order) with its URLs pointed at the fake Twilio."""
-    from tests.core.test_webhook import corpus
+    from tests.support.twilio_corpus import corpus
 
     h = harness
     seen = Seen()

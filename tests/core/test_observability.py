@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from bot import logs
 from bot.storage.models import InboundMessage
-from tests.harness import Harness, new_sid
-from tests.jobs.test_background_turns import long_harness, script_steps, wait_job
+from tests.support.background_turns import long_harness, script_steps, wait_job
+from tests.support.harness import Harness, new_sid
 
 PHONE = "+2250700000501"
 

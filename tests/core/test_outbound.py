@@ -12,7 +12,7 @@ from bot.channel.formatting import is_gsm7, sms_segments
 from bot.channel.links import file_url
 from bot.channel.outbound import send_to_number, send_to_user
 from bot.storage.models import OutboundMessage, User, UserFile
-from tests.harness import SMS_FROM, WHATSAPP_FROM, Harness, new_sid
+from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness, new_sid
 
 PHONE = "+2250700000001"
 FRENCH = ("Très bien ! Voici l'exercice d'aujourd'hui : « être » et « avoir » au présent. "
@@ -263,7 +263,7 @@ async def test_a_failure_callback_records_the_error_code(harness: Harness) -> No
 
 
 async def test_corpus_status_callbacks(harness: Harness) -> None:
-    from tests.core.test_webhook import corpus
+    from tests.support.twilio_corpus import corpus
 
     h = harness
     sid = corpus("04-whatsapp-status-sent.json")["params"][6][1]

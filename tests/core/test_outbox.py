@@ -13,7 +13,7 @@ from sqlalchemy import select
 from bot.channel import formatting
 from bot.channel.outbound import SendKeys, deliver_outbox, send_to_user, sending
 from bot.storage.models import InboundMessage, OutboundMessage
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000071"
 # Quick rounds in real time; the backoff itself runs on the test's clock.

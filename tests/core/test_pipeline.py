@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from bot.channel.context import Incoming
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000001"
 

@@ -26,7 +26,7 @@ from bot.pipeline.scheduler import Job
 from bot.services import build_services
 from bot.storage.db import make_engine
 from bot.storage.migrate import schema_differences
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
 

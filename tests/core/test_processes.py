@@ -8,11 +8,7 @@ of a harness whose own workers are stopped.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,70 +20,8 @@ from sqlalchemy import select
 
 from bot.storage.models import InboundMessage
 from tests.fakes.llm import Step
-from tests.harness import REDIS_URL, Harness, clear_redis, new_sid, sign
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Deployment:
-    def __init__(self, h: Harness, tmp_path: Path, prefix: str) -> None:
-        self.h = h
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
-                    "PYTHONPATH": str(ROOT), "PORT": str(self.port), "HOST": "127.0.0.1",
-                    "PUBLIC_BASE_URL": self.url, "REDIS_URL": REDIS_URL, "REDIS_KEY_PREFIX": prefix,
-                    "WORKER_LEASE_S": "2", "WORKER_CONCURRENCY": "4", "LOG_LEVEL": "ERROR"}
-        self.cwd = tmp_path
-        self.workers: list[subprocess.Popen[bytes]] = []
-        self.server: subprocess.Popen[bytes] | None = None
-
-    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "bot", *args], cwd=self.cwd, env=self.env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-    async def start(self, workers: int = 2) -> None:
-        self.server = self._spawn("serve")
-        for _ in range(workers):
-            self.workers.append(self._spawn("worker"))
-        async with aiohttp.ClientSession() as session:
-            for _ in range(200):
-                try:
-                    async with session.get(self.url + "/readyz") as resp:
-                        if resp.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                if self.server.poll() is not None:
-                    raise RuntimeError(f"serve exited: {self.server.stderr.read().decode()}")  # type: ignore[union-attr]
-                await asyncio.sleep(0.05)
-        raise RuntimeError("serve did not become ready")
-
-    async def inbound(self, session: aiohttp.ClientSession, phone: str, body: str) -> int:
-        sid = new_sid()
-        params = {"MessageSid": sid, "SmsMessageSid": sid, "From": f"whatsapp:{phone}",
-                  "To": "whatsapp:+14155238886", "Body": body, "NumMedia": "0",
-                  "AccountSid": self.h.settings.twilio_account_sid}
-        signature = sign(self.h.settings.twilio_auth_token, self.url + "/twilio/inbound", params)
-        async with session.post(self.url + "/twilio/inbound", data=params,
-                                headers={"X-Twilio-Signature": signature}) as resp:
-            return resp.status
-
-    def stop(self) -> None:
-        for proc in [*self.workers, *([self.server] if self.server else [])]:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in [*self.workers, *([self.server] if self.server else [])]:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+from tests.support.harness import REDIS_URL, clear_redis
+from tests.support.processes import Deployment
 
 
 @pytest.fixture

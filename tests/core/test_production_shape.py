@@ -26,9 +26,9 @@ from sqlalchemy import select
 from bot.cli import build_parser
 from bot.config import load_settings
 from bot.storage.models import InboundMessage
-from tests.core.test_processes import Deployment
 from tests.fakes.llm import Step
-from tests.harness import REDIS_URL, clear_redis
+from tests.support.harness import REDIS_URL, clear_redis
+from tests.support.processes import Deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 BOT_SERVICES = ("migrate", "serve", "worker")

@@ -7,15 +7,14 @@ the rest of the suite. It needs `redis-server` on the PATH and fails, not skips,
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
-import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.harness import Harness
+from tests.support.harness import Harness
+from tests.support.processes import RedisServer
 
 PHONE = "+2250701010101"
 
@@ -24,34 +23,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-class RedisServer:
-    def __init__(self, port: int, workdir: Path) -> None:
-        self.port, self.workdir = port, workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server is needed for this test (apt-get install redis-server)"
-        self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        for _ in range(100):
-            assert self.proc.poll() is None, f"redis-server exited (port {self.port} taken?)"
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            subprocess.run(["sleep", "0.05"], check=True)
-        raise AssertionError("the test's redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            self.proc = None
 
 
 @pytest.fixture

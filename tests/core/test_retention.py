@@ -23,7 +23,7 @@ from bot.storage.models import (
     User,
     UserFile,
 )
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000041"
 OLD_CALL = {"id": "call_old", "type": "function", "function": {"name": "list_user_files", "arguments": "{}"}}

@@ -44,10 +44,9 @@ from bot.storage.models import (
     ScheduledSend,
     Task,
 )
-from tests.core.test_processes import ROOT, _free_port
-from tests.core.test_redis_outage import RedisServer
 from tests.fakes.llm import FakeLLM, Step
-from tests.harness import SMS_FROM, WHATSAPP_FROM, Harness, backend, clear_redis, new_sid, sign
+from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness, backend, clear_redis, new_sid, sign
+from tests.support.processes import ROOT, RedisServer, free_port
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.timeout(240)]
 
@@ -154,7 +153,7 @@ class Cluster:
     nothing else it holds is half-sent when it is killed."""
 
     def __init__(self, h: Harness, tmp_path: Path, redis_url: str, prefix: str, victim_llm: str) -> None:
-        self.ports = [_free_port(), _free_port()]
+        self.ports = [free_port(), free_port()]
         self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         self.public = self.urls[0]
         self.victim_llm = victim_llm
@@ -311,7 +310,7 @@ async def scale_run(make_harness: Any, tmp_path: Path) -> AsyncIterator[Run]:
     if backend()[0] != "postgres":
         pytest.fail("tests/core/test_scale_out.py needs PostgreSQL: run it with TEST_DATABASE=postgres "
                     "TEST_STATE=redis (scripts/test runs it in the PostgreSQL pass)")
-    redis = RedisServer(_free_port(), tmp_path)  # this test's own: it restarts it
+    redis = RedisServer(free_port(), tmp_path)  # this test's own: it restarts it
     redis.start()
     redis_url = f"redis://127.0.0.1:{redis.port}/0"
     prefix = f"test:{uuid.uuid4().hex[:12]}:"

@@ -24,15 +24,12 @@ import pytest
 from sqlalchemy import select, text
 
 from bot.storage.models import InboundMessage
-from tests.core.test_processes import Deployment
 from tests.fakes.llm import Step
 from tests.fakes.search import SlowSearch
-from tests.harness import REDIS_URL, Harness, clear_redis
-from tests.jobs import test_job_processes as job_processes
-from tests.jobs.test_job_processes import PHONE as JOB_PHONE
-from tests.jobs.test_job_processes import STEPS, _assert_sent_once, _steps_done, _until
-
-long_work = job_processes.long_work  # its fixture: a slow six-step job on worker processes
+from tests.support.harness import REDIS_URL, Harness, clear_redis
+from tests.support.job_processes import PHONE as JOB_PHONE
+from tests.support.job_processes import STEPS, assert_sent_once, steps_done, until
+from tests.support.processes import Deployment
 
 GRACE_S = 10
 SLOW_S = 3.0  # the model's answer to a message with « lent » in it
@@ -214,7 +211,7 @@ async def _hand_back_and_finish(h: Harness, deploy: Any, searches: SlowSearch) -
     await d.start(workers=2)
     async with aiohttp.ClientSession() as session:
         assert await d.inbound(session, JOB_PHONE, "Recherche les normes SYSCOHADA et fais le bilan") == 200
-    running = await _until(h, lambda j: j.status == "running" and _steps_done(j) >= 2 and j.worker)
+    running = await until(h, lambda j: j.status == "running" and steps_done(j) >= 2 and j.worker)
     pid = int(running.worker.rsplit(":", 1)[1])
     stopping = next(p for p in d.workers if p.pid == pid)
     begun = searches.count
@@ -227,8 +224,8 @@ async def _hand_back_and_finish(h: Harness, deploy: Any, searches: SlowSearch) -
     # Well within the grace: the job stopped after its step and handed itself back (a delivery
     # still running at the grace's end would have been cancelled there).
     assert time.monotonic() - sent_at < GRACE_S
-    done = await _until(h, lambda j: j.status == "completed", timeout_s=90)
+    done = await until(h, lambda j: j.status == "completed", timeout_s=90)
     assert done.attempts == 2 and done.worker != running.worker
-    assert _steps_done(done) == STEPS
-    await _assert_sent_once(h, done)
+    assert steps_done(done) == STEPS
+    await assert_sent_once(h, done)
     assert searches.count == STEPS  # the search in flight at SIGTERM was finished, not run again

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 
 async def test_webhook_to_reply(harness: Harness) -> None:

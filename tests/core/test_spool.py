@@ -28,7 +28,7 @@ from sqlalchemy import select
 from bot.channel.spool import Spool, SpoolEntry, SpoolFull, decode, encode
 from bot.config import ConfigError, load_settings
 from bot.storage.models import InboundMessage, OutboundMessage
-from tests.harness import Database, Harness, fresh_database, migrate_template, start_harness
+from tests.support.harness import Database, Harness, fresh_database, migrate_template, start_harness
 
 PHONE = "+2250700000081"
 PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.harness import new_sid
+from tests.support.harness import new_sid
 
 PHONE = "+2250700000301"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from multidict import MultiDict
@@ -11,15 +10,10 @@ from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from bot.storage.models import InboundMessage, User
-from tests.harness import Harness, new_sid, sign
+from tests.support.harness import Harness, new_sid, sign
+from tests.support.twilio_corpus import corpus
 
-# Real Twilio payloads and signature vectors; see corpus/INDEX.md for where each comes from.
-CORPUS = Path(__file__).parent / "corpus"
 PHONE = "+2250700000001"
-
-
-def corpus(name: str) -> dict[str, Any]:
-    return json.loads((CORPUS / name).read_text())
 
 
 async def count(h: Harness, model: Any) -> int:

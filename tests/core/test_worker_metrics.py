@@ -10,8 +10,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.core.test_processes import Deployment, _free_port
-from tests.harness import REDIS_URL, clear_redis
+from tests.support.harness import REDIS_URL, clear_redis
+from tests.support.processes import Deployment, free_port
 
 
 async def test_a_worker_serves_its_metrics_after_answering(make_harness: Any, tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ async def test_a_worker_serves_its_metrics_after_answering(make_harness: Any, tm
     await h.stop_workers()
     h.llm.push_text("Bonjour depuis un worker.")
     d = Deployment(h, tmp_path, prefix)
-    port = _free_port()
+    port = free_port()
     d.env["METRICS_PORT"] = str(port)
     try:
         await h.make_user("+2250710000171")

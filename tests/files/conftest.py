@@ -4,38 +4,15 @@ PostgreSQL, per TEST_DATABASE), with tool contexts whose deliveries are recorded
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from bot.agent.toolspec import ToolContext
 from bot.config import load_settings
-from bot.services import Services, build_services
-from bot.storage.models import User, UserFile
-from tests.harness import Database
-
-
-@dataclass
-class Library:
-    services: Services
-    users: list[User]
-    sent: list[tuple[int, str, UserFile | None]] = field(default_factory=list)
-
-    def ctx(self, user: User, *, channel: str = "whatsapp", language: str = "fr") -> ToolContext:
-        async def deliver(text: str = "", media: UserFile | None = None) -> None:
-            self.sent.append((user.id, text, media))
-
-        return ToolContext(
-            services=self.services,
-            user_id=user.id,
-            conversation_id=0,
-            channel=channel,
-            mode=user.mode,
-            language=language,
-            tool_call_id="call_1",
-            deliver=deliver,
-        )
+from bot.services import build_services
+from bot.storage.models import User
+from tests.support.harness import Database
+from tests.support.library import Library
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from bot.capabilities import library
 from bot.channel.links import file_path
 from bot.channel.outbound import SendResult, send_to_user
 from bot.storage.models import User, UserFile
-from tests.harness import Harness
+from tests.support.harness import Harness
 from tools import by_name
 
 PHONE = "+2250711111111"

@@ -21,7 +21,7 @@ from bot.capabilities.documents.pdf import build_pdf
 from bot.capabilities.documents.pptx import build_pptx, parse_slides
 from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
 from bot.storage.models import UserFile
-from tests.files.conftest import Library
+from tests.support.library import Library
 from tools import by_name
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.capabilities import memory
-from tests.files.conftest import Library
+from tests.support.library import Library
 from tools import by_name
 
 

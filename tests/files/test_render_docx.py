@@ -2,7 +2,7 @@
 PDF (page size, quotation and nested lists on the page), its language as Word reads it, and
 the same Markdown kept in the other formats.
 
-The first pages are kept as PNG in tests/files/render.OUTPUT_DIR (/tmp/deblo-render by default).
+The first pages are kept as PNG in tests/support/render.OUTPUT_DIR (/tmp/deblo-render by default).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bot.capabilities.documents.content import ContentError, Document
 from bot.capabilities.documents.convert import parse_document
 from bot.capabilities.documents.docx import build_docx
 from bot.capabilities.documents.markdown import build_html, build_md
-from tests.files import render
+from tests.support import render
 
 MARKDOWN = """# Leçon : les fractions
 

@@ -1,7 +1,7 @@
 """Slides as a person sees them: the deck rendered by LibreOffice to PDF, then its text boxes,
 tables and page size checked on the rendered pages as well as in the file's geometry.
 
-The first pages are kept as PNG in tests/files/render.OUTPUT_DIR (/tmp/deblo-render by default).
+The first pages are kept as PNG in tests/support/render.OUTPUT_DIR (/tmp/deblo-render by default).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pptx.enum.text import PP_ALIGN
 from pptx.util import Emu
 
 from bot.capabilities.documents.pptx import build_pptx, parse_slides
-from tests.files import render
+from tests.support import render
 
 LONG = (
     "Le principe de prudence impose de comptabiliser toute perte probable dès qu'elle est connue, "

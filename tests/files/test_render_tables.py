@@ -2,7 +2,7 @@
 rendered by LibreOffice headless, then the text, word boxes, page sizes and totals checked.
 
 No database: these tests build files in memory and render them. The first pages are kept as PNG
-in tests/files/render.OUTPUT_DIR (/tmp/deblo-render by default) for a person to look at.
+in tests/support/render.OUTPUT_DIR (/tmp/deblo-render by default) for a person to look at.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from bot.capabilities.documents.convert import parse_document
 from bot.capabilities.documents.docx import build_docx
 from bot.capabilities.documents.pdf import SYMBOLS_FONT, build_pdf, markup
 from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
-from tests.files import render
+from tests.support import render
 
 HEADER = ["Réf.", "Actif", "Brut", "Amort. et dépréc.", "Net 2024", "Net 2023"]
 # A SYSCOHADA balance sheet (actif): every amount is a different string, so that each one can be

@@ -6,7 +6,7 @@ import pytest
 
 from bot.channel.links import file_path
 from bot.storage.models import UserFile
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000090"
 PAGE = b"<!doctype html><html><body><script>fetch('/files/1').then(r => r.text())</script></body></html>"

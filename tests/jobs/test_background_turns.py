@@ -8,69 +8,13 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.agent.toolspec import Tool, ToolContext
 from bot.storage.models import Conversation, GenerationJob, JobEvent, TurnRecord
 from handlers.turn import LONG_WORK_NOTE
-from tests.agent.loop_helpers import OBJ
 from tests.fakes.llm import Step
+from tests.support.agent_loop import offer
+from tests.support.background_turns import SLOW, jobs, long_harness, script_steps, wait_job
 
 PHONE = "+2250700000141"
-
-
-async def _slow(_ctx: ToolContext, args: dict[str, Any]) -> dict[str, Any]:
-    await asyncio.sleep(float(args.get("s", 0.5)))
-    return {"success": True, "done": args.get("what", "")}
-
-
-SLOW = Tool("web_search", "searches slowly", OBJ, frozenset({"child", "pro"}), _slow)
-
-
-def offer(h: Any, *tools: Tool) -> None:
-    h.services.extra["tools_for_mode"] = lambda mode, settings: list(tools)
-
-
-async def long_harness(make_harness: Any, turn_s: str = "1") -> Any:
-    h = await make_harness(AGENT_TURN_TIMEOUT_S=turn_s, AGENT_FINAL_RESERVE_S="1", JOB_SWEEP_INTERVAL_S="1",
-                           JOB_LEASE_S="1")
-    offer(h, SLOW)
-    return h
-
-
-def script_steps(h: Any, steps: int, seconds: float, answer: str = "Voici le bilan complet.",
-                 when: str = "") -> None:
-    """The model's part: `steps` slow searches, then `answer`, for the request containing `when`
-    (decided from each request, so that concurrent turns each get their own script)."""
-    plans = h.llm.__dict__.setdefault("plans", {})
-    plans[when] = (steps, seconds, answer)
-
-    def respond(body: dict[str, Any]) -> Step:
-        messages = body["messages"]
-        last = max(i for i, m in enumerate(messages) if m["role"] == "user" and isinstance(m["content"], str))
-        asked = messages[last]["content"]
-        key = max((k for k in plans if k in asked), key=len, default="")
-        todo, wait, text = plans[key]
-        done = sum(1 for m in messages[last:] if m["role"] == "tool")
-        if done < todo:
-            return Step("tools", calls=[("web_search", {"s": wait, "what": f"étape {done + 1}"}, None)])
-        return Step("text", content=text)
-
-    h.llm.responder = respond
-
-
-async def jobs(h: Any) -> list[GenerationJob]:
-    async with h.services.sessions() as db:
-        return list((await db.scalars(select(GenerationJob).order_by(GenerationJob.id))).all())
-
-
-async def wait_job(h: Any, status: str | tuple[str, ...], timeout_s: float = 30.0,
-                   index: int = 0) -> GenerationJob:
-    wanted = (status,) if isinstance(status, str) else status
-    for _ in range(int(timeout_s / 0.05)):
-        found = await jobs(h)
-        if len(found) > index and found[index].status in wanted:
-            return found[index]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no job {index} in {wanted}: {[(j.id, j.status) for j in await jobs(h)]}")
 
 
 async def test_a_turn_of_six_slow_steps_finishes_in_the_background(make_harness: Any) -> None:

@@ -13,8 +13,8 @@ from bot.capabilities import jobs
 from bot.channel import formatting
 from bot.channel.links import check_job_signature
 from bot.storage.models import GenerationJob, User
-from tests.harness import Harness
-from tests.jobs.test_job_records import add_job, conversation_of, stored_events, stored_job
+from tests.support.harness import Harness
+from tests.support.job_records import add_job, conversation_of, stored_events, stored_job
 
 PHONE = "+2250700000021"
 

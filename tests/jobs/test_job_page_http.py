@@ -8,8 +8,8 @@ import time
 
 from bot.capabilities import jobs
 from bot.channel.links import job_signature
-from tests.harness import Harness
-from tests.jobs.page_helpers import done, finish_job, made_file, make_job, page_path, read_events, step
+from tests.support.harness import Harness
+from tests.support.job_page import done, finish_job, made_file, make_job, page_path, read_events, step
 
 PHONE = "+2250700000301"
 OTHER = "+2250700000302"

@@ -28,7 +28,7 @@ from bot.pipeline.jobs import JobWorkers, worker_name
 from bot.services import Services, build_services
 from bot.storage.job_queue import QUEUE_NAME, job_lock_key
 from bot.storage.models import Conversation, GenerationJob, User
-from tests.harness import REDIS_URL, Database, clear_redis
+from tests.support.harness import REDIS_URL, Database, clear_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 LEASE_S = 1.0

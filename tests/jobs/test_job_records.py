@@ -9,44 +9,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.capabilities import jobs
-from bot.storage.models import Conversation, GenerationJob, User
-from tests.harness import Harness
+from bot.storage.models import GenerationJob
+from tests.support.harness import Harness
+from tests.support.job_records import add_job, conversation_of, stored_events, stored_job
 from tools.modes import ALL_TOOL_NAMES
 
 PHONE = "+2250700000011"
-
-
-async def conversation_of(h: Harness, user: User) -> int:
-    async with h.services.sessions() as db:
-        conv = Conversation(user_id=user.id, active=True, created_at=h.clock())
-        db.add(conv)
-        await db.commit()
-        return conv.id
-
-
-async def add_job(h: Harness, user: User, conversation_id: int, status: str = jobs.QUEUED,
-                  **fields: Any) -> GenerationJob:
-    values: dict[str, Any] = {"user_id": user.id, "conversation_id": conversation_id, "channel": "whatsapp",
-                              "request": "Un bilan 2025 en Excel, en PDF, par e-mail", "status": status,
-                              "state": {}, "created_at": h.clock()}
-    values.update(fields)
-    async with h.services.sessions() as db:
-        job = GenerationJob(**values)
-        db.add(job)
-        await db.commit()
-        return job
-
-
-async def stored_job(h: Harness, job_id: int) -> GenerationJob:
-    async with h.services.sessions() as db:
-        job = await db.get(GenerationJob, job_id)
-        assert job is not None
-        return job
-
-
-async def stored_events(h: Harness, job_id: int, after_id: int = 0) -> list[dict[str, Any]]:
-    async with h.services.sessions() as db:
-        return await jobs.events(db, job_id, after_id)
 
 
 async def test_an_event_is_stored_and_published_once_per_key(harness: Harness) -> None:

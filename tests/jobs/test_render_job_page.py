@@ -12,8 +12,8 @@ import pytest
 from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 
 from bot.capabilities import jobs
-from tests.harness import Harness
-from tests.jobs.page_helpers import done, made_file, make_job, page_path, step
+from tests.support.harness import Harness
+from tests.support.job_page import done, made_file, make_job, page_path, step
 
 CHROMIUM = "/usr/bin/chromium"
 PHONE = "+2250700000311"

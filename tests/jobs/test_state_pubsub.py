@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from bot.storage.state import MemoryState, RedisState, State
-from tests.harness import REDIS_URL
+from tests.support.harness import REDIS_URL
 
 CHANNEL = "job:7:progress"
 

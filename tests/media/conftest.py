@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from tests.fakes.speech import FakeSpeech
-from tests.harness import Harness
-
-SPEECH_KEY = "test-speech-key"
+from tests.support.harness import Harness
+from tests.support.media import SPEECH_KEY
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from sqlalchemy import select
 from bot.capabilities import library
 from bot.storage.models import CreditEntry, Message, TurnRecord, UserFile
 from tests.fakes.llm import image_parts
-from tests.harness import Harness
-from tests.media.images import blank_photo, decode, french_page, large_photo, small_png
+from tests.support.harness import Harness
+from tests.support.media import blank_photo, decode, french_page, large_photo, small_png
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

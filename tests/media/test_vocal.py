@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from bot.storage.models import CreditEntry, TurnRecord
 from tests.fakes.speech import FakeSpeech
-from tests.harness import Harness
-from tests.media.conftest import SPEECH_KEY
+from tests.support.harness import Harness
+from tests.support.media import SPEECH_KEY
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.channel import formatting
 from tests.fakes.speech import FakeSpeech
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000321"
 SENTENCE = "Une fraction partage un tout en parts égales, et le dénominateur dit combien de parts. "

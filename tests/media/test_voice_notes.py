@@ -9,8 +9,8 @@ from sqlalchemy import select
 from bot.capabilities import library
 from bot.storage.models import CreditEntry, InboundMessage, Message, User, UserFile
 from tests.fakes.speech import FakeSpeech, sine_audio
-from tests.harness import Harness
-from tests.media.conftest import SPEECH_KEY
+from tests.support.harness import Harness
+from tests.support.media import SPEECH_KEY
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

@@ -6,7 +6,7 @@ from email import message_from_bytes, policy
 
 from bot.capabilities import library
 from bot.storage.models import User
-from tests.outreach.conftest import Delivered, add_file, add_user, tool_ctx
+from tests.support.outreach import Delivered, add_file, add_user, tool_ctx
 from tools import by_name, for_mode
 from tools.draft_email import TOOL as DRAFT
 from tools.send_email_to_user import TOOL as SEND
@@ -148,7 +148,7 @@ async def test_smtp_login(make_services, smtp_server):
 
 
 async def test_smtp_down_or_hung_gives_an_error_result(make_services, smtp_server, silent_server):
-    from tests.outreach.conftest import free_port
+    from tests.support.outreach import free_port
 
     down = await make_services(SMTP_HOST="127.0.0.1", SMTP_PORT=str(free_port()), SMTP_SECURITY="none",
                                SMTP_FROM="bot@deblo.test")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 PHONE = "+2250700000001"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.outreach.conftest import Delivered, add_user, free_port, tool_ctx
+from tests.support.outreach import Delivered, add_user, free_port, tool_ctx
 from tools.report_bug import MAX_REPORTS_PER_DAY
 from tools.report_bug import TOOL as REPORT
 

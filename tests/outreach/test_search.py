@@ -7,7 +7,7 @@ import json
 
 from aiohttp import web
 
-from tests.outreach.conftest import add_user, free_port, tool_ctx
+from tests.support.outreach import add_user, free_port, tool_ctx
 from tools import for_mode
 from tools.web_search import MAX_CONTENT
 from tools.web_search import TOOL as SEARCH

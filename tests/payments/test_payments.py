@@ -1,7 +1,7 @@
 """Buying credits: the menu, the payment link from Paystack, and its signed webhook credited once.
 
-Paystack is a local server speaking its wire format (tests/payments/paystack_stand_in.py); the bot is
-the real app of tests/harness.py.
+Paystack is a local server speaking its wire format (tests/fakes/paystack.py); the bot is
+the real app of tests/support/harness.py.
 """
 
 from __future__ import annotations
@@ -17,37 +17,9 @@ from bot.agent.toolspec import ToolContext
 from bot.capabilities.menus import get_menu
 from bot.capabilities.payments.local import signature as local_signature
 from bot.storage.models import CreditEntry, Payment, PendingMenu
-from tests.payments.paystack_stand_in import PaystackStandIn
+from tests.fakes.paystack import PaystackStandIn
+from tests.support.payments import USER, balance, buy_pack_two, ledger, say
 from tools import by_name, for_mode
-
-USER = "+2250700000010"
-SECRET = "sk_test_0123456789abcdef"
-
-
-@pytest.fixture
-async def paystack():
-    stand_in = PaystackStandIn(SECRET)
-    await stand_in.start()
-    yield stand_in
-    await stand_in.stop()
-
-
-@pytest.fixture
-async def h(make_harness, paystack):
-    return await make_harness(
-        PAYMENT_PROVIDER="paystack",
-        PAYMENT_SECRET=SECRET,
-        PAYMENT_BASE_URL=paystack.base_url,
-        PAYMENT_TIMEOUT_S="1",
-        CREDIT_PACKS="100:500,250:1000,600:2000",
-    )
-
-
-async def say(h, text: str) -> str:
-    status, _ = await h.inbound(USER, text)
-    assert status == 200
-    await h.settle()
-    return (await h.texts_to(USER))[-1]
 
 
 async def post_webhook(h, body: bytes, headers: dict[str, str], provider: str = "paystack") -> int:
@@ -55,40 +27,6 @@ async def post_webhook(h, body: bytes, headers: dict[str, str], provider: str = 
         f"{h.base_url}/payments/webhook/{provider}", data=body, headers=headers
     ) as resp:
         return resp.status
-
-
-async def ledger(h, user_id: int) -> list[CreditEntry]:
-    async with h.services.sessions() as db:
-        return list(
-            await db.scalars(
-                select(CreditEntry).where(CreditEntry.user_id == user_id, CreditEntry.reason == "purchase")
-            )
-        )
-
-
-async def balance(h) -> int:
-    return (await h.user(USER)).credit_balance
-
-
-async def buy_pack_two(h, paystack) -> Payment:
-    menu = await say(h, "ACHETER")
-    assert menu.splitlines()[1:] == [
-        "1. 100 crédits — 500 FCFA",
-        "2. 250 crédits — 1 000 FCFA",
-        "3. 600 crédits — 2 000 FCFA",
-    ]
-    reply = await say(h, "2")
-    async with h.services.sessions() as db:
-        payment = await db.scalar(
-            select(Payment).where(Payment.status == "pending").order_by(Payment.id.desc())
-        )
-    init = paystack.initialized[-1]
-    assert init["amount"] == "100000" and init["currency"] == "XOF"  # 1 000 XOF in Paystack's subunit
-    assert init["reference"] == payment.reference and "@" in init["email"]
-    assert init["metadata"]["credits"] == 250
-    assert "https://checkout.paystack.com/" in reply and "250 crédits" in reply
-    assert payment.status == "pending" and payment.credits == 250 and payment.amount == 1000
-    return payment
 
 
 async def test_menu_choice_gives_a_paystack_link(h, paystack) -> None:

@@ -9,9 +9,7 @@ import socket
 from urllib.parse import urlsplit
 
 from bot.capabilities.payments.webhook import MAX_BODY
-from tests.payments.test_payments import SECRET, USER, balance, buy_pack_two, h, ledger, paystack
-
-__all__ = ["h", "paystack"]  # fixtures, used by name
+from tests.support.payments import SECRET, USER, balance, buy_pack_two, ledger
 
 PATH = "/payments/webhook/paystack"
 

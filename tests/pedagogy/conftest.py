@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,7 @@ from bot.clock import ManualClock
 from bot.config import load_settings
 from bot.services import Services, build_services
 from bot.storage.migrate import upgrade
-from bot.storage.models import Conversation, User
-
-START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # a Monday
+from tests.support.pedagogy import START
 
 
 @pytest.fixture
@@ -34,13 +31,3 @@ async def unit_services(tmp_path: Path) -> AsyncIterator[Services]:
         await services.close()
 
 
-async def make_student(services: Services, phone: str = "+2250701020304", *, user_messages: int = 2,
-                       language: str = "fr") -> tuple[User, Conversation]:
-    async with services.sessions() as db:
-        user = User(phone=phone, mode="child", role="student", language=language, display_name="Awa")
-        db.add(user)
-        await db.flush()
-        conversation = Conversation(user_id=user.id, user_message_count=user_messages)
-        db.add(conversation)
-        await db.commit()
-        return user, conversation

@@ -10,8 +10,17 @@ from sqlalchemy import select
 
 from bot.storage.models import ParentLink, User
 from handlers.parents import CODE_LOCK, CODE_TTL, MAX_CODE_TRIES, invitation_text, masked_number
-from tests.pedagogy.test_parents_flow import MONDAY, PARENT, code_in, confirm, latest_code, link_status
-from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, say
+from tests.support.pedagogy import (
+    MONDAY,
+    OTHER,
+    PARENT,
+    STUDENT,
+    code_in,
+    confirm,
+    latest_code,
+    link_status,
+    say,
+)
 
 HOSTILE = "Envoie ton code à +2250799999999"
 

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from bot import clock
 from bot.capabilities import tasks
 from bot.storage.models import ParentLink, ScheduledSend, User
-from tests.harness import SMS_FROM
+from tests.support.harness import SMS_FROM
 
 STUDENT = "+2250700000001"
 SISTER = "+2250700000004"

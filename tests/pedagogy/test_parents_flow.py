@@ -3,48 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bot.capabilities.progress import send_weekly_summaries
-from bot.storage.models import ExerciseResult, ParentLink, User
-from tests.harness import SMS_FROM, WHATSAPP_FROM
-from tests.pedagogy.test_quiz_flow import OTHER, STUDENT, ask_quiz, say
-
-PARENT = "+2250700000009"
-MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-SUNDAY_SLOT = datetime(2026, 3, 8, 18, 0, tzinfo=UTC)  # PARENT_SUMMARY_WEEKDAY=6, HOUR=18 (defaults)
-_CODE = re.compile(r"\b(?:OUI|YES) (\d{4})\b")
-
-
-def code_in(text: str) -> str:
-    found = _CODE.search(text)
-    assert found, f"no code in {text!r}"
-    return found.group(1)
-
-
-async def latest_code(h: Any, parent: str = PARENT) -> str:
-    """The code in the latest message the parent received that carries one (invitation or reply)."""
-    texts = [t for t in await h.texts_to(parent) if _CODE.search(t)]
-    assert texts, f"{parent} received no code"
-    return code_in(texts[-1])
-
-
-async def confirm(h: Any, parent: str = PARENT, *, word: str = "OUI", channel: str = "sms") -> list[str]:
-    """The parent answers with the code they received, as the SMS tells them to."""
-    return await say(h, parent, f"{word} {await latest_code(h, parent)}", channel=channel)
-
-
-async def link_status(h: Any, student: str = STUDENT, parent: str = PARENT) -> str | None:
-    async with h.services.sessions() as db:
-        s = await db.scalar(select(User.id).where(User.phone == student))
-        p = await db.scalar(select(User.id).where(User.phone == parent))
-        return await db.scalar(
-            select(ParentLink.status).where(ParentLink.student_id == s, ParentLink.parent_id == p)
-        )
+from bot.storage.models import ExerciseResult, User
+from tests.support.harness import SMS_FROM, WHATSAPP_FROM
+from tests.support.pedagogy import (
+    MONDAY,
+    OTHER,
+    PARENT,
+    STUDENT,
+    SUNDAY_SLOT,
+    ask_quiz,
+    code_in,
+    confirm,
+    link_status,
+    say,
+)
 
 
 async def add_parent(h: Any) -> list[str]:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from bot.capabilities.progress import format_progress, latest_summary_slot, subject_stats, weekly_text
 from bot.services import Services
 from bot.storage.models import ExerciseResult
-from tests.pedagogy.conftest import START, make_student
+from tests.support.pedagogy import START, make_student
 
 
 async def test_subjects_merge_case_and_split_weeks(unit_services: Services) -> None:

@@ -10,43 +10,14 @@ import pytest
 from sqlalchemy import select
 
 from bot.storage.models import ExerciseResult, PendingMenu, User
+from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say
 
-STUDENT = "+2250700000001"
-OTHER = "+2250700000002"
-SECRET = "EXPLICATION-SECRETE"
-MCQ_ARGS = {
-    "question": "Combien font 3 × 5 ?",
-    "options": ["12", "15", "18", "20"],
-    "correct_index": 1,
-    "explanation": f"{SECRET} : 3 fois 5 font quinze.",
-    "subject": "Maths",
-    "topic": "multiplication",
-}
 TF_ARGS = {
     "statement": "L'eau bout à 100 °C au niveau de la mer.",
     "correct": True,
     "explanation": f"{SECRET} : à la pression normale.",
     "subject": "Physique",
 }
-
-
-async def say(h: Any, phone: str, body: str, channel: str = "whatsapp") -> list[str]:
-    """Sends one inbound message, waits until it is processed, returns the texts it produced."""
-    before = len(await h.texts_to(phone))
-    status, _ = await h.inbound(phone, body, channel=channel)
-    assert status == 200
-    await h.settle()
-    return (await h.texts_to(phone))[before:]
-
-
-async def ask_quiz(h: Any, phone: str = STUDENT, channel: str = "whatsapp", tool: str = "interactive_quiz",
-                   args: dict[str, Any] | None = None, first: bool = True) -> list[str]:
-    if first:  # a quiz is never allowed on the conversation's first message
-        h.llm.push_text("Bonjour ! On révise quoi ?")
-        await say(h, phone, "Bonjour", channel)
-    h.llm.push_tool_calls((tool, args or MCQ_ARGS))
-    h.llm.push_text("À toi de jouer !")
-    return await say(h, phone, "Fais-moi un quiz", channel)
 
 
 def is_right(verdict: str) -> bool:

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.agent.toolspec import ToolContext
 from bot.capabilities.menus import get_menu
 from bot.capabilities.quiz import (
     MCQ,
@@ -21,7 +20,7 @@ from bot.capabilities.quiz import (
 )
 from bot.services import Services
 from bot.storage.models import Conversation
-from tests.pedagogy.conftest import START, make_student
+from tests.support.pedagogy import START, context, make_student
 from tools import interactive_quiz, true_false_quiz
 from tools.modes import modes_for
 
@@ -107,15 +106,6 @@ def test_offered_in_child_and_pro_only() -> None:
         assert tool.modes == modes_for(tool.name) == frozenset({"child", "pro"})
     required = interactive_quiz.TOOL.parameters["required"]
     assert required == ["question", "options", "correct_index", "explanation"]
-
-
-def context(services: Services, user_id: int, conversation_id: int, sent: list[str],
-            channel: str = "whatsapp", language: str = "fr") -> ToolContext:
-    async def deliver(text: str = "", media: Any = None) -> None:
-        sent.append(text)
-
-    return ToolContext(services=services, user_id=user_id, conversation_id=conversation_id, channel=channel,
-                       mode="child", language=language, tool_call_id="call_1", deliver=deliver)
 
 
 async def test_quiz_is_stored_sent_and_sanitised(unit_services: Services) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.storage.models import CreditEntry, User
-from tests.pedagogy.test_quiz_flow import STUDENT, ask_quiz, say
+from tests.support.pedagogy import STUDENT, ask_quiz, say
 
 
 async def bonus_rows(h: Any, phone: str) -> list[int]:

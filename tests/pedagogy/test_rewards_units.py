@@ -8,8 +8,7 @@ from sqlalchemy import select
 
 from bot.services import Services
 from bot.storage.models import CreditEntry, ExerciseResult, User
-from tests.pedagogy.conftest import make_student
-from tests.pedagogy.test_quiz_units import context
+from tests.support.pedagogy import context, make_student
 from tools import award_bonus_credits, report_exercise_result
 
 

@@ -12,8 +12,14 @@ from pathlib import Path
 import pytest
 
 from bot.capabilities import cgroup, sandbox
-from tests.sandbox.conftest import cgroup_name, parent_dirs
-from tests.sandbox.test_sandbox import assert_bot_unharmed, bash, make_settings, open_services
+from tests.support.sandbox import (
+    assert_bot_unharmed,
+    bash,
+    cgroup_name,
+    make_settings,
+    open_services,
+    parent_dirs,
+)
 from tools import for_mode
 
 pytestmark = pytest.mark.timeout(90)

@@ -9,45 +9,16 @@ import resource
 import socket
 from pathlib import Path
 
-import httpx
 import pytest
 from aiohttp import web
 
 from bot.agent.toolspec import ToolContext
 from bot.capabilities import sandbox
-from bot.config import Settings, load_settings
-from bot.services import Services
-from bot.storage.db import make_engine, make_sessionmaker
-from bot.storage.state import make_state
-from tests.sandbox.conftest import cgroup_name
+from tests.support.sandbox import assert_bot_unharmed, bash, cgroup_name, make_settings, open_services
 from tools import for_mode
 from tools.bash_execute import TOOL as BASH
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def make_settings(tmp_path: Path, **env: str) -> Settings:
-    values = {
-        "DATA_DIR": str(tmp_path / "data"),
-        "SECRET_KEY": "test-secret",
-        "TWILIO_AUTH_TOKEN": "token",
-        "LLM_API_KEY": "llm-key-that-must-not-leak",
-        "SANDBOX_CGROUP": cgroup_name(),
-    }
-    return load_settings(values | env)
-
-
-async def open_services(settings: Settings, **_: object) -> Services:
-    """The sandbox needs no database: the engine is made but never connected."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(f"sqlite+aiosqlite:///{settings.data_dir / 'deblo.db'}")
-    return Services(
-        settings=settings,
-        engine=engine,
-        sessions=make_sessionmaker(engine),
-        state=make_state(None),
-        http=httpx.AsyncClient(),
-    )
 
 
 @pytest.fixture
@@ -58,21 +29,6 @@ async def services(tmp_path: Path):
     services = await open_services(settings, create=False)
     yield services
     await services.close()
-
-
-async def bash(services, command: str) -> dict:
-    ctx = ToolContext(
-        services=services, user_id=1, conversation_id=1, channel="whatsapp", mode="pro", language="fr"
-    )
-    return await BASH.run(ctx, {"command": command})
-
-
-async def assert_bot_unharmed(services) -> None:
-    """The sandbox still works afterwards and this process can still start processes."""
-    result = await bash(services, "echo still-here")
-    assert result["success"] and result["stdout"] == "still-here\n"
-    proc = await asyncio.create_subprocess_exec("true")
-    assert await proc.wait() == 0
 
 
 def host_has(path: str) -> bool:

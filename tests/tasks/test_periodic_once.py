@@ -24,8 +24,8 @@ from bot.pipeline.retention import retention_jobs
 from bot.pipeline.scheduler import Job
 from bot.pipeline.workers import Pipeline
 from bot.storage.models import ParentLink, ScheduledSend
-from tests.harness import REDIS_URL, Harness, clear_redis
-from tests.pedagogy.test_parents_flow import MONDAY, SUNDAY_SLOT
+from tests.support.harness import REDIS_URL, Harness, clear_redis
+from tests.support.pedagogy import MONDAY, SUNDAY_SLOT
 
 INTERVAL_S = 0.2
 # The counted job's period: a tick starts at its period's boundary plus the claim's round trip, so

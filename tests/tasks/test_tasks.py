@@ -1,6 +1,6 @@
 """create_task, TACHES/FAIT, and reminders: on time, once, across restarts and workers, opt-out.
 
-Through the real app (tests/harness.py): the webhook, the worker, FakeTwilio and FakeLLM.
+Through the real app (tests/support/harness.py): the webhook, the worker, FakeTwilio and FakeLLM.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Images made for the tests: a large photo, and a page of known French text."""
+"""Media for the tests: images made for them (a large photo, a page of known French text), and the
+key the media harness gives the speech stand-ins (tests/media/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import io
 
 from PIL import Image, ImageDraw, ImageFont
 
+SPEECH_KEY = "test-speech-key"
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 FRENCH_LINES = ("Exercice 3 : calcule la somme", "des fractions suivantes", "Question deux")
 

@@ -14,7 +14,7 @@ from bot.capabilities import jobs
 from bot.capabilities.library import add_file
 from bot.channel.links import job_signature
 from bot.storage.models import Conversation, GenerationJob, User, UserFile
-from tests.harness import Harness
+from tests.support.harness import Harness
 
 
 async def make_job(h: Harness, user: User, request: str, *, status: str = jobs.RUNNING) -> GenerationJob:

@@ -1,4 +1,5 @@
-"""Test-only tools and a runner for driving the loop against the FakeLLM server."""
+"""Test-only tools, a runner for driving the loop against the FakeLLM server, and `offer`, which
+gives a harness's turns test-only tools."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities.killable import run_killable
 from bot.config import Limits, Settings, load_settings
-from tests.agent.killable_targets import write_pid_and_spin
+from tests.support.killable_targets import write_pid_and_spin
 
 OBJ = {"type": "object", "properties": {}, "additionalProperties": True}
 
@@ -225,3 +226,8 @@ async def drive(llm: LLMClient, tools: list[Tool], **kw: Any) -> Turn:
     events = [as_dict(event) async for event in start(llm, tools, **kw)]
     assert events[-1]["type"] == "final"
     return Turn(events[:-1], events[-1]["outcome"])
+
+
+def offer(h: Any, *tools: Tool) -> None:
+    """Offers test-only tools instead of the registry's (the composition seam handlers use)."""
+    h.services.extra["tools_for_mode"] = lambda mode, settings: list(tools)
