@@ -13,11 +13,15 @@ import httpx
 import pytest
 from aiohttp import web
 
+from bot.agent.llm import LLMClient
 from bot.agent.toolspec import ToolContext
 from bot.capabilities import sandbox
+from bot.channel.twilio_client import TwilioClient
 from bot.config import Settings, load_settings
 from bot.services import Services
 from bot.storage.db import make_engine, make_sessionmaker
+from bot.storage.filestore import LocalFileStore
+from bot.storage.job_queue import JobQueue
 from bot.storage.state import make_state
 from tests.sandbox.conftest import cgroup_name
 from tools import for_mode
@@ -47,6 +51,10 @@ async def open_services(settings: Settings, **_: object) -> Services:
         sessions=make_sessionmaker(engine),
         state=make_state(None),
         http=httpx.AsyncClient(),
+        twilio=TwilioClient(settings),
+        llm=LLMClient(settings),
+        files=LocalFileStore(settings.data_dir / "files"),
+        jobs=JobQueue(settings),
     )
 
 
