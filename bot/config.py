@@ -502,7 +502,8 @@ class _Given(Environment):
     @classmethod
     def settings_customise_sources(
         cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        **others: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)
 
@@ -539,11 +540,12 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
     """The settings from `env`, or else from the process environment over `.env`; ConfigError names
     the first variable at fault, or the first one of `require` that is unset."""
     try:
+        # The values are texts that each field parses into its own type: Any for the checker.
         if env is None:
-            given = {k: v for k, v in os.environ.items() if k.startswith("DEBLO_")}
+            given: dict[str, Any] = {k: v for k, v in os.environ.items() if k.startswith("DEBLO_")}
             read: Environment = Environment(**given)  # DEBLO_* of the environment over .env's
         else:
-            read = _Given(**env)
+            read = _Given(**dict[str, Any](env))
     except ValidationError as exc:
         raise ConfigError(_explain(exc)) from None
     missing = [name for name in require if name.lower() not in read.model_fields_set]

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -16,6 +16,21 @@ from bot.config import Settings
 from bot.storage.db import make_engine, make_sessionmaker
 from bot.storage.state import State, make_state
 
+if TYPE_CHECKING:
+    # build_services imports them when it makes them: this module, which nearly every other one
+    # imports, pulls in no client library.
+    from bot.agent.llm import LLMClient
+    from bot.channel.twilio_client import TwilioClient
+    from bot.storage.filestore import FileStore
+    from bot.storage.job_queue import JobQueue
+
+
+class Console(Protocol):
+    """Where `python -m bot chat` shows the replies instead of sending them (bot.channel.outbound's
+    ConsoleSink); described here because this module sits below the channel."""
+
+    def show(self, to: str, text: str, media_path: str | None = None) -> None: ...
+
 
 @dataclass
 class Services:
@@ -24,13 +39,12 @@ class Services:
     sessions: async_sessionmaker[AsyncSession]
     state: State
     http: httpx.AsyncClient
+    twilio: TwilioClient
+    llm: LLMClient
+    files: FileStore
+    jobs: JobQueue  # background jobs (run by bot.pipeline.jobs)
     clock: Clock = system_now
-    # Filled by build_services from the modules that own them (see each attribute's module).
-    twilio: Any = None  # bot.channel.twilio_client.TwilioClient
-    llm: Any = None  # bot.agent.llm.LLMClient
-    files: Any = None  # bot.storage.filestore.FileStore
-    console: Any = None  # bot.channel.console.ConsoleSink when running `python -m bot chat`
-    jobs: Any = None  # bot.storage.job_queue.JobQueue: background jobs (run by bot.pipeline.jobs)
+    console: Console | None = None  # set when running `python -m bot chat`
     extra: dict[str, Any] = field(default_factory=dict)
 
     async def close(self) -> None:
@@ -39,8 +53,7 @@ class Services:
             if close is not None:
                 await close()
         await self.http.aclose()
-        if self.jobs is not None:
-            self.jobs.close()
+        self.jobs.close()
         await self.state.close()
         await self.engine.dispose()
 
@@ -48,21 +61,20 @@ class Services:
 async def build_services(settings: Settings, *, clock: Clock = system_now) -> Services:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.database_url)
-    services = Services(
-        settings=settings,
-        engine=engine,
-        sessions=make_sessionmaker(engine),
-        state=make_state(settings.redis_url, settings.redis_key_prefix),
-        http=httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=False),
-        clock=clock,
-    )
     from bot.agent.llm import LLMClient
     from bot.channel.twilio_client import TwilioClient
     from bot.storage.filestore import LocalFileStore
     from bot.storage.job_queue import JobQueue
 
-    services.twilio = TwilioClient(settings)
-    services.llm = LLMClient(settings)
-    services.files = LocalFileStore(settings.data_dir / "files")
-    services.jobs = JobQueue(settings)
-    return services
+    return Services(
+        settings=settings,
+        engine=engine,
+        sessions=make_sessionmaker(engine),
+        state=make_state(settings.redis_url, settings.redis_key_prefix),
+        http=httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=False),
+        twilio=TwilioClient(settings),
+        llm=LLMClient(settings),
+        files=LocalFileStore(settings.data_dir / "files"),
+        jobs=JobQueue(settings),
+        clock=clock,
+    )

@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.capabilities.quiz import normalise
 from bot.channel.context import Incoming
+from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, User
 
 if TYPE_CHECKING:
@@ -401,7 +402,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
         .values(status="confirmed" if confirm else "refused", confirmed_at=now if confirm else None,
                 code=None, code_expires_at=None)
     )
-    if result.rowcount != 1:  # type: ignore[attr-defined]
+    if rowcount(result) != 1:
         # Answered at the same moment by another message: nothing was changed here.
         await msg.reply(msg.t("Cette demande a déjà reçu une réponse.",
                               "This request has already been answered."))

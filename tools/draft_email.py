@@ -7,6 +7,7 @@ message, with a signed link to the file to open and forward.
 
 from __future__ import annotations
 
+from email.message import EmailMessage
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
@@ -41,6 +42,13 @@ def _addresses(value: Any, field: str) -> list[str]:
     return out
 
 
+def _plain(message: EmailMessage) -> str:
+    """The text of the draft's plain part."""
+    body = message.get_body(("plain",))
+    assert body is not None  # build_message always writes a text/plain part
+    return body.get_content()
+
+
 def _filename(subject: str) -> str:
     stem = "".join(c if c.isalnum() else "_" for c in subject)[:40].strip("_") or "brouillon"
     return f"brouillon_{stem}.eml"
@@ -65,12 +73,12 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             saved = await library.add_file(
                 ctx.services, db, user_id=ctx.user_id, name=_filename(subject), mime="message/rfc822",
                 data=bytes(message), origin="generated",
-                text_content=f"{subject}\n\n{message.get_body(('plain',)).get_content()}",
+                text_content=f"{subject}\n\n{_plain(message)}",
             )
             await db.commit()
     except EmailError as exc:
         return tool_error(f"the draft was not created: {exc}")
-    plain = message.get_body(("plain",)).get_content().strip()
+    plain = _plain(message).strip()
     if len(plain) > PREVIEW_MAX:
         plain = plain[:PREVIEW_MAX] + "…"
     header_fr = [f"✉️ Brouillon (non envoyé)\nÀ : {', '.join(to) or '—'}"]

@@ -261,12 +261,13 @@ async def execute_calls(
 
     async def run_one(i: int, tool: Tool, args: dict[str, Any], call: ToolCall) -> None:
         if effects is not None and tool.side_effects:
-            outcomes[i] = await _run_keyed(effects, effects.key(first_position + i, tool.name),
-                                           tool, args, call, make_context, timeout_s, emit)
+            outcome = await _run_keyed(effects, effects.key(first_position + i, tool.name),
+                                       tool, args, call, make_context, timeout_s, emit)
         else:
-            outcomes[i] = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
+            outcome = await _run_tool(tool, args, call, make_context(call), timeout_s, emit)
+        outcomes[i] = outcome
         if tool.side_effects:
-            memory.side_effect_results[_key(tool.name, args)] = outcomes[i].result  # type: ignore[union-attr]
+            memory.side_effect_results[_key(tool.name, args)] = outcome.result
 
     await _run_in_order(runnable, run_one)
     for i, first, stored in duplicates:

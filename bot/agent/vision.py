@@ -43,7 +43,7 @@ def scale_to_jpeg(data: bytes, max_side: int = MAX_SIDE, max_bytes: int = MAX_BY
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        image = Image.open(io.BytesIO(data))
+        image: Image.Image = Image.open(io.BytesIO(data))
         image = ImageOps.exif_transpose(image)  # phone photos are often stored sideways
         image.load()
     except (UnidentifiedImageError, OSError, ValueError) as exc:

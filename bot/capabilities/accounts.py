@@ -44,6 +44,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from bot.capabilities import credits, menus
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import Base, OutboundMessage, ParentLink, User
 
 log = logging.getLogger("bot.capabilities.accounts")
@@ -379,7 +380,7 @@ async def _purge(db: AsyncSession, table: Table, condition: ColumnElement[bool],
         if depth < MAX_DEPTH:
             await _purge(db, child, inner, deleted, depth + 1)
     result = await db.execute(delete(table).where(condition))
-    deleted[table.name] += int(result.rowcount or 0)  # type: ignore[attr-defined]
+    deleted[table.name] += rowcount(result)
 
 
 async def _detach_kept(db: AsyncSession, user_id: int, report: ForgetReport, now: datetime) -> None:
@@ -416,7 +417,7 @@ async def _forget_address(db: AsyncSession, table: Table, idents: list[str], rep
         for column in _phone_columns(table):
             if column.nullable:
                 result = await db.execute(update(table).where(column.in_(idents)).values({column.name: None}))
-                report.redacted[table.name] += int(result.rowcount or 0)  # type: ignore[attr-defined]
+                report.redacted[table.name] += rowcount(result)
         return
     await _purge(db, table, match, report.deleted, 1)
 
@@ -442,7 +443,7 @@ async def _redact(db: AsyncSession, phone: str, report: ForgetReport) -> None:
             else:
                 continue
             result = await db.execute(update(table).where(found).values({column.name: value}))
-            report.redacted[table.name] += int(result.rowcount or 0)  # type: ignore[attr-defined]
+            report.redacted[table.name] += rowcount(result)
 
 
 async def unaddress(services: Services, phone: str, external_id: str | None = None) -> int:
@@ -459,7 +460,7 @@ async def unaddress(services: Services, phone: str, external_id: str | None = No
             for column in _phone_columns(table):
                 masked = update(table).where(column.in_(idents)).values({column.name: REDACTED})
                 result = await db.execute(masked)
-                changed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+                changed += rowcount(result)
         await db.commit()
     return changed
 

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import GenerationJob, JobEvent, User
 from bot.storage.state import is_unavailable
 
@@ -130,13 +131,13 @@ async def request_cancel(services: Services, job_id: int) -> GenerationJob | Non
             update(GenerationJob).where(GenerationJob.id == job_id, GenerationJob.status == QUEUED)
             .values(status=CANCELLED, cancel_requested=True, finished_at=now))
         flagged = None
-        if cancelled.rowcount == 0:  # type: ignore[attr-defined]
+        if rowcount(cancelled) == 0:
             flagged = await db.execute(
                 update(GenerationJob).where(GenerationJob.id == job_id, GenerationJob.status == RUNNING)
                 .values(cancel_requested=True))
         await db.commit()
         job = await db.get(GenerationJob, job_id, populate_existing=True)
-        if job is None or (flagged is not None and flagged.rowcount == 0):  # type: ignore[attr-defined]
+        if job is None or (flagged is not None and rowcount(flagged) == 0):
             return None
         user = await db.get(User, job.user_id)
     if job.status == CANCELLED:

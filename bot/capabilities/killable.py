@@ -60,7 +60,7 @@ async def run_killable(fn: Callable[..., T], *args: Any, timeout_s: float | None
             raise KillableError(f"the worker process died (exit code {process.exitcode})") from None
         if status == "error":
             raise KillableError(value)
-        return value  # type: ignore[no-any-return]
+        return value
     finally:
         loop.remove_reader(parent.fileno())
         parent.close()

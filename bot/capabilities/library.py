@@ -12,6 +12,7 @@ import re
 import secrets
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -82,8 +83,9 @@ async def add_file(
     return row
 
 
-async def get_file(db: AsyncSession, user_id: int, file_id: int) -> UserFile | None:
-    """The user's file with this id, or None (also when it belongs to someone else)."""
+async def get_file(db: AsyncSession, user_id: int, file_id: Any) -> UserFile | None:
+    """The user's file with this id, or None (also when it belongs to someone else). `file_id` is
+    what the model sent: anything `int()` does not take finds nothing."""
     try:
         file_id = int(file_id)
     except (TypeError, ValueError):
@@ -164,7 +166,7 @@ async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int
     terms = query_terms(query)
     if not terms:
         return []
-    if db.bind.dialect.name == "sqlite":
+    if db.get_bind().dialect.name == "sqlite":
         return await _search_sqlite(db, user_id, terms, limit)
     return await _search_postgres(db, user_id, terms, limit)
 

@@ -62,8 +62,9 @@ async def store(
     try:
         from bot.capabilities import library  # extracts the text for search, when the file library exists
     except ImportError:
-        library = None  # type: ignore[assignment]
-    add_file = getattr(library, "add_file", None)
+        add_file = None
+    else:
+        add_file = getattr(library, "add_file", None)
     if add_file is not None:
         return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin=origin)
     key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"

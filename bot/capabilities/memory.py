@@ -12,6 +12,7 @@ import unicodedata
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.storage.db import rowcount
 from bot.storage.models import Memory, utcnow
 
 MAX_FACTS = 50
@@ -65,7 +66,7 @@ async def save_fact(
             return "saved", row
     if len(facts) >= MAX_FACTS:
         raise MemoryFull
-    row = Memory(user_id=user_id, fact=text, created_at=now or utcnow())  # type: ignore[arg-type]
+    row = Memory(user_id=user_id, fact=text, created_at=now or utcnow())
     db.add(row)
     await db.flush()
     return "saved", row
@@ -83,7 +84,7 @@ async def delete_fact_number(db: AsyncSession, user_id: int, number: int) -> Mem
 
 async def delete_all(db: AsyncSession, user_id: int) -> int:
     result = await db.execute(delete(Memory).where(Memory.user_id == user_id))
-    return int(result.rowcount or 0)
+    return rowcount(result)
 
 
 async def facts_for_prompt(db: AsyncSession, user_id: int) -> list[str]:

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.pipeline.scheduler import Job, Outgoing, deliver_due, plan
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import ExerciseResult, ParentLink, ScheduledSend, User
 
 log = logging.getLogger("deblo.progress")
@@ -187,7 +188,7 @@ async def _plan(services: Services, link_id: int, parent_id: int, slot: datetime
             )
             .values(last_summary_at=now)
         )
-        won = result.rowcount == 1  # type: ignore[attr-defined]
+        won = rowcount(result) == 1
         if won:
             await plan(db, now, key=f"summary:{link_id}:{slot:%Y-%m-%dT%H}", kind=SUMMARY, user_id=parent_id,
                        link_id=link_id, slot_at=slot)

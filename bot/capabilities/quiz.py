@@ -27,6 +27,7 @@ from unidecode import unidecode
 from bot.agent.toolspec import ToolContext, tool_error
 from bot.capabilities.menus import get_menu, set_menu
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import Conversation
 
 MAX_QUIZZES_PER_CONVERSATION = 3
@@ -176,7 +177,7 @@ async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int
             )
             .values(quiz_count=Conversation.quiz_count + 1)
         )
-        if result.rowcount == 1:  # type: ignore[attr-defined]
+        if rowcount(result) == 1:
             count = await db.scalar(select(Conversation.quiz_count).where(Conversation.id == conversation_id))
             await db.commit()
             return int(count or 0)

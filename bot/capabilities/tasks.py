@@ -25,6 +25,7 @@ from bot.capabilities.progress import stop_line
 from bot.clock import zone
 from bot.pipeline.scheduler import Job, Outgoing, deliver_due, plan
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, ScheduledSend, Task, User
 
 log = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ async def close(db: AsyncSession, user_id: int, task_id: int, now: datetime) -> 
         .where(Task.id == task_id, Task.user_id == user_id, Task.done.is_(False))
         .values(done=True, reminder_sent_at=func.coalesce(Task.reminder_sent_at, now))
     )
-    return bool(result.rowcount)
+    return bool(rowcount(result))
 
 
 def local_time(when: datetime, tz: ZoneInfo) -> str:
@@ -186,6 +187,7 @@ async def _plan_reminders(services: Services, now: datetime) -> None:
             )
         ).all()
         for task_id, user_id, due_at in due:
+            assert due_at is not None  # the query's bounds on due_at leave NULL out
             result = await db.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.reminder_sent_at.is_(None), Task.done.is_(False))
@@ -193,7 +195,7 @@ async def _plan_reminders(services: Services, now: datetime) -> None:
                     reminder_sent_at=now, lead_reminder_sent_at=func.coalesce(Task.lead_reminder_sent_at, now)
                 )
             )
-            if result.rowcount == 1:  # type: ignore[attr-defined]
+            if rowcount(result) == 1:
                 await plan(db, now, key=f"task:{task_id}:due", kind=DUE, user_id=user_id, task_id=task_id,
                            slot_at=due_at)
         coming = (
@@ -210,6 +212,7 @@ async def _plan_reminders(services: Services, now: datetime) -> None:
             )
         ).all()
         for task_id, user_id, due_at in coming:
+            assert due_at is not None  # the query's bounds on due_at leave NULL out
             result = await db.execute(
                 update(Task)
                 .where(
@@ -220,7 +223,7 @@ async def _plan_reminders(services: Services, now: datetime) -> None:
                 )
                 .values(lead_reminder_sent_at=now)
             )
-            if result.rowcount == 1:  # type: ignore[attr-defined]
+            if rowcount(result) == 1:
                 await plan(db, now, key=f"task:{task_id}:lead", kind=LEAD, user_id=user_id, task_id=task_id,
                            slot_at=due_at)
         await db.commit()

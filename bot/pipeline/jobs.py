@@ -21,11 +21,13 @@ import concurrent.futures
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timedelta
+from typing import Any
 
 from dramatiq import Worker
 from dramatiq.middleware import TimeLimitExceeded
+from dramatiq.worker import ConsumerThread, WorkerThread
 from sqlalchemy import or_, select, update
 
 from bot.clock import system_now
@@ -36,7 +38,7 @@ from bot.storage.models import GenerationJob
 
 log = logging.getLogger("bot.pipeline.jobs")
 
-RunJob = Callable[[Services, int], Awaitable[None]]
+RunJob = Callable[[Services, int], Coroutine[Any, Any, None]]
 
 # The statuses of bot.capabilities.jobs: a job runs while it is active, never once it has ended.
 ACTIVE = ("queued", "running")
@@ -106,8 +108,9 @@ class JobWorkers:
         if worker is not None:
             # Every thread told at once (deliveries are over or handed back): each wakes within
             # Dramatiq's idle timeout (1 s), so stopping waits that once, not for workers then consumers.
-            for thread in [*worker.workers, *worker.consumers.values()]:
-                thread.stop()
+            threads: list[WorkerThread | ConsumerThread] = [*worker.workers, *worker.consumers.values()]
+            for each in threads:
+                each.stop()
             # On a thread: a delivery still arriving needs this loop to hand itself back.
             await asyncio.to_thread(worker.stop, 10_000)
             # Worker.start added its middleware to the broker; a later start adds its own.

@@ -33,6 +33,7 @@ from sqlalchemy import delete, func, select, update
 
 from bot.pipeline.scheduler import Job
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import (
     GenerationJob,
     InboundMessage,
@@ -80,7 +81,7 @@ async def _delete_old(services: Services, model: Any, cutoff: datetime, *extra: 
                 result = await db.execute(delete(model).where(model.id.in_(ids))
                                           .execution_options(synchronize_session=False))
                 await db.commit()
-                total += int(result.rowcount or 0)  # type: ignore[attr-defined]
+                total += rowcount(result)
         if len(ids) < _BATCH:
             break
     return total
@@ -102,7 +103,7 @@ async def _purge_inbound(services: Services, cutoff: datetime) -> int:
             .values(body="", params=None, media=None, error=None, from_addr="", to_addr=None)
         )
         await db.commit()
-    return deleted + int(emptied.rowcount or 0)  # type: ignore[attr-defined]
+    return deleted + rowcount(emptied)
 
 
 async def _purge_files(services: Services, cutoff: datetime, report: PurgeReport) -> int:
@@ -130,7 +131,7 @@ async def _purge_files(services: Services, cutoff: datetime, report: PurgeReport
                 result = await db.execute(delete(UserFile).where(UserFile.id.in_(gone))
                                           .execution_options(synchronize_session=False))
                 await db.commit()
-                total += int(result.rowcount or 0)  # type: ignore[attr-defined]
+                total += rowcount(result)
         if len(rows) < _BATCH or not gone:
             break
     return total

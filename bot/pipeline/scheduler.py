@@ -40,6 +40,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import metrics
+from bot.storage.db import rowcount
 from bot.storage.models import OutboundMessage, ScheduledSend, User
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ async def _claim(services: Services, send_id: int, now: datetime) -> bool:
                     claimed_until=now + timedelta(seconds=settings.scheduled_send_claim_s))
         )
         await db.commit()
-        return result.rowcount == 1  # type: ignore[attr-defined]
+        return rowcount(result) == 1
 
 
 async def _record(services: Services, send_id: int, now: datetime, status: str, error: str | None) -> str:

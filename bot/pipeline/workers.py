@@ -29,6 +29,7 @@ from bot.clock import system_now
 from bot.pipeline.rate import UserRate
 from bot.pipeline.scheduler import Job, run_jobs, sweep_each_interval
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable, lock_key
 
@@ -348,7 +349,7 @@ class _Messages:
                         lease_until=system_now() + timedelta(seconds=settings.worker_lease_s))
             )
             await db.commit()
-            return row.id if claimed.rowcount == 1 else None
+            return row.id if rowcount(claimed) == 1 else None
 
     async def _recover(self, db: Any, row: InboundMessage) -> None:
         answered = await db.scalar(select(exists().where(OutboundMessage.inbound_id == row.id)))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import event, exc
+from sqlalchemy import CursorResult, Result, event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 
@@ -46,6 +46,12 @@ def _drop_if_closed(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched. `AsyncSession.execute` is typed to answer a `Result`,
+    but for those statements it is a `CursorResult`, the type that carries `rowcount`."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def is_sqlite(engine: AsyncEngine) -> bool:

@@ -69,13 +69,14 @@ class JobQueue:
         self._runner: Runner | None = None
         # Set while this process shuts down: a running job hands itself back after its current step.
         self.draining = False
+        # The decorator form: Dramatiq's typing accepts options only without the function.
         self.actor = dramatiq.actor(
-            self._run, broker=self.broker, actor_name=ACTOR_NAME, queue_name=QUEUE_NAME,
+            broker=self.broker, actor_name=ACTOR_NAME, queue_name=QUEUE_NAME,
             max_retries=MAX_RETRIES, min_backoff=MIN_BACKOFF_MS, max_backoff=MAX_BACKOFF_MS,
             # Dramatiq's TimeLimit middleware only runs under its own command line (`process_boot`);
             # bot.pipeline.jobs enforces this limit itself (see JobWorkers).
             time_limit=int(self.time_limit_s * 1000),
-        )
+        )(self._run)
 
     def set_runner(self, runner: Runner | None) -> None:
         self._runner = runner

@@ -14,7 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions
@@ -241,7 +241,8 @@ class RedisState:
         self.redis: aioredis.Redis = aioredis.Redis.from_pool(pool)
 
     async def kv_get(self, key: str) -> str | None:
-        return await self.redis.get(self.prefix + key)
+        # decode_responses=True: the client answers text, which redis-py's types cannot tell.
+        return cast(str | None, await self.redis.get(self.prefix + key))
 
     async def kv_set(self, key: str, value: str, ttl_s: float | None = None) -> None:
         px = None if ttl_s is None else max(1, int(ttl_s * 1000))

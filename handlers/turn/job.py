@@ -32,6 +32,7 @@ from bot.capabilities import credits, jobs
 from bot.channel.outbound import SendKeys, send_to_user, sending
 from bot.clock import system_now
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
 from handlers.turn import drive
 from handlers.turn.promote import in_language
@@ -138,7 +139,7 @@ async def _begin(services: Services, job_id: int) -> tuple[GenerationJob, User, 
                     started_at=job.started_at or services.clock())
         )
         await db.commit()
-        if not taken.rowcount:  # type: ignore[attr-defined]
+        if not rowcount(taken):
             return None
         await db.refresh(job)
     await jobs.record_event(services, job.id, f"status:running:{job.attempts}", "status",

@@ -11,11 +11,15 @@ from pathlib import Path
 
 import httpx
 
+from bot.agent.llm import LLMClient
 from bot.agent.toolspec import ToolContext
 from bot.capabilities import cgroup
+from bot.channel.twilio_client import TwilioClient
 from bot.config import Settings, load_settings
 from bot.services import Services
 from bot.storage.db import make_engine, make_sessionmaker
+from bot.storage.filestore import LocalFileStore
+from bot.storage.job_queue import JobQueue
 from bot.storage.state import make_state
 from tools.bash_execute import TOOL as BASH
 
@@ -72,6 +76,10 @@ async def open_services(settings: Settings, **_: object) -> Services:
         sessions=make_sessionmaker(engine),
         state=make_state(None),
         http=httpx.AsyncClient(),
+        twilio=TwilioClient(settings),
+        llm=LLMClient(settings),
+        files=LocalFileStore(settings.data_dir / "files"),
+        jobs=JobQueue(settings),
     )
 
 

@@ -34,7 +34,7 @@ async def run_cpu(fn: Callable[..., T], *args: Any, timeout_s: float = CPU_TIMEO
     status, value = await run_killable(_call, fn, args, timeout_s=timeout_s)
     if status == "content_error":
         raise ContentError(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 async def run_in_thread(fn: Callable[..., T], *args: Any, timeout_s: float = CPU_TIMEOUT_S) -> T:

@@ -132,7 +132,9 @@ def _markdown(text: str, title: str) -> Document:
 def _md_list(tokens: list[Any], i: int, blocks: list[Block]) -> int:
     """A list with its nested lists as one bullets block, each item at its nesting level; the
     paragraphs of one item stay together. Returns the index after the list."""
-    depth, items, levels = 0, [], []
+    depth = 0
+    items: list[str] = []
+    levels: list[int] = []
     item_open = False
     for j in range(i, len(tokens)):
         t = tokens[j]

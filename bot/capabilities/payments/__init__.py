@@ -20,6 +20,7 @@ from bot.capabilities import credits
 from bot.capabilities.payments.provider import BadSignature, Checkout, PaymentError, Provider
 from bot.config import Settings
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import Payment, User
 
 log = logging.getLogger(__name__)
@@ -199,7 +200,7 @@ async def _credit(services: Services, payment: Payment) -> WebhookOutcome:
             .values(status="paid", paid_at=now)
         )
         balance = None
-        if claimed.rowcount == 1:
+        if rowcount(claimed) == 1:
             balance = await credits.apply(
                 db, payment.user_id, payment.credits, "purchase", ref=payment.reference
             )

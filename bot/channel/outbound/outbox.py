@@ -37,6 +37,7 @@ from bot.channel.outbound.attempt import (
 )
 from bot.channel.twilio_client import TwilioSendError
 from bot.services import Services
+from bot.storage.db import rowcount
 from bot.storage.models import InboundMessage, OutboundMessage
 
 log = logging.getLogger("bot.channel.outbound")
@@ -150,7 +151,7 @@ async def _send_queued(services: Services, row_id: int
                    OutboundMessage.sid.is_(None))
             .values(status="sending", updated_at=now))
         await db.commit()
-        if claimed.rowcount != 1:
+        if rowcount(claimed) != 1:
             return "gone", None, {}
         row = await db.get(OutboundMessage, row_id)
         assert row is not None

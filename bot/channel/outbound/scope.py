@@ -73,9 +73,12 @@ def sending(
     """Sets the send state given for the block, and puts back what was there when it ends, raised
     or not. A task created inside the block starts with this state (it copies the context)."""
     tokens: list[tuple[contextvars.ContextVar[Any], contextvars.Token[Any]]] = []
-    for var, value in ((current_inbound, inbound), (current_session, session), (current_keys, keys)):
-        if value is not Keep.KEEP:
-            tokens.append((var, var.set(value)))
+    if not isinstance(inbound, Keep):
+        tokens.append((current_inbound, current_inbound.set(inbound)))
+    if not isinstance(session, Keep):
+        tokens.append((current_session, current_session.set(session)))
+    if not isinstance(keys, Keep):
+        tokens.append((current_keys, current_keys.set(keys)))
     try:
         yield
     finally:
