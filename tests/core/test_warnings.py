@@ -14,7 +14,7 @@ def _warn_from(module: str) -> None:
     warnings.warn_explicit("deprecated", DeprecationWarning, "f.py", 1, module=module)
 
 
-@pytest.mark.parametrize("module", ["bot", "bot.clock", "handlers.agent_turn", "tools.bash_execute"])
+@pytest.mark.parametrize("module", ["bot", "bot.clock", "handlers.turn.direct", "tools.bash_execute"])
 def test_a_deprecation_from_our_code_is_an_error(module: str) -> None:
     with pytest.raises(DeprecationWarning, match="deprecated"):
         _warn_from(module)

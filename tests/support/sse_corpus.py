@@ -1,9 +1,8 @@
-"""Where the shared corpus of recorded provider streams (SSE) is, with expected.json describing each."""
+"""The corpus of recorded provider streams (SSE), kept with the tests: each stream, `INDEX.md` (where
+it comes from, what quirk it shows) and `expected.json` (what a correct client assembles)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "sse"
-if not CORPUS.is_dir():  # the repository may be checked out elsewhere than next to the corpus
-    CORPUS = Path("/work/shared/corpus/sse")
+CORPUS = Path(__file__).resolve().parents[1] / "agent" / "corpus" / "sse"
