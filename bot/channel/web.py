@@ -28,6 +28,7 @@ from twilio.request_validator import RequestValidator
 
 from bot import logs, metrics
 from bot.channel import gauges
+from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
 from bot.channel.links import check_link
 from bot.channel.outbound import note_status
@@ -297,12 +298,11 @@ async def serve_file(request: web.Request) -> web.StreamResponse:
         row = await db.get(UserFile, file_id)
     if row is None:
         return web.Response(status=404, text="file not found")
-    headers = file_headers(row.mime, m["name"])
-    if request.method == "HEAD":
-        headers["Content-Length"] = str(row.size)
-        return web.Response(status=200, headers=headers)
-    data = await services.files.get(row.storage_key)
-    return web.Response(body=data, headers=headers)
+    try:  # in chunks, with Range and If-None-Match (bot.channel.download)
+        return await send_file(request, services.files, row.storage_key, file_headers(row.mime, m["name"]))
+    except FileNotFoundError:
+        log.warning("a stored file is missing", extra={"file_id": file_id})
+        return web.Response(status=404, text="file not found")
 
 
 async def healthz(_request: web.Request) -> web.Response:
