@@ -27,7 +27,7 @@ from aiohttp import web
 from sqlalchemy import select
 
 from bot.capabilities import jobs
-from bot.channel.links import check_job_signature, file_url
+from bot.channel.links import ID_PATTERN, check_job_signature, file_url
 from bot.services import Services
 from bot.storage.models import GenerationJob, User, UserFile
 
@@ -541,4 +541,6 @@ async def job_events(request: web.Request) -> web.StreamResponse:
     return resp
 
 
-ROUTES: list[web.RouteDef] = [web.get("/jobs/{id}", job_page), web.get("/jobs/{id}/events", job_events)]
+# An id in another spelling (`007`) matches no route: 404, as for an unknown job.
+ROUTES: list[web.RouteDef] = [web.get(f"/jobs/{{id:{ID_PATTERN}}}", job_page),
+                              web.get(f"/jobs/{{id:{ID_PATTERN}}}/events", job_events)]

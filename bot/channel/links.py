@@ -9,6 +9,10 @@ no spaces, long enough to recognise the file.
 
 Two lifetimes: FILE_LINK_TTL_S for WhatsApp media, which Twilio fetches within seconds, and
 FILE_LINK_SMS_TTL_S (days) for links a person reads later: in an SMS, an e-mail or a template.
+
+An id or expiry in a link has one spelling only: ASCII digits without a leading zero (ID_PATTERN,
+also the routes' pattern), so `/files/007/…` is no link to file 7. A signature or name that is not
+ASCII is simply not genuine (never an error).
 """
 
 from __future__ import annotations
@@ -26,6 +30,15 @@ from bot.config import Settings
 from bot.storage.models import UserFile
 
 MAX_NAME = 48
+# The one spelling of a file or job id in a path (an aiohttp route pattern; Python's [0-9] is ASCII).
+ID_PATTERN = "[1-9][0-9]{0,17}"
+_NUMBER = re.compile(r"[1-9][0-9]{0,17}")
+
+
+def _canonical(*numbers: str) -> bool:
+    """True when each is a positive number in its one spelling: no sign, space, leading zero or
+    non-ASCII digit (`str.isdigit` takes `٧` and `²`, which `int` reads as 7 or refuses)."""
+    return all(_NUMBER.fullmatch(number) for number in numbers)
 
 
 def short_name(name: str, max_len: int = MAX_NAME) -> str:
@@ -73,7 +86,7 @@ def file_url(settings: Settings, user_file: UserFile, *, ttl_s: int | None = Non
 def check_link(settings: Settings, file_id: str, expires: str, sig: str, name: str,
                *, now: float | None = None) -> int | None:
     """The file id when the link is genuine and unexpired, else None."""
-    if not (file_id.isdigit() and expires.isdigit()) or len(file_id) > 18 or len(expires) > 12:
+    if not _canonical(file_id, expires) or len(expires) > 12 or not (sig.isascii() and name.isascii()):
         return None
     expected = _signature(settings.secret_key, int(file_id), int(expires), name)
     if not hmac.compare_digest(expected, sig):
@@ -108,7 +121,7 @@ def job_page_url(settings: Settings, job_id: int, *, now: float | None = None) -
 def check_job_signature(settings: Settings, job_id: str, sig: str, *, now: float | None = None) -> int | None:
     """The job id when `sig` is genuine for it and unexpired, else None."""
     expires, _, mac = (sig or "").partition(".")
-    if not (job_id.isdigit() and expires.isdigit()) or len(job_id) > 18 or len(expires) > 12:
+    if not _canonical(job_id, expires) or len(expires) > 12 or not mac.isascii():
         return None
     if not hmac.compare_digest(_job_mac(settings.secret_key, int(job_id), int(expires)), mac):
         return None

@@ -30,7 +30,7 @@ from bot import logs, metrics
 from bot.channel import gauges
 from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
-from bot.channel.links import check_link
+from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry
 from bot.services import Services
@@ -385,7 +385,8 @@ def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.A
     app.on_cleanup.append(stop_writer)
     app.router.add_post("/twilio/inbound", inbound)
     app.router.add_post("/twilio/status", status)
-    app.router.add_get("/files/{id}/{expires}/{sig}/{name}", serve_file)  # answers HEAD too
+    # An id in another spelling (`007`) matches no route: 404. Answers HEAD too.
+    app.router.add_get(f"/files/{{id:{ID_PATTERN}}}/{{expires}}/{{sig}}/{{name}}", serve_file)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics_view)
