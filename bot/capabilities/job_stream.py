@@ -12,7 +12,9 @@ open at once, more are refused with 429. The address is the TCP peer (`request.r
 rest of the app (webhook signatures are checked against PUBLIC_BASE_URL, not forwarded headers),
 the stream trusts no X-Forwarded-For, which any client can write. Behind a reverse proxy every
 client has the proxy's address, so the proxy's own per-client limit applies and
-SSE_MAX_PER_ADDRESS is a cap on them all. HEAD answers the headers only, holding nothing.
+SSE_MAX_PER_ADDRESS is a cap on them all. A reader that went away frees its place at its stream's
+next write (a keep-alive every KEEPALIVE_S at the latest). HEAD answers the headers only, holding
+nothing. deblo_job_streams counts the open streams, deblo_job_streams_refused_total the refusals.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from bot.capabilities.job_page import (
     size_text,
 )
 from bot.channel.links import file_url
+from bot.metrics import JOB_STREAMS, JOB_STREAMS_REFUSED
 from bot.services import Services
 from bot.storage.models import GenerationJob
 
@@ -58,13 +61,18 @@ class StreamSlots:
     by_address: Counter[str] = field(default_factory=Counter)
 
     def take(self, job_id: int, address: str) -> bool:
-        if self.by_job[job_id] >= self.per_job or self.by_address[address] >= self.per_address:
+        full = ("job" if self.by_job[job_id] >= self.per_job else
+                "address" if self.by_address[address] >= self.per_address else None)
+        if full is not None:
+            JOB_STREAMS_REFUSED.labels(limit=full).inc()
             return False
         self.by_job[job_id] += 1
         self.by_address[address] += 1
+        JOB_STREAMS.inc()
         return True
 
     def give_back(self, job_id: int, address: str) -> None:
+        JOB_STREAMS.dec()
         self.by_job[job_id] -= 1
         self.by_address[address] -= 1
         if self.by_job[job_id] <= 0:  # a closed job's or address's entry does not stay behind

@@ -29,6 +29,15 @@ def listeners(h: Harness, job_id: int) -> int:
     return state.hub.listeners(channel)
 
 
+async def metric(h: Harness, line_start: str) -> float:
+    """The value of one series on /metrics (0 when absent)."""
+    _, _, body = await h.get("/metrics")
+    for line in body.decode().splitlines():
+        if line.startswith(line_start + " "):
+            return float(line.split()[-1])
+    return 0.0
+
+
 async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -85,11 +94,15 @@ async def test_streams_per_address_are_capped(make_harness: Callable[..., Awaita
     h = await make_harness(SSE_MAX_PER_ADDRESS="3")
     user = await h.make_user(PHONE)
     made = [await make_job(h, user, f"Demande {n}") for n in range(4)]
+    refused_before = await metric(h, 'deblo_job_streams_refused_total{limit="address"}')
     opened = [await h.session.get(h.base_url + page_path(h, job.id, events=True)) for job in made[:3]]
     try:
         assert [r.status for r in opened] == [200, 200, 200]
+        assert await metric(h, "deblo_job_streams") >= 3
         status, _, body = await h.get(page_path(h, made[3].id, events=True))
         assert status == 429 and "too many times" in body.decode()  # another job, the same address
+        refused = await metric(h, 'deblo_job_streams_refused_total{limit="address"}')
+        assert refused == refused_before + 1
         opened.pop(0).close()  # one reader leaves: its place is free again once the server sees it
         # (at the stream's next keep-alive write, at most KEEPALIVE_S later)
         await _eventually(lambda: _true(listeners(h, made[0].id) == 0), timeout_s=KEEPALIVE_S + 10)
