@@ -57,7 +57,7 @@ def registered_jobs() -> list[Any]:
 def registered_routes() -> list[Any]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[Any] = []
-    from bot.capabilities.job_page import ROUTES as job_page_routes
+    from bot.capabilities.job_stream import ROUTES as job_page_routes
     from bot.capabilities.payments.webhook import ROUTES as payment_routes
 
     routes += payment_routes

@@ -192,6 +192,9 @@ class Settings:
     user_max_messages_per_minute: int
     llm_max_concurrency: int
     user_daily_token_limit: int
+    sse_max_per_job: int
+    sse_max_per_address: int
+    sse_max_seconds: float
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -379,6 +382,11 @@ class Environment(BaseSettings):
     user_max_messages_per_minute: int = Field(20, ge=0)
     llm_max_concurrency: int = Field(32, ge=1)
     user_daily_token_limit: int = Field(400_000, ge=0)
+    # Job pages' event streams at once per process, per job and per address (more: 429), and each
+    # one's length before the browser reconnects (bot.capabilities.job_stream).
+    sse_max_per_job: int = Field(5, ge=1)
+    sse_max_per_address: int = Field(20, ge=1)
+    sse_max_seconds: Positive = 600.0
     # Credits.
     signup_credits: int = 50
     tokens_per_credit: int = 2000
@@ -478,13 +486,9 @@ class Environment(BaseSettings):
         """Values are stripped (but _VERBATIM ones), and an empty one is as good as unset."""
         if not isinstance(data, Mapping):
             return data
-        values = {}
-        for name, value in data.items():
-            if isinstance(value, str) and name not in _VERBATIM:
-                value = value.strip()
-            if value != "":
-                values[name] = value
-        return values
+        stripped = ((name, value.strip() if isinstance(value, str) and name not in _VERBATIM else value)
+                    for name, value in data.items())
+        return {name: value for name, value in stripped if value != ""}
 
     @model_validator(mode="after")
     def _own_secret_key(self) -> Environment:
@@ -509,14 +513,10 @@ class _Given(Environment):
 
 
 _SAID = {
-    "int_parsing": "must be a whole number",
-    "int_from_float": "must be a whole number",
-    "float_parsing": "must be a number",
-    "bool_parsing": "must be true or false (on or off)",
-    "greater_than_equal": "must be {ge} or more",
-    "greater_than": "must be more than {gt}",
-    "less_than_equal": "must be {le} or less",
-    "literal_error": "must be {expected}",
+    "int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number", "bool_parsing": "must be true or false (on or off)",
+    "greater_than_equal": "must be {ge} or more", "greater_than": "must be more than {gt}",
+    "less_than_equal": "must be {le} or less", "literal_error": "must be {expected}",
 }
 
 
@@ -550,11 +550,9 @@ def load_settings(env: Mapping[str, str] | None = None, *, require: tuple[str, .
         raise ConfigError(_explain(exc)) from None
     missing = [name for name in require if name.lower() not in read.model_fields_set]
     if missing:
-        raise ConfigError(
-            f"missing required setting {missing[0]}"
-            + (f" (and {', '.join(missing[1:])})" if missing[1:] else "")
-            + ": set it in the environment or in .env (see .env.example)"
-        )
+        raise ConfigError(f"missing required setting {missing[0]}"
+                          + (f" (and {', '.join(missing[1:])})" if missing[1:] else "")
+                          + ": set it in the environment or in .env (see .env.example)")
     return _settings(read)
 
 

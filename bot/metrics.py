@@ -37,6 +37,12 @@ DAILY_TOKEN_LIMIT = Counter(
     "USER_DAILY_TOKEN_LIMIT reached: a turn not started (refused), the day's notice sent (notice)",
     ["action"],
 )
+JOB_STREAMS = Gauge("deblo_job_streams", "Job pages' event streams open now in this process")
+JOB_STREAMS_REFUSED = Counter(
+    "deblo_job_streams_refused_total",
+    "Job page streams refused with 429: SSE_MAX_PER_JOB (job) or SSE_MAX_PER_ADDRESS (address) reached",
+    ["limit"],
+)
 
 # The work waiting, computed at scrape from the database (bot.channel.gauges).
 QUEUE_DEPTH = Gauge("deblo_queue_depth", "Inbound messages waiting to be answered (pending rows)")

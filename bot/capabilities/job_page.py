@@ -1,11 +1,11 @@
 """The live progress page of a background job: GET /jobs/{id}?sig=… (HTML) and
-GET /jobs/{id}/events?sig=… (server-sent events), mounted by bot/cli.py.
+GET /jobs/{id}/events?sig=… (server-sent events, bot.capabilities.job_stream, whose ROUTES
+bot/cli.py mounts).
 
 The link (bot.channel.links.job_page_url) is sent with STATUT and the long-work note; its `sig`
 opens that one job until it expires. The page is rendered whole on the server (it also works with
 script off, refreshing itself), then a few lines of inline script follow the event stream and grow
-the timeline in place. The stream replays the stored events (after Last-Event-ID) and then the live
-ones published on the job's channel; it ends after `done`.
+the timeline in place (bot.capabilities.job_stream serves the stream).
 
 Everything from the user or the model is escaped; the script only sets `textContent`. The CSP
 allows this page's own inline style and script (a nonce per response) and the stream, nothing else.
@@ -13,10 +13,8 @@ allows this page's own inline style and script (a nonce per response) and the st
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
-import logging
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -27,17 +25,14 @@ from aiohttp import web
 from sqlalchemy import select
 
 from bot.capabilities import jobs
-from bot.channel.links import ID_PATTERN, check_job_signature, file_url
+from bot.channel.links import check_job_signature, file_url
 from bot.services import Services
 from bot.storage.models import GenerationJob, User, UserFile
 
-log = logging.getLogger("bot.capabilities.job_page")
-
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies and phones from closing the stream
-STREAM_MAX_S = 600.0  # then the browser reconnects (Last-Event-ID): no stream is held for ever
-RETRY_MS = 3000
 ICONS = {"ok": "✅", "error": "❌", "open": "⏳"}
 NO_REFRESH_S = 20  # the page's own refresh when script is off
+REFUSED_RETRY_MS = 15000  # the script opens a refused stream again after this
 
 TEXTS: dict[str, dict[str, Any]] = {
     "fr": {
@@ -225,7 +220,7 @@ async def authorised_job(request: web.Request) -> tuple[Services, GenerationJob,
     return services, job, user
 
 
-def _ended_unannounced(services: Services, job: GenerationJob) -> bool:
+def ended_unannounced(services: Services, job: GenerationJob) -> bool:
     """True when the row says ended a while ago and no `done` came: the stream and page then stop
     waiting (a `done` recorded just after the status still wins within KEEPALIVE_S)."""
     if job.status not in jobs.ENDED:
@@ -234,7 +229,7 @@ def _ended_unannounced(services: Services, job: GenerationJob) -> bool:
     return finished is None or services.clock() - finished > timedelta(seconds=KEEPALIVE_S)
 
 
-async def _files(services: Services, job: GenerationJob, ids: list[int]) -> list[UserFile]:
+async def job_files(services: Services, job: GenerationJob, ids: list[int]) -> list[UserFile]:
     if not ids:
         return []
     async with services.sessions() as db:
@@ -344,13 +339,20 @@ SCRIPT = """(function () {
     }
   }
   if (C.ended_now) return;
-  var es = new EventSource(C.src);
-  es.onmessage = function (m) {
-    var e = JSON.parse(m.data);
-    if (e.id && e.id <= last) return;
-    if (e.id) last = e.id;
-    apply(e);
-  };
+  var es;
+  function listen() {
+    es = new EventSource(C.src);
+    es.onmessage = function (m) {
+      var e = JSON.parse(m.data);
+      if (e.id && e.id <= last) return;
+      if (e.id) last = e.id;
+      apply(e);
+    };
+    // A stream the server ended is reopened by the browser itself (with Last-Event-ID); one it
+    // refused (429: open too many times) is not, so it is opened again a little later.
+    es.onerror = function () { if (es.readyState === 2) setTimeout(listen, C.retry); };
+  }
+  listen();
 })();"""
 
 PAGE = Template("""<!doctype html>
@@ -407,10 +409,11 @@ def render_page(services: Services, job: GenerationJob, state: PageState, files:
                 lang: str, events_src: str) -> tuple[str, str]:
     """The page's HTML and the nonce of its style and script."""
     t, nonce = TEXTS[lang], secrets.token_urlsafe(16)
-    ended = state.done or _ended_unannounced(services, job)
+    ended = state.done or ended_unannounced(services, job)
     status = state.status if state.status in t["status"] else "running"
     cfg = {"last": state.last_id, "src": events_src, "ended_now": ended, "dec": t["dec"],
-           "status": t["status"], "icons": ICONS, "iconText": t["icon"], "ended": t["ended"]}
+           "retry": REFUSED_RETRY_MS, "status": t["status"], "icons": ICONS, "iconText": t["icon"],
+           "ended": t["ended"]}
     body = PAGE.substitute(
         lang=lang, nonce=nonce, css=CSS, script=SCRIPT, cfg=_script_json(cfg),
         refresh="" if ended else f'<noscript><meta http-equiv="refresh" content="{NO_REFRESH_S}"></noscript>',
@@ -435,112 +438,7 @@ async def job_page(request: web.Request) -> web.Response:
     async with services.sessions() as db:
         stored = await jobs.events(db, job.id)
     state = page_state(job, stored)
-    files = await _files(services, job, state.file_ids)
+    files = await job_files(services, job, state.file_ids)
     src = f"/jobs/{job.id}/events?sig={request.query.get('sig', '')}"
     body, nonce = render_page(services, job, state, files, lang, src)
     return web.Response(text=body, content_type="text/html", headers=headers(nonce))
-
-
-# --- the event stream -------------------------------------------------------------------------
-
-
-def last_event_id(request: web.Request) -> int:
-    value = request.headers.get("Last-Event-ID", "").strip()
-    return int(value) if value.isdigit() and len(value) <= 18 else 0
-
-
-async def _stored(services: Services, job_id: int, after: int) -> list[dict[str, Any]]:
-    async with services.sessions() as db:
-        return await jobs.events(db, job_id, after_id=after)
-
-
-async def _for_page(services: Services, job: GenerationJob, lang: str,
-                    event: dict[str, Any]) -> dict[str, Any]:
-    """A `file` event with its signed link and size: the page's script cannot sign."""
-    if event.get("type") != "file" or not isinstance(event.get("file_id"), int):
-        return event
-    rows = await _files(services, job, [event["file_id"]])
-    if not rows:
-        return event
-    return {**event, "url": file_url(services.settings, rows[0], read_later=True),
-            "size_text": size_text(rows[0].size, lang)}
-
-
-async def _send(resp: web.StreamResponse, event: dict[str, Any]) -> None:
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))  # one line: newlines are escaped
-    head = f"id: {int(event['id'])}\n" if event.get("id") else ""
-    await resp.write(f"{head}data: {data}\n\n".encode())
-
-
-def _parsed(message: Any) -> dict[str, Any] | None:
-    try:
-        event = json.loads(message) if isinstance(message, str | bytes) else message
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) and "type" in event else None
-
-
-async def _end_unannounced(services: Services, job_id: int) -> dict[str, Any] | None:
-    """A last `done` (without id) when the job ended a while ago and none was recorded."""
-    async with services.sessions() as db:
-        row = await db.get(GenerationJob, job_id)
-    if row is not None and not _ended_unannounced(services, row):
-        return None
-    if row is None:
-        return {"type": "done", "status": "cancelled", "text": ""}
-    return {"type": "done", "status": row.status, "text": row.result_text or ""}
-
-
-async def stream(services: Services, job: GenerationJob, lang: str, resp: web.StreamResponse,
-                 sub: Any, after: int) -> None:
-    """Stored events after `after`, then live ones (the subscription was opened first, so none
-    falls between; ids already sent are skipped), until `done` or STREAM_MAX_S."""
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + STREAM_MAX_S
-    last, pending, quiet = after, await _stored(services, job.id, after), True
-    while True:
-        for event in pending:
-            if event.get("id") and int(event["id"]) <= last:
-                continue
-            await _send(resp, await _for_page(services, job, lang, event))
-            last = int(event.get("id") or last)
-            if event.get("type") == "done":
-                return
-        if quiet and (end := await _end_unannounced(services, job.id)) is not None:
-            await _send(resp, end)
-            return
-        if loop.time() >= give_up:
-            return
-        message = await sub.get(min(KEEPALIVE_S, max(0.05, give_up - loop.time())))
-        if message is None and sub.closed:
-            return  # the live source went away: the browser reconnects and subscribes again
-        quiet = message is None
-        if not quiet:
-            pending = [e for e in [_parsed(message)] if e is not None]
-            continue
-        await resp.write(b": keep-alive\n\n")
-        # Whatever the live channel missed (a publish during a Redis reconnect) is in the table.
-        pending = await _stored(services, job.id, last)
-
-
-async def job_events(request: web.Request) -> web.StreamResponse:
-    found = await authorised_job(request)
-    if isinstance(found, web.Response):
-        return found
-    services, job, user = found
-    resp = web.StreamResponse(headers={**headers(None), "Content-Type": "text/event-stream; charset=utf-8",
-                                       "X-Accel-Buffering": "no"})
-    await resp.prepare(request)
-    try:
-        await resp.write(f"retry: {RETRY_MS}\n\n".encode())
-        async with services.state.subscribe(jobs.progress_channel(job.id)) as sub:
-            await stream(services, job, language_of(user), resp, sub, last_event_id(request))
-        await resp.write_eof()
-    except ConnectionResetError:  # the reader went away (aiohttp's reset error is one)
-        log.debug("job stream closed by the reader", extra={"job_id": job.id})
-    return resp
-
-
-# An id in another spelling (`007`) matches no route: 404, as for an unknown job.
-ROUTES: list[web.RouteDef] = [web.get(f"/jobs/{{id:{ID_PATTERN}}}", job_page),
-                              web.get(f"/jobs/{{id:{ID_PATTERN}}}/events", job_events)]

@@ -3,21 +3,23 @@
 Two implementations of one interface: `MemoryState` for single-process mode (no REDIS_URL) and
 `RedisState` when several processes share the work. The database stays the source of truth for
 messages; the queue only says "this user has pending work", so losing a queue entry delays work
-(the sweeper finds it again) but never loses it.
+(the sweeper finds it again) but never loses it. `RedisState`'s subscriptions share one connection
+of their own per process (bot.storage.pubsub), never one of the pool the rest uses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions
+
+from bot.storage.pubsub import ChannelHub
 
 KEY_PREFIX = "deblo:"
 
@@ -239,6 +241,7 @@ class RedisState:
             max_connections=512, timeout=10,
         )
         self.redis: aioredis.Redis = aioredis.Redis.from_pool(pool)
+        self.hub = ChannelHub(url, prefix)  # subscriptions: one connection of their own
 
     async def kv_get(self, key: str) -> str | None:
         # decode_responses=True: the client answers text, which redis-py's types cannot tell.
@@ -285,63 +288,24 @@ class RedisState:
             return False
 
     async def close(self) -> None:
+        await self.hub.close()
         await self.redis.aclose()
 
     async def publish(self, channel: str, message: str) -> None:
         await self.redis.publish(self.prefix + channel, message)
 
     def subscribe(self, channel: str) -> Subscription:
-        # One connection per subscription, held while it is open; a reader task moves what Redis
-        # pushes into the subscription's queue.
-        pubsub = self.redis.pubsub()
-        reader: list[asyncio.Task[None]] = []
+        # Every subscription of this process shares the hub's one connection (bot.storage.pubsub).
+        hub = self.hub
 
         async def start(sub: Subscription) -> None:
-            try:
-                await pubsub.subscribe(self.prefix + channel)
-                await _subscribed(pubsub, SUBSCRIBE_CONFIRM_S)
-            except BaseException:
-                await pubsub.aclose()
-                raise
-            reader.append(asyncio.create_task(_pump(pubsub, sub), name=f"subscription:{channel}"))
+            await hub.add(channel, sub)
 
         async def stop() -> None:
-            for task in reader:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            # Closing the connection ends the subscription on the server's side too.
-            await pubsub.aclose()
+            await hub.remove(channel, sub)
 
-        return Subscription(start, stop)
-
-
-SUBSCRIBE_CONFIRM_S = 5.0
-
-
-async def _subscribed(pubsub: Any, timeout_s: float) -> None:
-    """Waits for Redis to confirm the SUBSCRIBE: a PUBLISH from another connection is only sure to
-    reach this one after that (before it, Redis may not have read our command yet)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while (left := deadline - loop.time()) > 0:
-        message = await pubsub.get_message(timeout=left)
-        if message is not None and message.get("type") == "subscribe":
-            return
-    raise redis.exceptions.TimeoutError(f"no SUBSCRIBE confirmation within {timeout_s}s")
-
-
-async def _pump(pubsub: Any, sub: Subscription) -> None:
-    try:
-        while True:
-            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-            if message is not None and message.get("type") == "message":
-                sub.deliver(message["data"])
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # the connection is gone: the reader sees the end and may resubscribe
-        log.warning("subscription lost: %r", exc)
-        sub.end()
+        sub = Subscription(start, stop)
+        return sub
 
 
 def make_state(redis_url: str | None, prefix: str = KEY_PREFIX) -> State:

@@ -4,8 +4,9 @@ end the answer and the file appear, and the file's link downloads it."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,65 @@ async def test_the_timeline_grows_live_and_the_file_arrives(harness: Harness, br
     assert await page.evaluate("parseFloat(getComputedStyle(document.body).fontSize)") >= 16
     await page.screenshot(path=str(tmp_path / "done.png"), full_page=True)
     assert not problems, problems  # no script error, nothing refused by the CSP
+
+
+async def test_the_page_carries_on_after_its_stream_ends_and_reconnects(
+    make_harness: Callable[..., Awaitable[Harness]], browser: Browser,
+) -> None:
+    h = await make_harness(SSE_MAX_SECONDS="1")  # each stream ends after a second; the browser reconnects
+    user = await h.make_user(PHONE)
+    job = await make_job(h, user, "Un rapport sur les volcans")
+    await step(h, job.id, 1, "call_s1", "web_search")
+    problems: list[str] = []
+    page = await phone_page(browser, problems)
+    streams: list[str] = []
+    page.on("request", lambda request: streams.append(request.url) if "/events" in request.url else None)
+    await page.goto(h.base_url + page_path(h, job.id))
+    lines = page.locator("#tl li")
+    await expect(lines).to_have_count(1)
+    await page.evaluate("window.stillTheSamePage = true")
+    for _ in range(200):  # the first stream ended and the browser opened the next one
+        if len(streams) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    assert len(streams) >= 2, streams
+
+    await step(h, job.id, 2, "call_x1", "generate_pdf")
+    await expect(lines).to_have_count(2, timeout=15_000)
+    await expect(lines.nth(1)).to_contain_text("✅")
+    await done(h, job.id, "Voici ton rapport.", [])
+    await expect(page.locator("#text")).to_contain_text("Voici ton rapport.", timeout=15_000)
+    await expect(page.locator("#st")).to_have_text("Terminé")
+    assert await lines.count() == 2  # nothing shown twice across the reconnects
+    assert await page.evaluate("window.stillTheSamePage") is True
+    assert not problems, problems
+
+
+async def test_a_page_whose_stream_was_refused_opens_it_again_later(
+    make_harness: Callable[..., Awaitable[Harness]], browser: Browser,
+) -> None:
+    # One stream per job, each for two seconds: the page's first one is refused (429), and the
+    # browser would not reconnect by itself after that; the page's script opens it again later.
+    h = await make_harness(SSE_MAX_PER_JOB="1", SSE_MAX_SECONDS="2")
+    user = await h.make_user(PHONE)
+    job = await make_job(h, user, "Un rapport sur les volcans")
+    await step(h, job.id, 1, "call_s1", "web_search")
+    async with h.session.get(h.base_url + page_path(h, job.id, events=True)) as held:
+        assert held.status == 200
+        problems: list[str] = []
+        page = await phone_page(browser, problems)
+        refused: list[int] = []
+        page.on("response", lambda r: refused.append(r.status) if "/events" in r.url and r.status == 429
+                else None)
+        await page.goto(h.base_url + page_path(h, job.id))
+        for _ in range(200):
+            if refused:
+                break
+            await asyncio.sleep(0.05)
+        assert refused == [429]
+    await step(h, job.id, 2, "call_x1", "generate_pdf")  # the held stream has ended by now, or soon
+    lines = page.locator("#tl li")
+    await expect(lines).to_have_count(2, timeout=30_000)
+    await done(h, job.id, "Voici ton rapport.", [])
+    await expect(page.locator("#st")).to_have_text("Terminé", timeout=15_000)
+    assert await lines.count() == 2
