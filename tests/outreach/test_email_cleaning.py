@@ -7,6 +7,7 @@ import re
 import pytest
 
 from bot.capabilities.email import build_message, safe_html, text_to_html
+from bot.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.single_pass
 
@@ -88,3 +89,12 @@ def test_the_whole_message_and_its_plain_part_show_the_addresses() -> None:
     _no_remote(html[len(wrapper):].rstrip().removesuffix("</body></html>"))
     assert "le corrigé (https://evil.test/?d=11)" in plain and "mon prof (prof@site.ci)" in plain
     assert plain.count("https://site.ci/cours") == 1 and "pixel.gif" not in plain
+
+
+def test_browse_max_per_turn_is_checked() -> None:
+    env = {"TWILIO_ACCOUNT_SID": "ACtest", "TWILIO_AUTH_TOKEN": "t", "LLM_API_KEY": "k"}
+    assert load_settings(env).browse_max_per_turn == 5
+    assert load_settings({**env, "BROWSE_MAX_PER_TURN": "2"}).browse_max_per_turn == 2
+    for bad in ("0", "cinq"):
+        with pytest.raises(ConfigError, match="BROWSE_MAX_PER_TURN"):
+            load_settings({**env, "BROWSE_MAX_PER_TURN": bad})
