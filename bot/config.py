@@ -118,6 +118,7 @@ class Settings:
     web_search_timeout_s: float
     browse_timeout_s: float
     browse_max_bytes: int
+    browse_max_per_turn: int
     browse_test_allow: tuple[str, ...]  # BROWSE_ALLOW_ADDRS_FOR_TESTS
     sandbox_bwrap: str
     sandbox_timeout_s: float
@@ -425,6 +426,7 @@ class Environment(BaseSettings):
     web_search_timeout_s: float = 20.0
     browse_timeout_s: float = 25.0
     browse_max_bytes: int = 3 * 1024 * 1024
+    browse_max_per_turn: int = Field(5, ge=1)  # pages browse_url opens in one turn, at most
     browse_allow_private_for_tests: bool = False
     browse_allow_addrs_for_tests: Names = ()  # "host:port" pairs browse_url may reach although private
     # Bug reports.

@@ -4,8 +4,9 @@ Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side; t
 and checked here first, as for a direct fetch), otherwise a direct fetch by bot.capabilities.web_fetch, which
 refuses private and reserved addresses at every hop, then readable text extraction. Either way
 only http(s) URLs are taken and the result is capped. In a turn, only URLs the user sent, this
-turn's search results and links of pages opened in this turn are followed (bot.agent.untrusted): a page
-cannot make the model carry the user's data out in an address it composes.
+turn's search results and links of pages opened in this turn to their own site are followed, and at
+most BROWSE_MAX_PER_TURN pages are opened (bot.agent.untrusted): a page cannot make the model carry
+the user's data out in an address it composes or in the links it has.
 """
 
 from __future__ import annotations
@@ -94,6 +95,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             url, note = ctx.turn.check_url(url)
         except UrlRefused as exc:
             return tool_error(f"not opened: {exc}", code="url_not_allowed", refused=True)
+        try:
+            ctx.turn.open_page(url, settings.browse_max_per_turn)
+        except UrlRefused as exc:
+            return tool_error(f"not opened: {exc}", code="too_many_pages", refused=True)
     links: list[str] = []
     budget = max(1.0, min(settings.limits.tool_timeout_s - 1.0, settings.browse_timeout_s * 2 + 5))
     notes: list[str] = []

@@ -44,9 +44,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 def _instruction_refusal(ctx: ToolContext, fact: str) -> ToolResult | None:
-    if ctx.turn is None or not ctx.turn.read_third_party:
-        return None
-    why = untrusted.instruction_like(fact)
+    why = untrusted.planted(ctx.turn, fact)
     if why is None:
         return None
     return tool_error(

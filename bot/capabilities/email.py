@@ -2,6 +2,12 @@
 
 Addresses and subjects are checked here so that no caller can smuggle a header (CR/LF) or a second
 recipient into a message. Sending goes through aiosmtplib with STARTTLS, implicit TLS or plain.
+
+A message carries no remote resource: the HTML keeps a short list of text tags and no style,
+image, font or stylesheet, and every link is shown with its full address, « texte
+(https://site/page) », the address alone being what can be clicked. A mail client that loads a
+remote image, or a user who clicks a link whose text hides its address, would tell a third party
+(an injected page) what the model put in the address.
 """
 
 from __future__ import annotations
@@ -70,7 +76,7 @@ class _TextMaker(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
-        self.links: list[str] = []
+        self.links: list[tuple[str, int]] = []  # (href, where its text starts in `parts`)
         self._skip = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -81,7 +87,7 @@ class _TextMaker(HTMLParser):
         elif tag in self._BLOCK:
             self.parts.append("\n")
         elif tag == "a":
-            self.links.append(dict(attrs).get("href") or "")
+            self.links.append((dict(attrs).get("href") or "", len(self.parts)))
         elif tag == "td":
             self.parts.append(" ")
 
@@ -91,9 +97,10 @@ class _TextMaker(HTMLParser):
         elif tag in self._BLOCK or tag == "li":
             self.parts.append("\n")
         elif tag == "a" and self.links:
-            href = self.links.pop()
-            if href.startswith(("http://", "https://", "mailto:")):
-                self.parts.append(f" ({href.removeprefix('mailto:')})")
+            href, start = self.links.pop()
+            shown = href.removeprefix("mailto:")
+            if href.startswith(_LINK_SCHEMES) and "".join(self.parts[start:]).strip() != shown:
+                self.parts.append(f" ({shown})")
 
     def handle_data(self, data: str) -> None:
         if not self._skip:
@@ -122,9 +129,61 @@ def text_to_html(text: str) -> str:
     return renderer.render(text or "")
 
 
+# Text structure only: nothing a mail client would fetch (img, link, style, fonts, media, frames).
+_MAIL_TAGS = {"p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "b", "em", "i", "u", "s",
+              "del", "sub", "sup", "code", "pre", "blockquote", "ul", "ol", "li", "table", "thead",
+              "tbody", "tr", "th", "td", "div", "span"}
+_MAIL_ATTRIBUTES = {"ol": {"start"}, "td": {"colspan", "rowspan"}, "th": {"colspan", "rowspan"}}
+_LINK_SCHEMES = ("http://", "https://", "mailto:")
+
+
+class _LinksAsText(HTMLParser):
+    """Re-writes cleaned HTML with each `<a href>` as its text and « (address) », only the address
+    being a link (an address with no text is shown once)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self._links: list[tuple[str, int]] = []  # (href, where its text starts in `out`)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._links.append(((dict(attrs).get("href") or "").strip(), len(self.out)))
+            return
+        kept = "".join(f' {k}="{escape(v or "")}"' for k, v in attrs)
+        self.out.append(f"<{tag}{kept}>")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag != "a":
+            self.out.append(f"</{tag}>")
+        elif self._links:
+            href, start = self._links.pop()
+            shown = href.removeprefix("mailto:")
+            text = re.sub(r"<[^>]*>", "", "".join(self.out[start:])).strip()
+            if not href.lower().startswith(_LINK_SCHEMES):
+                return  # no address (refused scheme, relative link): the text alone
+            link = f'<a href="{escape(href)}">{escape(shown)}</a>'
+            if text in (escape(shown), escape(href)):
+                self.out[start:] = [link]
+            else:
+                self.out.append(f" ({link})")
+
+    def handle_data(self, data: str) -> None:
+        self.out.append(escape(data, quote=False))
+
+
 def safe_html(html: str) -> str:
-    """The model's HTML without scripts, handlers or remote-content tricks."""
-    return nh3.clean(html or "", url_schemes={"http", "https", "mailto"})
+    """The model's HTML as text structure: no scripts, handlers, styles or remote resources, and
+    links written out as « text (address) » (see the module's docstring)."""
+    cleaned = nh3.clean(html or "", tags=_MAIL_TAGS | {"a"}, attributes={**_MAIL_ATTRIBUTES, "a": {"href"}},
+                        clean_content_tags={"script", "style", "title", "head"}, link_rel=None,
+                        url_schemes={"http", "https", "mailto"}, generic_attribute_prefixes=set())
+    rewriter = _LinksAsText()
+    rewriter.feed(cleaned)
+    rewriter.close()
+    # Cleaned once more: what the rewriter put together is held to the same rules.
+    return nh3.clean("".join(rewriter.out), tags=_MAIL_TAGS | {"a"}, url_schemes={"http", "https", "mailto"},
+                     attributes={**_MAIL_ATTRIBUTES, "a": {"href"}}, link_rel=None)
 
 
 def wrap_html(body_html: str, title: str) -> str:

@@ -155,7 +155,8 @@ def test_urls_allowed_from_the_user_results_and_pages_only() -> None:
     # Jina Reader gives a page as Markdown: its links are in the text.
     turn.add_page([], urls_in("Voir [la suite](https://news.ci/b?p=3). Ou www.autre.ci/x, merci"))
     assert turn.check_url("https://news.ci/b?p=3")[0] == "https://news.ci/b?p=3"
-    assert turn.check_url("https://www.autre.ci/x")[0] == "https://www.autre.ci/x"
+    with pytest.raises(UrlRefused, match="leads to another site"):  # a page's links stay on its own site
+        turn.check_url("https://www.autre.ci/x")
     assert not turn.read_third_party
 
 
