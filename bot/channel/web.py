@@ -28,7 +28,7 @@ from twilio.request_validator import RequestValidator
 
 from bot import logs, metrics
 from bot.channel import gauges
-from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
+from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, parse_params
 from bot.channel.links import check_link
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry
@@ -77,7 +77,8 @@ async def _signed_form(request: web.Request, services: Services) -> MultiDict[st
     if not exact and not validator.validate(url, form, signature):
         log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
         return web.Response(status=403, text="invalid signature")
-    return form
+    # Cleaned once checked (Twilio signed what it sent): nothing stored or spooled holds a NUL.
+    return MultiDict(clean_form(form.items()))
 
 
 async def inbound(request: web.Request) -> web.Response:
@@ -213,7 +214,7 @@ async def status(request: web.Request) -> web.Response:
 async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
     """Stores one spooled webhook as if it had just been received (at its own arrival time)."""
     services = app[SERVICES]
-    form: MultiDict[str] = MultiDict(entry.form)
+    form: MultiDict[str] = MultiDict(clean_form(entry.form))  # a spool written before the cleaning
     if entry.kind == "status":
         if _status_fields(form) is not None:
             await record_status(services, form)
