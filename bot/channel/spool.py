@@ -73,10 +73,11 @@ def encode(entry: SpoolEntry) -> bytes:
 
 
 def _entry_of(record: object) -> SpoolEntry:
+    if not isinstance(record, dict):
+        raise ValueError("not a spool entry")
     try:
-        assert isinstance(record, dict)
         kind, at, form = record["kind"], datetime.fromisoformat(record["at"]), record["form"]
-    except (AssertionError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"not a spool entry: {exc}") from None
     if kind not in KINDS or not isinstance(form, list) or at.tzinfo is None:
         raise ValueError("not a spool entry")
@@ -284,7 +285,7 @@ class Spool:
                         if not await self._give_up(raw, exc, refused):
                             raise
                         self._attempts.pop(raw, None)
-                        await asyncio.to_thread(self._set_aside, raw, entry, repr(exc))
+                        await asyncio.to_thread(self._set_aside, raw, entry, _reason(exc))
                         rest = b"".join(r for r, _ in batch[index + 1:])
                         await asyncio.to_thread(_rewrite, self.replaying, rest)
                         continue
@@ -310,13 +311,19 @@ class Spool:
                     stored += 1
                     continue
                 except Exception as exc:
-                    log.error("set-aside spool entry still not stored", extra={"error": repr(exc)[:300]})
+                    log.error("set-aside spool entry still not stored", extra={"error": _reason(exc)[:300]})
             kept.append(raw)
         if kept:
             self.directory.mkdir(parents=True, exist_ok=True)
             _append(self.dead, b"".join(kept))
         retrying.unlink()
         return stored, len(kept)
+
+
+def _reason(exc: BaseException) -> str:
+    """The error's class and first line: not the statement's parameters (a user's message)."""
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def _dead_records(data: bytes) -> Iterator[tuple[bytes, dict[str, object] | None]]:
