@@ -139,6 +139,25 @@ async def test_a_nul_byte_in_a_signed_webhook_is_removed_and_the_next_webhook_is
     assert spool_lines(h) == 0  # stored at once, not queued behind anything
 
 
+async def test_a_nul_byte_spooled_before_the_cleaning_is_cleaned_on_replay(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(**SPOOLING)
+    await h.make_user(PHONE)
+    h.llm.push_text("Réponse.")
+    form = [("MessageSid", "SM" + "2" * 32), ("From", f"whatsapp:{PHONE}"), ("Body", "Sa\u0000lut")]
+    line = json.dumps({"kind": "inbound", "at": AT.isoformat(), "form": form}).encode() + b"\n"
+    spool = Path(h.settings.data_dir) / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    (spool / "inbound.jsonl").write_bytes(line)  # a bare JSON line: the format before the header
+
+    async def replayed() -> bool:
+        return await bodies(h) == ["Salut"] and not spool_lines(h)
+
+    await eventually(replayed)
+    assert dead_lines(h) == []
+
+
 # --- 2. an entry the database refuses is set aside -------------------------------------------
 
 
