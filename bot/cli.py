@@ -419,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply the migrations")
+    spool = sub.add_parser("spool", help="the inbound spool (DATA_DIR/spool)")
+    spool.add_subparsers(dest="spool_command", required=True).add_parser(
+        "retry", help="store the entries set aside in dead.jsonl; exit 1 if some stay")
     users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget")
     users_sub = users.add_subparsers(dest="users_command", required=True)
     set_mode = users_sub.add_parser("set-mode", help="enrol a number (ready to use) or change its mode")
@@ -482,6 +485,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup(settings.log_level)
         asyncio.run(upgrade(settings.database_url))
         print("database is up to date")
+    elif args.command == "spool":
+        from bot.channel.spool_retry import retry
+
+        settings = _settings()
+        logs.setup(settings.log_level)
+        return asyncio.run(retry(settings))
     elif args.command == "users":
         settings = _settings()
         # Only problems on stderr: stdout may be a JSON document (show --json, export).

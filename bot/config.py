@@ -163,6 +163,7 @@ class Settings:
     spool_after_s: float
     spool_replay_s: float
     spool_max_bytes: int
+    spool_max_attempts: int
     parent_digest_hour: int
     max_open_tasks: int
     retention_days: int
@@ -359,11 +360,10 @@ class Environment(BaseSettings):
     outbox_backoff_max_s: Positive = 300.0
     outbox_max_age_s: Positive = 86400.0
     outbox_poll_s: Positive = 1.0
-    # The inbound spool: a webhook not stored within SPOOL_AFTER_S (database down) is kept in
-    # DATA_DIR/spool and replayed every SPOOL_REPLAY_S; beyond SPOOL_MAX_BYTES, 503.
-    spool_after_s: Positive = 5.0
+    spool_after_s: Positive = 5.0  # the inbound spool, DATA_DIR/spool: each SPOOL_* in bot.channel.spool
     spool_replay_s: Positive = 2.0
     spool_max_bytes: int = Field(100 * 1024 * 1024, ge=4096)
+    spool_max_attempts: int = Field(5, ge=1)
     # Proactive sends (reminders, summaries, parents' digests) and their retries (bot.pipeline.scheduler).
     scheduled_send_attempts: int = Field(5, ge=1)
     scheduled_send_backoff_s: float = Field(60.0, ge=0)

@@ -15,6 +15,7 @@ WEBHOOK_SECONDS = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
 )
 OUTBOUND = Counter("deblo_outbound_total", "Outbound messages by channel and outcome", ["channel", "result"])
+SPOOL_DEAD = Counter("deblo_spool_dead_total", "Spooled webhooks set aside in DATA_DIR/spool/dead.jsonl")
 STATUS_CALLBACKS = Counter("deblo_status_callbacks_total", "Status callbacks by status", ["status"])
 TURNS = Counter("deblo_messages_processed_total", "Inbound messages processed by outcome", ["result"])
 TURN_SECONDS = Histogram(

@@ -4,6 +4,11 @@ One user per person: the same E.164 number over WhatsApp and SMS is one user. Wh
 the number, Twilio sends the business-scoped user id (BSUID) as `ExternalUserId`, and `From` may
 itself be `whatsapp:<CC>.<digits>`; the BSUID then identifies the user and the number, when known,
 stays an alias.
+
+Text is cleaned at the door (`clean_form`, before anything is stored or spooled): NUL and the other
+C0 control characters but tab, LF and CR are removed, and what is not valid Unicode (a lone
+surrogate) is replaced, so that no field of a webhook can be refused by the database (PostgreSQL
+takes no NUL in text or JSON) and block what comes behind it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import functools
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,6 +36,10 @@ log = logging.getLogger("bot.channel.inbound")
 
 _BSUID = re.compile(r"^[A-Z]{2}\.[0-9A-Za-z]{4,}$")
 MAX_MEDIA = 10
+# C0 control characters but tab (\x09), LF (\x0a) and CR (\x0d): never meant in a message, and NUL
+# is refused by PostgreSQL.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # not Unicode: no UTF-8 for it
 
 
 class MalformedWebhook(ValueError):
@@ -70,6 +79,17 @@ def normalise_phone(raw: str) -> str | None:
 
 def _strip_channel(addr: str) -> str:
     return addr.split(":", 1)[1] if addr.startswith("whatsapp:") else addr
+
+
+def clean_text(value: str) -> str:
+    """`value` without C0 control characters (but tab, LF, CR), a lone surrogate replaced."""
+    value = _CONTROL.sub("", value)
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
+def clean_form(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Every name and value of a (checked) form cleaned by `clean_text`, in order."""
+    return [(clean_text(name), clean_text(value)) for name, value in pairs]
 
 
 def parse_params(form: Mapping[str, str]) -> InboundParams:

@@ -1,34 +1,49 @@
 """The inbound spool: what Twilio sent while the database did not answer, kept on local disk.
 
 A webhook that cannot be stored within SPOOL_AFTER_S (database down, SQLite locked) is appended,
-already validated, to `DATA_DIR/spool/inbound.jsonl` (one JSON line per webhook, fsync'd before
-Twilio gets its 200) and replayed in arrival order by a background task of the web server once
-the database answers again. Replay is safe to repeat: inbound messages are unique by MessageSid
-and status callbacks only move a status forward, so a replay cut short (database gone again,
-process killed) simply starts over from the first line of the batch.
+already validated, to `DATA_DIR/spool/inbound.jsonl` and replayed in arrival order by a background
+task of the web server once the database answers again. Each entry is one line written by one
+`write`: `<length> <crc32 hex> <json>\\n`, fsync'd before Twilio gets its 200. A short or failed
+write is truncated away and not acknowledged (503: Twilio retries). Replay is safe to repeat:
+inbound messages are unique by MessageSid and status callbacks only move a status forward, so a
+replay cut short (database gone again, process killed) simply starts over from the first line.
 
 While anything is spooled, new webhooks are spooled too, behind it: a user's messages are stored
 in the order they came. Replaying first renames the file (`inbound.replaying.jsonl`), so that
-webhooks arriving meanwhile go to a new file, replayed next. A torn last line (a crash in the
-middle of a write) is skipped with a warning. One web server per DATA_DIR.
+webhooks arriving meanwhile go to a new file, replayed next.
+
+Nothing blocks what is behind it. Bytes that are no whole entry (a crash in the middle of a write:
+wrong length or checksum) are set aside, and the next entry is read from where it starts. An entry
+the database refuses SPOOL_MAX_ATTEMPTS times (counted only when the caller says the failure is
+the entry's, not an outage) is set aside too. Set aside means appended to `dead.jsonl`, logged at
+ERROR and counted (deblo_spool_dead_total); `python -m bot spool retry` replays those entries.
+Lines of the format before the header (a bare JSON line) are still read. One web server per DATA_DIR.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+import re
+import zlib
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+
+from bot import metrics
 
 log = logging.getLogger("bot.channel.spool")
 
 SPOOL_FILE = "inbound.jsonl"
 REPLAYING_FILE = "inbound.replaying.jsonl"
+DEAD_FILE = "dead.jsonl"
+RETRYING_FILE = "dead.retrying.jsonl"
 KINDS = frozenset({"inbound", "status"})
+_HEADER = re.compile(rb"([0-9]{1,10}) ([0-9a-f]{8}) ")
 
 
 class SpoolFull(Exception):
@@ -42,23 +57,91 @@ class SpoolEntry:
     form: list[tuple[str, str]]
 
 
+def frame(payload: bytes) -> bytes:
+    """One spool line: the payload's length and CRC-32 before it, so a torn line is seen."""
+    return b"%d %08x %s\n" % (len(payload), zlib.crc32(payload), payload)
+
+
+def _record(entry: SpoolEntry) -> dict[str, object]:
+    return {"kind": entry.kind, "at": entry.received_at.isoformat(), "form": entry.form}
+
+
 def encode(entry: SpoolEntry) -> bytes:
     if entry.kind not in KINDS:
         raise ValueError(f"unknown spool entry kind {entry.kind!r}")
-    record = {"kind": entry.kind, "at": entry.received_at.isoformat(), "form": entry.form}
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return frame(json.dumps(_record(entry), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def decode(line: bytes) -> SpoolEntry:
-    """One line back into an entry; ValueError when it is not one (e.g. torn by a crash)."""
+def _entry_of(record: object) -> SpoolEntry:
+    if not isinstance(record, dict):
+        raise ValueError("not a spool entry")
     try:
-        record = json.loads(line)
         kind, at, form = record["kind"], datetime.fromisoformat(record["at"]), record["form"]
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"not a spool entry: {exc}") from None
     if kind not in KINDS or not isinstance(form, list) or at.tzinfo is None:
         raise ValueError("not a spool entry")
     return SpoolEntry(kind=kind, received_at=at, form=[(str(k), str(v)) for k, v in form])
+
+
+def decode(payload: bytes) -> SpoolEntry:
+    """One entry's JSON back into an entry; ValueError when it is not one."""
+    try:
+        record = json.loads(payload)
+    except ValueError as exc:
+        raise ValueError(f"not a spool entry: {exc}") from None
+    return _entry_of(record)
+
+
+def _frame_at(data: bytes, pos: int) -> tuple[bytes, int] | None:
+    """The payload of the whole line starting at `pos` and the position after it, or None."""
+    match = _HEADER.match(data, pos)
+    if match is None:
+        return None
+    start = match.end()
+    end = start + int(match[1])
+    if data[end:end + 1] != b"\n" or zlib.crc32(data[start:end]) != int(match[2], 16):
+        return None
+    return data[start:end], end + 1
+
+
+def _resync(data: bytes, pos: int) -> int:
+    """Where the next record may start after bytes that are none: a whole line inside them, or
+    else the start of the next line."""
+    newline = data.find(b"\n", pos)
+    line_end = len(data) if newline < 0 else newline + 1
+    for match in _HEADER.finditer(data, pos + 1, line_end):
+        if _frame_at(data, match.start()) is not None:
+            return match.start()
+    return line_end
+
+
+def records(data: bytes) -> Iterator[tuple[bytes, SpoolEntry | None, str]]:
+    """(raw bytes, entry, why not) for each record of a spool file; entry None for bytes that are
+    no entry (set aside), the next record read from where it starts."""
+    pos = 0
+    while pos < len(data):
+        if data[pos:pos + 1] in (b"\n", b"\r", b" "):
+            pos += 1
+            continue
+        framed = _frame_at(data, pos)
+        payload, end, why = None, 0, ""
+        if framed is not None:
+            payload, end = framed
+        elif data[pos:pos + 1] == b"{":  # a line written before the header existed
+            newline = data.find(b"\n", pos)
+            end = len(data) if newline < 0 else newline + 1
+            payload = data[pos:end].rstrip(b"\r\n")
+        if payload is not None:
+            try:
+                yield data[pos:end], decode(payload), ""
+                pos = end
+                continue
+            except ValueError as exc:
+                why = str(exc)
+        end = _resync(data, pos)
+        yield data[pos:end], None, why or "torn line (length or checksum does not match)"
+        pos = end
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -69,12 +152,64 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _append(path: Path, data: bytes) -> None:
+    """Appends `data` with one write and fsyncs it; on a short or failed write, the file is cut
+    back to where it was and OSError raised (nothing half-written stays)."""
+    new = not path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        before = os.fstat(fd).st_size
+        try:
+            written = os.write(fd, data)
+            if written != len(data):
+                raise OSError(f"short write to {path.name} ({written} of {len(data)} bytes)")
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, before)
+            raise
+    finally:
+        os.close(fd)
+    if new:
+        _fsync_dir(path.parent)  # the file's name is durable too
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """Replaces the file's content atomically (the rest of a batch, once some was set aside)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def dead_record(raw: bytes, entry: SpoolEntry | None, reason: str) -> bytes:
+    """One line of dead.jsonl: the entry when there is one (to replay), else the raw bytes."""
+    record: dict[str, object] = {"reason": reason[:500], "dead_at": datetime.now(UTC).isoformat()}
+    if entry is not None:
+        record["entry"] = _record(entry)
+    else:
+        record["raw"] = base64.b64encode(raw).decode("ascii")
+    return frame(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# A failure of `handle`: True when it is the entry's own (counted towards SPOOL_MAX_ATTEMPTS).
+Refused = Callable[[BaseException], Awaitable[bool]]
+Handle = Callable[[SpoolEntry], Awaitable[None]]
+
+
 class Spool:
-    def __init__(self, directory: Path, max_bytes: int) -> None:
+    def __init__(self, directory: Path, max_bytes: int, max_attempts: int = 5) -> None:
         self.directory = directory
         self.path = directory / SPOOL_FILE
         self.replaying = directory / REPLAYING_FILE
+        self.dead = directory / DEAD_FILE
         self.max_bytes = max_bytes
+        self.max_attempts = max_attempts
+        self._attempts: dict[bytes, int] = {}  # the entry's raw line -> failures counted against it
         self._lock = asyncio.Lock()  # appends and the rename keep their order
         self._replay_lock = asyncio.Lock()
 
@@ -94,47 +229,125 @@ class Spool:
         size = sum(p.stat().st_size for p in (self.path, self.replaying) if p.exists())
         if size + len(data) > self.max_bytes:
             raise SpoolFull(f"the spool holds {size} bytes (SPOOL_MAX_BYTES={self.max_bytes})")
-        new = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            written = os.write(fd, data)
-            if written != len(data):
-                raise OSError(f"short write to the spool ({written} of {len(data)} bytes)")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if new:
-            _fsync_dir(self.directory)  # the file's name is durable too
+        _append(self.path, data)
+
+    def _set_aside(self, raw: bytes, entry: SpoolEntry | None, reason: str) -> None:
+        _append(self.dead, dead_record(raw, entry, reason))
+        metrics.SPOOL_DEAD.inc()
+        log.error("spool entry set aside in %s", DEAD_FILE,
+                  extra={"reason": reason[:300], "kind": entry.kind if entry else None, "bytes": len(raw)})
+
+    def _load(self, path: Path) -> list[tuple[bytes, SpoolEntry]]:
+        """The entries of `path`; what is no entry is set aside, and the file rewritten without
+        it (so that it is set aside once)."""
+        if not path.exists():
+            return []
+        found = list(records(path.read_bytes()))
+        for raw, entry, why in found:
+            if entry is None:
+                self._set_aside(raw, None, why)
+        good = [(raw, entry) for raw, entry, _ in found if entry is not None]
+        if len(good) < len(found):
+            _rewrite(path, b"".join(raw for raw, _ in good))
+        return good
 
     def read(self, path: Path) -> list[SpoolEntry]:
-        entries: list[SpoolEntry] = []
-        if not path.exists():
-            return entries
-        for number, line in enumerate(path.read_bytes().splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                entries.append(decode(line))
-            except ValueError as exc:
-                log.warning("spool line skipped", extra={"line": number, "error": str(exc)})
-        return entries
+        return [entry for _, entry in self._load(path)]
 
-    async def replay(self, handle: Callable[[SpoolEntry], Awaitable[None]]) -> int:
+    async def _give_up(self, raw: bytes, exc: BaseException, refused: Refused | None) -> bool:
+        """True when the entry is to be set aside: SPOOL_MAX_ATTEMPTS failures of its own."""
+        if refused is not None and not await refused(exc):
+            return False  # the database is away: no entry's fault
+        self._attempts[raw] = self._attempts.get(raw, 0) + 1
+        return self._attempts[raw] >= self.max_attempts
+
+    async def replay(self, handle: Handle, refused: Refused | None = None) -> int:
         """Hands every entry to `handle`, in order, and forgets them once all were handled.
 
-        Raises what `handle` raises; the entries stay and the next replay starts over."""
+        Raises what `handle` raises; the entries stay and the next replay starts over, except an
+        entry refused SPOOL_MAX_ATTEMPTS times (`refused` says whether a failure is the entry's;
+        without it, every failure is), which is set aside and the ones behind it replayed."""
         done = 0
         async with self._replay_lock:
             while True:
                 async with self._lock:
                     if not self.replaying.exists():
                         if not self.path.exists():
+                            self._attempts.clear()
                             return done
                         os.replace(self.path, self.replaying)
                         await asyncio.to_thread(_fsync_dir, self.directory)
-                for entry in self.read(self.replaying):
-                    await handle(entry)
+                batch = await asyncio.to_thread(self._load, self.replaying)
+                for index, (raw, entry) in enumerate(batch):
+                    try:
+                        await handle(entry)
+                    except Exception as exc:
+                        if not await self._give_up(raw, exc, refused):
+                            raise
+                        self._attempts.pop(raw, None)
+                        await asyncio.to_thread(self._set_aside, raw, entry, _reason(exc))
+                        rest = b"".join(r for r, _ in batch[index + 1:])
+                        await asyncio.to_thread(_rewrite, self.replaying, rest)
+                        continue
                     done += 1
                 self.replaying.unlink()
                 await asyncio.to_thread(_fsync_dir, self.directory)
                 log.info("spool replayed", extra={"entries": done})
+
+    async def retry_dead(self, handle: Handle) -> tuple[int, int]:
+        """Hands every set-aside entry to `handle` once: (stored, still dead). What fails again, and
+        bytes that were no entry, go back to dead.jsonl (after what was set aside meanwhile)."""
+        retrying = self.directory / RETRYING_FILE
+        if self.dead.exists() and not retrying.exists():
+            os.replace(self.dead, retrying)  # the server may set aside more meanwhile: a new file
+        if not retrying.exists():
+            return 0, 0
+        stored, kept = 0, []
+        for raw, record in _dead_records(retrying.read_bytes()):
+            entry = _dead_entry(record)
+            if entry is not None:
+                try:
+                    await handle(entry)
+                    stored += 1
+                    continue
+                except Exception as exc:
+                    log.error("set-aside spool entry still not stored", extra={"error": _reason(exc)[:300]})
+            kept.append(raw)
+        if kept:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _append(self.dead, b"".join(kept))
+        retrying.unlink()
+        return stored, len(kept)
+
+
+def _reason(exc: BaseException) -> str:
+    """The error's class and first line: not the statement's parameters (a user's message)."""
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _dead_records(data: bytes) -> Iterator[tuple[bytes, dict[str, object] | None]]:
+    pos = 0
+    while pos < len(data):
+        framed = _frame_at(data, pos)
+        if framed is None:  # never written torn (one write each): kept as it is
+            end = _resync(data, pos)
+            yield data[pos:end], None
+            pos = end
+            continue
+        payload, end = framed
+        try:
+            record = json.loads(payload)
+        except ValueError:
+            record = None
+        yield data[pos:end], record if isinstance(record, dict) else None
+        pos = end
+
+
+def _dead_entry(record: dict[str, object] | None) -> SpoolEntry | None:
+    if record is None or "entry" not in record:
+        return None
+    try:
+        return _entry_of(record["entry"])
+    except ValueError:
+        return None

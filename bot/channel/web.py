@@ -17,19 +17,20 @@ import hmac
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl
 
 from aiohttp import web
 from multidict import MultiDict
 from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from twilio.request_validator import RequestValidator
 
 from bot import logs, metrics
 from bot.channel import gauges
 from bot.channel.download import send_file
-from bot.channel.inbound import InboundWriter, MalformedWebhook, parse_params
+from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, parse_params
 from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry
@@ -78,7 +79,8 @@ async def _signed_form(request: web.Request, services: Services) -> MultiDict[st
     if not exact and not validator.validate(url, form, signature):
         log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
         return web.Response(status=403, text="invalid signature")
-    return form
+    # Cleaned once checked (Twilio signed what it sent): nothing stored or spooled holds a NUL.
+    return MultiDict(clean_form(form.items()))
 
 
 async def inbound(request: web.Request) -> web.Response:
@@ -213,8 +215,12 @@ async def status(request: web.Request) -> web.Response:
 
 async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
     """Stores one spooled webhook as if it had just been received (at its own arrival time)."""
-    services = app[SERVICES]
-    form: MultiDict[str] = MultiDict(entry.form)
+    await store_entry(app[SERVICES], app[WRITER], entry)
+
+
+async def store_entry(services: Services, writer: InboundWriter, entry: SpoolEntry) -> None:
+    """Stores one spooled (or set-aside) webhook; raises what the database raises."""
+    form: MultiDict[str] = MultiDict(clean_form(entry.form))  # a spool written before the cleaning
     if entry.kind == "status":
         if _status_fields(form) is not None:
             await record_status(services, form)
@@ -224,11 +230,30 @@ async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
     except MalformedWebhook as exc:  # checked before it was spooled: only a hand-edited file
         log.warning("spooled webhook skipped", extra={"error": str(exc)})
         return
-    user_id, inbound_id = await app[WRITER].submit(params, entry.received_at)
+    user_id, inbound_id = await writer.submit(params, entry.received_at)
     if inbound_id is not None:
         metrics.INBOUND.labels(params.channel, "accepted").inc()
         with contextlib.suppress(Exception):  # the sweeper queues it otherwise
             await services.state.push_user(user_id)
+
+
+def refused_by_database(services: Services) -> Callable[[BaseException], Awaitable[bool]]:
+    """Whether a failure to store a spooled entry is the entry's own: the database answered (a
+    probe succeeds) and the error is no sign of an outage (connection, lock, time-out)."""
+    async def refused(exc: BaseException) -> bool:
+        if isinstance(exc, OSError | TimeoutError | OperationalError | InterfaceError):
+            return False
+        if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+            return False
+        try:
+            async with asyncio.timeout(services.settings.spool_after_s):
+                async with services.engine.connect() as conn:
+                    await conn.execute(text("SELECT 1"))
+        except Exception:
+            return False
+        return True
+
+    return refused
 
 
 async def _replayer(app: web.Application) -> None:
@@ -242,7 +267,8 @@ async def _replayer(app: web.Application) -> None:
         if not spool.pending:
             continue
         try:
-            count = await spool.replay(lambda entry: replay_entry(app, entry))
+            count = await spool.replay(lambda entry: replay_entry(app, entry),
+                                       refused_by_database(app[SERVICES]))
             if count:
                 log.warning("spooled webhooks stored", extra={"entries": count})
         except asyncio.CancelledError:
@@ -365,7 +391,8 @@ def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.A
     app[SERVICES] = services
     app[VALIDATOR] = RequestValidator(services.settings.twilio_auth_token)
     app[WRITER] = InboundWriter(services.engine)
-    app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes)
+    app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes,
+                       services.settings.spool_max_attempts)
     app[REPLAY_NOW] = asyncio.Event()
     app[BACKGROUND] = set()
 

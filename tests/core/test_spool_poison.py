@@ -1,0 +1,262 @@
+"""No poison in the spool: a webhook the database would refuse is cleaned at the door, an entry
+that still cannot be stored is set aside in `dead.jsonl` (and can be replayed by the operator),
+and a torn or short spool write never loses or blocks the webhooks behind it.
+
+Run on both backends: PostgreSQL refuses a NUL byte that SQLite stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+
+from bot import metrics
+from bot.channel.inbound import clean_form, clean_text
+from bot.channel.spool import Spool, SpoolEntry, encode
+from bot.config import ConfigError, load_settings
+from bot.storage.models import InboundMessage
+from tests.support.harness import Harness
+
+PHONE = "+2250700000091"
+ROOT = Path(__file__).resolve().parents[2]
+AT = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+SPOOLING = {"SPOOL_AFTER_S": "0.5", "SPOOL_REPLAY_S": "0.1"}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not await check():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+async def stored(h: Harness) -> list[tuple[str, str | None]]:
+    async with h.services.sessions() as db:
+        rows = (await db.scalars(select(InboundMessage).order_by(InboundMessage.id))).all()
+        return [(row.body, (row.params or {}).get("ProfileName")) for row in rows]
+
+
+def spool_lines(h: Harness) -> int:
+    spool = Path(h.settings.data_dir) / "spool"
+    return sum(len(p.read_bytes().splitlines()) for p in spool.glob("inbound*.jsonl"))
+
+
+def dead_lines(h: Harness) -> list[bytes]:
+    dead = Path(h.settings.data_dir) / "spool" / "dead.jsonl"
+    return dead.read_bytes().splitlines() if dead.exists() else []
+
+
+async def refuse_bodies(h: Harness, prefix: str) -> None:
+    """A real refusal by the database: a trigger failing the insert of such a message."""
+    async with h.services.engine.begin() as conn:
+        if h.services.engine.dialect.name == "postgresql":
+            await conn.execute(text(
+                "CREATE OR REPLACE FUNCTION refuse_body() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"IF NEW.body LIKE '{prefix}%' THEN "
+                "RAISE EXCEPTION 'refused' USING ERRCODE = 'check_violation'; END IF; RETURN NEW; END $$"))
+            await conn.execute(text("DROP TRIGGER IF EXISTS refuse_body ON inbound_messages"))
+            await conn.execute(text("CREATE TRIGGER refuse_body BEFORE INSERT ON inbound_messages "
+                                    "FOR EACH ROW EXECUTE FUNCTION refuse_body()"))
+        else:
+            await conn.execute(text(f"CREATE TRIGGER refuse_body BEFORE INSERT ON inbound_messages WHEN "
+                                    f"NEW.body LIKE '{prefix}%' BEGIN SELECT RAISE(ABORT, 'refused'); END"))
+
+
+async def accept_bodies(h: Harness) -> None:
+    """The refusal gone (also run at the end: on PostgreSQL the tests share one database)."""
+    async with h.services.engine.begin() as conn:
+        if h.services.engine.dialect.name == "postgresql":
+            await conn.execute(text("DROP TRIGGER IF EXISTS refuse_body ON inbound_messages"))
+            await conn.execute(text("DROP FUNCTION IF EXISTS refuse_body()"))
+        else:
+            await conn.execute(text("DROP TRIGGER IF EXISTS refuse_body"))
+
+
+@pytest.fixture
+async def refusing(make_harness: Callable[..., Awaitable[Harness]]) -> AsyncIterator[list[Harness]]:
+    made: list[Harness] = []
+    yield made
+    for h in made:
+        await accept_bodies(h)
+
+
+async def spool_retry(h: Harness) -> tuple[int, str]:
+    """`python -m bot spool retry` as the operator runs it, with the harness's settings."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
+           "PYTHONPATH": str(ROOT)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "spool", "retry", env=env, cwd=str(ROOT),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+async def bodies(h: Harness) -> list[str]:
+    return [body for body, _ in await stored(h)]
+
+
+# --- 1. text cleaned at the door -------------------------------------------------------------
+
+
+@pytest.mark.single_pass
+def test_control_characters_go_and_a_lone_surrogate_is_replaced() -> None:
+    assert clean_text("a\x00b\x01c\x1fd\x7f\te\r\nf") == "abcd\x7f\te\r\nf"
+    assert clean_text("x\ud800y") == "x\ufffdy"
+    assert clean_text("é — ok") == "é — ok"
+    assert clean_form([("Bo\x00dy", "\x00"), ("To", "+1")]) == [("Body", ""), ("To", "+1")]
+
+
+async def test_a_nul_byte_in_a_signed_webhook_is_removed_and_the_next_webhook_is_stored(
+    harness: Harness,
+) -> None:
+    h = harness
+    await h.make_user(PHONE)
+    h.llm.push_text("Réponse 1.")
+    h.llm.push_text("Réponse 2.")
+    status, body = await h.inbound(PHONE, "Bon\x00jour\x08 à\ttous\r\n", extra={"ProfileName": "A\x00mi"})
+    assert status == 200 and "<Response" in body
+    await h.settle()
+    assert (await h.inbound(PHONE, "Merci"))[0] == 200
+    await h.settle()
+
+    async def both_answered() -> bool:
+        return len(await h.texts_to(PHONE)) >= 2
+
+    await eventually(both_answered)
+    assert await stored(h) == [("Bonjour à\ttous\r\n", "Ami"), ("Merci", None)]
+    assert await h.texts_to(PHONE) == ["Réponse 1.", "Réponse 2."]
+    assert spool_lines(h) == 0  # stored at once, not queued behind anything
+
+
+async def test_a_nul_byte_spooled_before_the_cleaning_is_cleaned_on_replay(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(**SPOOLING)
+    await h.make_user(PHONE)
+    h.llm.push_text("Réponse.")
+    form = [("MessageSid", "SM" + "2" * 32), ("From", f"whatsapp:{PHONE}"), ("Body", "Sa\u0000lut")]
+    line = json.dumps({"kind": "inbound", "at": AT.isoformat(), "form": form}).encode() + b"\n"
+    spool = Path(h.settings.data_dir) / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    (spool / "inbound.jsonl").write_bytes(line)  # a bare JSON line: the format before the header
+
+    async def replayed() -> bool:
+        return await bodies(h) == ["Salut"] and not spool_lines(h)
+
+    await eventually(replayed)
+    assert dead_lines(h) == []
+
+
+# --- 2. an entry the database refuses is set aside -------------------------------------------
+
+
+async def test_an_entry_refused_max_attempts_times_is_set_aside_and_retried_by_the_operator(
+    make_harness: Callable[..., Awaitable[Harness]], refusing: list[Harness],
+) -> None:
+    h = await make_harness(**SPOOLING, SPOOL_MAX_ATTEMPTS="3")
+    refusing.append(h)
+    await h.make_user(PHONE)
+    await refuse_bodies(h, "Poison")
+    for n in range(2):
+        h.llm.push_text(f"Réponse {n}.")
+    dead_before = metrics.SPOOL_DEAD._value.get()
+    assert (await h.inbound(PHONE, "Poison"))[0] == 200  # refused: spooled
+    assert (await h.inbound(PHONE, "Bonjour"))[0] == 200  # spooled behind it
+
+    async def good_one_stored() -> bool:
+        return await bodies(h) == ["Bonjour"] and not spool_lines(h)
+
+    await eventually(good_one_stored)
+    [line] = dead_lines(h)
+    record = json.loads(line.split(b" ", 2)[2])
+    assert dict(record["entry"]["form"])["Body"] == "Poison" and "refused" in record["reason"]
+    assert metrics.SPOOL_DEAD._value.get() == dead_before + 1
+
+    # The operator, once the cause is gone.
+    code, out = await spool_retry(h)
+    assert code == 1 and "0 stored, 1 still dead" in out  # still refused: stays dead
+    assert len(dead_lines(h)) == 1
+    await accept_bodies(h)
+    code, out = await spool_retry(h)
+    assert code == 0 and "1 stored, 0 still dead" in out
+    assert await bodies(h) == ["Bonjour", "Poison"] and dead_lines(h) == []
+
+
+@pytest.mark.single_pass
+def test_a_bad_max_attempts_is_refused() -> None:
+    assert load_settings({}).spool_max_attempts == 5
+    with pytest.raises(ConfigError, match="SPOOL_MAX_ATTEMPTS must be 1 or more"):
+        load_settings({"SPOOL_MAX_ATTEMPTS": "0"})
+
+
+# --- 3. a torn or short write loses nothing behind it ----------------------------------------
+
+
+def entry(n: int) -> SpoolEntry:
+    return SpoolEntry("inbound", AT, [("MessageSid", f"SM{n:032d}"), ("Body", f"message {n}\n«é»")])
+
+
+@pytest.mark.single_pass
+async def test_a_torn_line_is_set_aside_and_the_line_after_it_is_replayed(tmp_path: Path) -> None:
+    spool = Spool(tmp_path / "spool", 1_000_000)
+    spool.directory.mkdir()
+    old = json.dumps({"kind": "inbound", "at": AT.isoformat(), "form": entry(0).form}).encode() + b"\n"
+    torn = encode(entry(1))[:30]  # a crash in the middle of the write: no newline
+    bad_sum = encode(entry(2)).replace(b"message 2", b"message X")  # whole line, wrong checksum
+    spool.path.write_bytes(old + torn + encode(entry(3)) + bad_sum + encode(entry(4)))
+    seen: list[SpoolEntry] = []
+
+    async def handle(e: SpoolEntry) -> None:
+        seen.append(e)
+
+    assert await spool.replay(handle) == 3
+    assert seen == [entry(0), entry(3), entry(4)] and not spool.pending
+    dead = [json.loads(line.split(b" ", 2)[2]) for line in spool.dead.read_bytes().splitlines()]
+    assert [base64.b64decode(d["raw"]) for d in dead] == [torn, bad_sum]
+    assert await spool.replay(handle) == 0 and len(seen) == 3  # set aside once
+
+
+async def test_a_short_spool_write_is_not_acknowledged_and_leaves_no_torn_bytes(
+    make_harness: Callable[..., Awaitable[Harness]], refusing: list[Harness], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = await make_harness(**SPOOLING, SPOOL_MAX_ATTEMPTS="1000")
+    refusing.append(h)
+    await h.make_user(PHONE)
+    await refuse_bodies(h, "Refusé")  # every such webhook is spooled
+    h.llm.push_text("Réponse 1.")
+    h.llm.push_text("Réponse 2.")
+    real_write = os.write
+
+    def half(fd: int, data: bytes | memoryview) -> int:  # a full disk: the OS takes half
+        if bytes(data).endswith(b"\n") and b'"kind":"inbound"' in bytes(data):
+            return real_write(fd, bytes(data)[: len(data) // 2])
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", half)
+    sid = "SM" + "1" * 32
+    status, _ = await h.inbound(PHONE, "Refusé 1", sid=sid)
+    assert status == 503  # not acknowledged: Twilio retries
+    monkeypatch.setattr(os, "write", real_write)
+    spool = Path(h.settings.data_dir) / "spool"
+    assert (spool / "inbound.jsonl").read_bytes() == b""  # cut back: no torn bytes
+    assert (await h.inbound(PHONE, "Refusé 2"))[0] == 200
+    assert spool_lines(h) == 1
+    await accept_bodies(h)
+    assert (await h.inbound(PHONE, "Refusé 1", sid=sid))[0] == 200  # Twilio's retry
+
+    async def both_stored() -> bool:
+        return sorted(await bodies(h)) == ["Refusé 1", "Refusé 2"] and not spool_lines(h)
+
+    await eventually(both_stored)
+    assert await bodies(h) == ["Refusé 2", "Refusé 1"] and dead_lines(h) == []
