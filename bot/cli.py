@@ -272,6 +272,7 @@ def _no_user(number: str, hint: str = "") -> int:
 
 async def _users(settings: Settings, args: argparse.Namespace) -> int:
     """`users …`: every argument is checked before the database is touched (exit 2, nothing changed)."""
+    from bot.capabilities import operator_credit
     from bot.capabilities.accounts import AccountError
     from bot.channel.inbound import normalise_phone
     from bot.services import build_services
@@ -283,8 +284,8 @@ async def _users(settings: Settings, args: argparse.Namespace) -> int:
     if args.users_command == "credit":
         if args.amount == 0:
             return _usage_error("N must be a whole number other than 0 (negative takes credits back)")
-        if args.reason is not None and not 0 < len(args.reason.strip()) <= 200:
-            return _usage_error("--reason must be 1 to 200 characters")
+        if args.reason is not None and not 0 < len(operator_credit.clean_note(args.reason) or "") <= 200:
+            return _usage_error("--reason must be 1 to 200 characters (control characters do not count)")
     command = {"set-mode": _users_set_mode, "credit": _users_credit, "show": _users_show,
                "export": _users_export, "forget": _users_forget}[args.users_command]
     services = await build_services(settings)
@@ -322,13 +323,13 @@ async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) 
 
 
 async def _users_credit(services: Any, number: str, args: argparse.Namespace) -> int:
-    from bot.capabilities import accounts
+    from bot.capabilities import accounts, operator_credit
 
     async with services.sessions() as db:
         user = await accounts.find_user(db, number)
         if user is None:
             return _no_user(number, " (enrol it first: users set-mode PHONE guest|child|pro)")
-        applied, balance = await accounts.credit(db, user, args.amount, args.reason and args.reason.strip())
+        applied, balance = await operator_credit.credit(db, user, args.amount, args.reason)
         await db.commit()
     if applied == 0:
         print("warning: nothing taken back: the balance is already 0 (it never goes below 0)",

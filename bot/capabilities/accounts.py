@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -54,7 +53,6 @@ MODES = ("guest", "child", "pro")
 KEPT_FOR_ACCOUNTING = frozenset({"credit_entries", "payments"})
 PHONE_COLUMNS = frozenset({"phone", "to_addr", "from_addr", "phone_number", "msisdn", "number"})
 ERASED_STEP = "erased"  # onboarding_step of the placeholder that holds kept ledger rows
-OPERATOR_REASON = "operator"
 # Shorter than any E.164 number, so that a replaced value always fits its column.
 REDACTED = "[effacé]"
 MAX_DEPTH = 6
@@ -114,29 +112,6 @@ async def enrol(db: AsyncSession, phone: str, mode: str, signup_credits: int,
     if signup_credits > 0 and mode != "guest":
         granted = await credits.apply(db, user.id, signup_credits, "signup", ref=f"signup:{user.id}")
     return user, created, granted
-
-
-async def credit(db: AsyncSession, user: User, amount: int, note: str | None) -> tuple[int, int]:
-    """Adds `amount` (negative: takes back, never below 0). Returns (applied, new balance)."""
-    if amount == 0:
-        raise AccountError("N must not be 0")
-    if note is not None and len(note) > 200:
-        raise AccountError("--reason must be at most 200 characters")
-    # The row is locked (PostgreSQL) so that a turn charged meanwhile cannot take it below 0.
-    current = int(await db.scalar(select(User.credit_balance).where(User.id == user.id).with_for_update())
-                  or 0)
-    applied = amount if amount > 0 else -min(-amount, current)
-    if applied == 0:
-        return 0, current
-    ref = f"{OPERATOR_REASON}:{uuid.uuid4().hex}"
-    balance = await credits.apply(db, user.id, applied, OPERATOR_REASON, ref=ref)
-    assert balance is not None  # a fresh ref is never seen before
-    if note:
-        from bot.storage.models import CreditEntry
-
-        await db.execute(update(CreditEntry).where(CreditEntry.reason == OPERATOR_REASON,
-                                                   CreditEntry.ref == ref).values(note=note))
-    return applied, balance
 
 
 # --- the schema, read ----------------------------------------------------------------------------

@@ -277,3 +277,24 @@ async def test_a_wrong_argument_is_one_line_exit_2_and_changes_nothing(harness: 
         assert run.code == 2, (args, run)
         assert run.out == "" and run.err.startswith("error:") and run.err.count("\n") == 1, (args, run.err)
     assert await snapshot(h) == before
+
+
+async def test_credit_refuses_an_amount_beyond_the_bound_and_cleans_the_reason(harness: Harness) -> None:
+    from bot.capabilities.operator_credit import MAX_OPERATOR_CREDIT
+
+    h = harness
+    user = await h.make_user(PHONE)
+    before = await snapshot(h)
+    for amount in (str(MAX_OPERATOR_CREDIT + 1), f"-{MAX_OPERATOR_CREDIT + 1}", "2250700000001"):
+        run = await users(h, "credit", PHONE, amount)
+        assert run.code == 2 and "at most 100 000 credits" in run.err and run.out == "", (amount, run.err)
+    # (A NUL cannot travel in a command line; escapes, bells and direction overrides can.)
+    run = await users(h, "credit", PHONE, "5", "--reason", "\x1b\x07\u202e\u200f")  # nothing but controls
+    assert run.code == 2 and "--reason must be 1 to 200 characters" in run.err
+    assert await snapshot(h) == before  # nothing changed
+    run = await users(h, "credit", PHONE, "5", "--reason", "bourse\x1b[31m rouge\x07\u202e fin")
+    assert run.code == 0, run.err
+    async with h.services.sessions() as db:
+        note = await db.scalar(select(CreditEntry.note).where(CreditEntry.user_id == user.id,
+                                                              CreditEntry.reason == "operator"))
+    assert note == "bourse[31m rouge fin"
