@@ -368,8 +368,7 @@ async def _run_in_order(
     runnable: list[tuple[int, Tool, dict[str, Any], ToolCall]],
     run_one: Callable[[int, Tool, dict[str, Any], ToolCall], Awaitable[None]],
 ) -> None:
-    """Runs the calls concurrently, except that an `exclusive` one waits for those before it and
-    runs alone."""
+    """Runs the calls concurrently, but an `exclusive` one waits for those before it and runs alone."""
     batch: list[Awaitable[None]] = []
     try:
         for i, tool, args, call in runnable:

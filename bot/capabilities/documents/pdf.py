@@ -95,8 +95,7 @@ def _fix_to_unicode() -> None:
 
         return _WIDE_CODE.sub(pair, original(fontname, subset))
 
-    # The mark read above, so the patch is applied once; mypy knows no attributes set on a function.
-    to_unicode_cmap.utf16 = True  # type: ignore[attr-defined]
+    to_unicode_cmap.utf16 = True  # type: ignore[attr-defined]  # the mark read above: patched once
     ttfonts.makeToUnicodeCMap = to_unicode_cmap
 
 
