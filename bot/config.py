@@ -16,8 +16,23 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, model_validator
-from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import Field, ValidationError, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from bot.config_values import (
+    LOWERED,
+    CreditPacks,
+    DatabaseUrl,
+    Hour,
+    Lower,
+    Names,
+    Positive,
+    RedisUrl,
+    TemplateVariable,
+    Upper,
+    Url,
+    WhatsAppFrom,
+)
 
 
 class ConfigError(Exception):
@@ -204,82 +219,6 @@ class Settings:
         return not self.redis_url
 
 
-# --- the checks of one value: a ValueError's text follows the variable's name ----------------------
-
-
-def _url(value: str) -> str:
-    value = value.rstrip("/")
-    if value and not value.startswith(("http://", "https://")):
-        raise ValueError(f"must start with http:// or https://, got {value!r}")
-    return value
-
-
-def _database_url(value: str) -> str:
-    if value and not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
-        # Only the scheme: the rest may hold a password.
-        raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "
-                         f"got {value.split(':', 1)[0]!r}")
-    return value
-
-
-def _redis_url(value: str) -> str:
-    if value and not value.startswith(("redis://", "rediss://", "unix://")):
-        raise ValueError(f"must start with redis://, rediss:// or unix://, got {value.split(':', 1)[0]!r}")
-    return value
-
-
-def _whatsapp_from(value: str) -> str:
-    if value and not value.startswith("whatsapp:"):
-        raise ValueError(f"must look like whatsapp:+14155238886, got {value!r}")
-    return value
-
-
-def _template_variable(value: str) -> str:
-    # Variable 1 carries the message text; a Content API variable key is at most 16 characters.
-    if value and (value == "1" or len(value) > 16 or not value.isalnum()):
-        raise ValueError("must be a template variable other than 1 (letters or digits, at most 16), "
-                         f"got {value!r}")
-    return value
-
-
-def _hour(value: int) -> int:
-    if not 0 <= value <= 23:
-        raise ValueError(f"must be an hour from 0 to 23, got {value}")
-    return value
-
-
-def _names(value: Any) -> Any:
-    """A comma-separated list: "a, b" is ("a", "b")."""
-    return tuple(n.strip() for n in value.split(",") if n.strip()) if isinstance(value, str) else value
-
-
-def _credit_packs(value: Any) -> Any:
-    """CREDIT_PACKS="100:500,250:1000": credits:price pairs, offered in that order."""
-    if not isinstance(value, str):
-        return value
-    packs: list[tuple[int, int]] = []
-    for item in value.split(","):
-        credits, _, price = item.strip().partition(":")
-        try:
-            pack = (int(credits), int(price))
-        except ValueError:
-            raise ValueError(f"must look like 100:500,250:1000 (credits:price), got {item!r}") from None
-        if pack[0] <= 0 or pack[1] <= 0:
-            raise ValueError(f"needs positive credits and prices, got {item!r}")
-        packs.append(pack)
-    return tuple(packs)
-
-
-def _lower(value: Any) -> Any:
-    return value.lower() if isinstance(value, str) else value
-
-
-Url = Annotated[str, AfterValidator(_url)]
-Lower = Annotated[str, AfterValidator(str.lower)]
-Upper = Annotated[str, AfterValidator(str.upper)]
-Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
-Positive = Annotated[float, Field(gt=0)]
-
 # Kept as written (inner spaces included); every other value is stripped first.
 _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
@@ -292,8 +231,8 @@ class Environment(BaseSettings):
 
     # Storage and the web server.
     data_dir: Path = Path("./data")
-    database_url: Annotated[str, AfterValidator(_database_url)] = ""  # "" is SQLite in DATA_DIR
-    redis_url: Annotated[str, AfterValidator(_redis_url)] = ""  # "" is one process, state in memory
+    database_url: DatabaseUrl = ""  # "" is SQLite in DATA_DIR
+    redis_url: RedisUrl = ""  # "" is one process, state in memory
     redis_key_prefix: str = "deblo:"
     host: str = "0.0.0.0"
     port: int = 8080
@@ -303,11 +242,11 @@ class Environment(BaseSettings):
     # Twilio.
     twilio_account_sid: str = ""
     twilio_auth_token: str = ""
-    twilio_whatsapp_from: Annotated[str, AfterValidator(_whatsapp_from)] = ""
+    twilio_whatsapp_from: WhatsAppFrom = ""
     twilio_sms_from: str = ""
     twilio_api_base_url: Url = TWILIO_DEFAULT_API
     twilio_template_sid: str = ""
-    twilio_template_link_variable: Annotated[str, AfterValidator(_template_variable)] = ""
+    twilio_template_link_variable: TemplateVariable = ""
     twilio_send_attempts: int = 4
     twilio_backoff_s: float = 0.5
     twilio_timeout_s: float = 15.0
@@ -324,8 +263,8 @@ class Environment(BaseSettings):
     # the same cache) and `cache_control` on the stable part of the system prompt (Anthropic models
     # through OpenRouter need it). auto: the key for api.openai.com and openrouter.ai, the marker for
     # anthropic/ models on openrouter.ai; other OpenAI-compatible servers may refuse unknown fields.
-    llm_prompt_cache_key: Annotated[Literal["auto", "on", "off"], BeforeValidator(_lower)] = "auto"
-    llm_cache_control: Annotated[Literal["auto", "on", "off"], BeforeValidator(_lower)] = "auto"
+    llm_prompt_cache_key: Annotated[Literal["auto", "on", "off"], LOWERED] = "auto"
+    llm_cache_control: Annotated[Literal["auto", "on", "off"], LOWERED] = "auto"
     # Cached prompt tokens (usage.prompt_tokens_details.cached_tokens) are charged at this share.
     cached_tokens_factor: float = Field(0.25, ge=0, le=1)
     agent_max_iterations: int = 10
@@ -370,7 +309,7 @@ class Environment(BaseSettings):
     scheduled_send_claim_s: float = Field(300.0, gt=0)
     parent_summary_weekday: int = 6
     parent_summary_hour: int = 18
-    parent_digest_hour: Annotated[int, AfterValidator(_hour)] = 7  # local hour of a parent's digest
+    parent_digest_hour: Hour = 7  # local hour of a parent's digest
     reminder_lead_minutes: int = 60
     default_timezone: str = "Africa/Abidjan"
     max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.capabilities.tasks)
@@ -404,7 +343,7 @@ class Environment(BaseSettings):
     payment_base_url: Url = ""
     payment_currency: Upper = "XOF"
     payment_timeout_s: float = 20.0
-    credit_packs: Annotated[tuple[tuple[int, int], ...], NoDecode, BeforeValidator(_credit_packs)] = (
+    credit_packs: CreditPacks = (
         (100, 500), (250, 1000), (600, 2000))
     # E-mail.
     smtp_host: str = ""
@@ -412,7 +351,7 @@ class Environment(BaseSettings):
     smtp_user: str = ""
     smtp_password: str = ""
     smtp_from: str = ""
-    smtp_security: Annotated[Literal["starttls", "tls", "none"], BeforeValidator(_lower)] = "starttls"
+    smtp_security: Annotated[Literal["starttls", "tls", "none"], LOWERED] = "starttls"
     smtp_timeout_s: float = 20.0
     smtp_ca_file: str = ""  # a private CA for an internal relay; the system CAs otherwise
     email_code_ttl_s: int = 900

@@ -1,0 +1,98 @@
+"""The checks of one setting's value, and the types that carry them (bot.config declares the
+settings with these). A ValueError's text follows the variable's name in the error an operator
+sees ("PORT must be …"), so it says what is expected and what was given.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic_settings import NoDecode
+
+__all__ = [
+    "LOWERED", "CreditPacks", "DatabaseUrl", "Hour", "Lower", "Names", "Positive", "RedisUrl",
+    "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
+]
+
+
+def _url(value: str) -> str:
+    value = value.rstrip("/")
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError(f"must start with http:// or https://, got {value!r}")
+    return value
+
+
+def _database_url(value: str) -> str:
+    if value and not value.startswith(("sqlite+aiosqlite://", "postgresql+asyncpg://")):
+        # Only the scheme: the rest may hold a password.
+        raise ValueError("must start with sqlite+aiosqlite:// or postgresql+asyncpg://, "
+                         f"got {value.split(':', 1)[0]!r}")
+    return value
+
+
+def _redis_url(value: str) -> str:
+    if value and not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"must start with redis://, rediss:// or unix://, got {value.split(':', 1)[0]!r}")
+    return value
+
+
+def _whatsapp_from(value: str) -> str:
+    if value and not value.startswith("whatsapp:"):
+        raise ValueError(f"must look like whatsapp:+14155238886, got {value!r}")
+    return value
+
+
+def _template_variable(value: str) -> str:
+    # Variable 1 carries the message text; a Content API variable key is at most 16 characters.
+    if value and (value == "1" or len(value) > 16 or not value.isalnum()):
+        raise ValueError("must be a template variable other than 1 (letters or digits, at most 16), "
+                         f"got {value!r}")
+    return value
+
+
+def _hour(value: int) -> int:
+    if not 0 <= value <= 23:
+        raise ValueError(f"must be an hour from 0 to 23, got {value}")
+    return value
+
+
+def _names(value: Any) -> Any:
+    """A comma-separated list: "a, b" is ("a", "b")."""
+    return tuple(n.strip() for n in value.split(",") if n.strip()) if isinstance(value, str) else value
+
+
+def _credit_packs(value: Any) -> Any:
+    """CREDIT_PACKS="100:500,250:1000": credits:price pairs, offered in that order."""
+    if not isinstance(value, str):
+        return value
+    packs: list[tuple[int, int]] = []
+    for item in value.split(","):
+        credits, _, price = item.strip().partition(":")
+        try:
+            pack = (int(credits), int(price))
+        except ValueError:
+            raise ValueError(f"must look like 100:500,250:1000 (credits:price), got {item!r}") from None
+        if pack[0] <= 0 or pack[1] <= 0:
+            raise ValueError(f"needs positive credits and prices, got {item!r}")
+        packs.append(pack)
+    return tuple(packs)
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+Url = Annotated[str, AfterValidator(_url)]
+Lower = Annotated[str, AfterValidator(str.lower)]
+Upper = Annotated[str, AfterValidator(str.upper)]
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
+Positive = Annotated[float, Field(gt=0)]
+
+DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
+RedisUrl = Annotated[str, AfterValidator(_redis_url)]
+WhatsAppFrom = Annotated[str, AfterValidator(_whatsapp_from)]
+TemplateVariable = Annotated[str, AfterValidator(_template_variable)]
+Hour = Annotated[int, AfterValidator(_hour)]
+CreditPacks = Annotated[tuple[tuple[int, int], ...], NoDecode, BeforeValidator(_credit_packs)]
+LOWERED = BeforeValidator(_lower)  # a word compared lower-cased (Literal choices)
