@@ -102,7 +102,10 @@ async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str 
         select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
     ) is not None:
         return 0, None  # already charged (a replay): neither taken again nor logged as cut
-    current = await balance(db, user_id)
+    # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
+    # (a background job and a new message's turn) read the balance one after the other.
+    current = int(await db.scalar(
+        select(User.credit_balance).where(User.id == user_id).with_for_update()) or 0)
     taken = min(due, max(0, current + max(0, overdraft)))
     if taken < due:
         log.warning(
