@@ -175,13 +175,13 @@ class TurnMeter:
         cost = turn_cost(self.tokens, self.tokens_per_credit)
         if cost <= self.charged:
             return
-        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit,
-                                     self.ref_for(cost), overdraft=self.overdraft,
-                                     already_charged=self.charged)
+        await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, self.ref_for(cost),
+                          overdraft=self.overdraft, already_charged=self.charged)
         # What could not be taken (the overdraft floor) is not asked again at the next call.
         self.charged = cost
-        if taken:
-            await db.commit()
+        # Even when nothing was taken: `debit` locked the user's row, and tools that credit the
+        # user in their own sessions (bonus awards) must not wait for the end of the step.
+        await db.commit()
 
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
