@@ -155,6 +155,7 @@ class Settings:
     turn_overdraft_credits: int
     llm_max_retries: int
     llm_retry_base_s: float
+    llm_max_tokens: int
     llm_prompt_cache_key: str
     llm_cache_control: str
     cached_tokens_factor: float
@@ -259,6 +260,7 @@ class Environment(BaseSettings):
     llm_timeout_s: float = 60.0
     llm_max_retries: int = 2
     llm_retry_base_s: float = 0.5
+    llm_max_tokens: int = Field(4096, ge=1)  # a call's `max_tokens`; less near the end of the budget
     # Prompt caching: `prompt_cache_key` (one per user, OpenAI and OpenRouter route a user's calls to
     # the same cache) and `cache_control` on the stable part of the system prompt (Anthropic models
     # through OpenRouter need it). auto: the key for api.openai.com and openrouter.ai, the marker for

@@ -155,9 +155,11 @@ class LLMClient:
         on_text: Callable[[str], Any] | None = None,
         extra: dict[str, Any] | None = None,
         cache_key: str | None = None,
+        max_tokens: int | None = None,
     ) -> LLMResponse:
         """One streamed completion. `deadline` is a time.monotonic() value no retry may pass.
         `cache_key` (e.g. one per user) goes as `prompt_cache_key` where LLM_PROMPT_CACHE_KEY says so.
+        `max_tokens` is sent as min(LLM_MAX_TOKENS, `max_tokens`): what the turn's budget leaves.
 
         `on_text` receives text as it streams; once it has been called, a failure is no longer
         retried (the caller has shown part of an answer) and the partial response is returned.
@@ -169,6 +171,7 @@ class LLMClient:
         for model in self.models(images):
             for attempt in range(retries + 1):
                 body = _body(model, messages, tools, tool_choice, extra)
+                body["max_tokens"] = self._max_tokens(max_tokens)
                 self._cache_hints(body, model, cache_key)
                 forwarded = [False]
                 try:
@@ -196,6 +199,11 @@ class LLMClient:
                 _count(model, response)
                 return response
         raise LLMError(f"all models failed: {attempts[-1]['error'] if attempts else 'none'}", attempts)
+
+    def _max_tokens(self, room: int | None) -> int:
+        """LLM_MAX_TOKENS, or less when the caller has only `room` left (never below one)."""
+        most = max(1, self.settings.llm_max_tokens)
+        return most if room is None else max(1, min(most, room))
 
     def _cache_hints(self, body: dict[str, Any], model: str, cache_key: str | None) -> None:
         """Tells the provider what it may cache: the stable prefix is the same bytes at every call

@@ -15,8 +15,9 @@ Caps (bot.config.Limits): at most `max_iterations` model calls, the last one sen
 reserve kept for the final answer (near the deadline the loop goes straight to the forced call);
 each tool under min(tool timeout, time left before the reserve); at most
 `max_tool_calls_per_response` calls run from one response. With a `Budget`, no model call is made
-that would take the turn's tokens past what the user can pay for (the user is told), and each
-call's tokens are reported as soon as it returns. The user always gets text.
+that would take the turn's tokens past what the user can pay for (the user is told), each call
+asks for no more output (`max_tokens`) than the budget leaves after its prompt, and each call's
+tokens are reported as soon as it returns. The user always gets text.
 """
 
 from __future__ import annotations
@@ -205,11 +206,23 @@ class _Turn:
         self.state.iterations.append(entry)
         self.outcome.iterations.append(entry)
 
-    def affordable(self, request: list[dict[str, Any]], with_tools: bool) -> bool:
+    def _left(self, request: list[dict[str, Any]], with_tools: bool) -> int | None:
+        """Tokens the budget leaves after the request's estimated prompt (None: no ceiling)."""
         if self.budget is None or self.budget.tokens is None:
-            return True
-        estimate = total_tokens(request, self.tools_tokens if with_tools else 0) + COMPLETION_ALLOWANCE
-        return self.state.charged_tokens + estimate <= self.budget.tokens
+            return None
+        prompt = total_tokens(request, self.tools_tokens if with_tools else 0)
+        return self.budget.tokens - self.state.charged_tokens - prompt
+
+    def affordable(self, request: list[dict[str, Any]], with_tools: bool) -> bool:
+        left = self._left(request, with_tools)
+        return left is None or left >= COMPLETION_ALLOWANCE
+
+    def room(self, request: list[dict[str, Any]], with_tools: bool) -> int | None:
+        """The call's `max_tokens` as the budget has it: what is left after the prompt, at least
+        COMPLETION_ALLOWANCE (a call is only made when that much is left); None without a ceiling,
+        and the client sends LLM_MAX_TOKENS."""
+        left = self._left(request, with_tools)
+        return None if left is None else max(COMPLETION_ALLOWANCE, left)
 
     async def spent(self, resp: LLMResponse) -> None:
         """Counts the call: its cached prompt tokens at CACHED_TOKENS_FACTOR, the rest in full."""
@@ -309,7 +322,8 @@ class _Turn:
 
         ask: dict[str, Any] = {"tools": self.schemas or None, "deadline": _monotonic(call_deadline),
                                "tool_choice": "none" if (forced and self.schemas) else None,
-                               "cache_key": self.setup.cache_key}
+                               "cache_key": self.setup.cache_key,
+                               "max_tokens": self.room(request, bool(self.schemas))}
         resp = await self.llm.chat(request, on_text=on_text if streams else None, **ask)
         if streams and not shown[0] and _cut(resp):
             resp = await self.llm.chat(request, **ask)
@@ -325,7 +339,7 @@ class _Turn:
             return None
         try:
             resp = await self.llm.chat(retry, deadline=_monotonic(self.state.deadline),
-                                       cache_key=self.setup.cache_key)
+                                       cache_key=self.setup.cache_key, max_tokens=self.room(retry, False))
         except LLMError as exc:
             self.record(n, None, True, {"error": str(exc), "retry_without_tools": True})
             self.finish(PROVIDER_ERROR)

@@ -3,8 +3,13 @@
 A `ref` makes a change idempotent: the same (reason, ref) is applied once however often it is
 asked for (a payment webhook delivered twice, a turn retried after a crash).
 
+Every debit of a turn (its tokens, for a message's turn and a background job alike, the images the
+model saw, the audio heard, the speech spoken) goes through `debit`, which never takes a balance
+below `-TURN_OVERDRAFT_CREDITS`; payments, operator credits and bonus awards use `apply` directly.
+
 Beside credits, USER_DAILY_TOKEN_LIMIT caps the tokens one user's turns use per day, the day of
-the user's time zone (`DailyTokens`, counted in the shared state as each model call returns).
+the user's time zone (`DailyTokens`, counted in the shared state as each model call returns and as
+media are charged).
 """
 
 from __future__ import annotations
@@ -85,6 +90,35 @@ def turn_cost(total_tokens: int, tokens_per_credit: int) -> int:
     return max(1, -(-max(0, total_tokens) // per))
 
 
+async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str | None, *,
+                overdraft: int, detail: dict[str, Any] | None = None) -> tuple[int, int | None]:
+    """The one way what a turn spends reaches the ledger (its tokens, the images the model saw, the
+    audio heard, the speech spoken): `due` credits under `reason`, once per `ref`, taking the
+    balance below zero down to `-overdraft` and not further. What cannot be taken is logged (with
+    `detail`) and not asked again. Returns (credits taken, new balance or None)."""
+    if due <= 0:
+        return 0, None
+    if ref is not None and await db.scalar(
+        select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
+    ) is not None:
+        return 0, None  # already charged (a replay): neither taken again nor logged as cut
+    # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
+    # (a background job and a new message's turn) read the balance one after the other.
+    current = int(await db.scalar(
+        select(User.credit_balance).where(User.id == user_id).with_for_update()) or 0)
+    taken = min(due, max(0, current + max(0, overdraft)))
+    if taken < due:
+        log.warning(
+            "a turn spent more than the balance and overdraft allow",
+            extra={"user_id": user_id, "reason": reason, **(detail or {}), "due": due, "charged": taken,
+                   "uncharged": due - taken},
+        )
+    if taken == 0:
+        return 0, current
+    new_balance = await apply(db, user_id, -taken, reason, ref)
+    return (taken if new_balance is not None else 0), new_balance
+
+
 async def charge_turn(
     db: AsyncSession,
     user_id: int,
@@ -95,27 +129,27 @@ async def charge_turn(
     overdraft: int = 0,
     already_charged: int = 0,
 ) -> tuple[int, int | None]:
-    """Charges what a turn spent beyond `already_charged`: (credits charged, new balance or None).
-
-    The charge is what was spent, and may take the balance below zero down to `-overdraft`, not
-    further: the turn's budget stops it before that, so a charge cut at the floor means a model
-    call used far more than estimated, and it is logged as such. Once per `ref`.
-    """
+    """Charges what a turn's model calls spent beyond `already_charged` (reason `usage`): (credits
+    charged, new balance or None), through `debit` and its floor. The turn's budget stops the turn
+    before the floor, so a charge cut there means a model call used far more than estimated."""
     due = turn_cost(total_tokens, tokens_per_credit) - already_charged
+    return await debit(db, user_id, due, "usage", ref, overdraft=overdraft, detail={"tokens": total_tokens})
+
+
+async def charge_media(db: AsyncSession, user: User, settings: Settings, reason: str, due: int,
+                       ref: str, daily: DailyTokens | None) -> int:
+    """Charges a turn's media (`image_input`, `audio_input`, `speech_output`): `due` credits through
+    `debit`, down to the same floor as the tokens (`-TURN_OVERDRAFT_CREDITS`); guests are not
+    charged. The media count into the user's day (`daily`) as `due` x TOKENS_PER_CREDIT tokens,
+    guests' too, once per `ref`. Returns the credits taken."""
     if due <= 0:
-        return 0, None
-    current = await balance(db, user_id)
-    charged = min(due, max(0, current + max(0, overdraft)))
-    if charged < due:
-        log.warning(
-            "a turn spent more than the balance and overdraft allow",
-            extra={"user_id": user_id, "tokens": total_tokens, "due": due, "charged": charged,
-                   "uncharged": due - charged},
-        )
-    if charged == 0:
-        return 0, current
-    new_balance = await apply(db, user_id, -charged, "usage", ref)
-    return (charged if new_balance is not None else 0), new_balance
+        return 0
+    if daily is not None:
+        await daily.add(due * max(1, settings.tokens_per_credit), ref)
+    if (user.mode or "guest") == "guest":
+        return 0
+    taken, _ = await debit(db, user.id, due, reason, ref, overdraft=max(0, settings.turn_overdraft_credits))
+    return taken
 
 
 @dataclass
@@ -141,13 +175,13 @@ class TurnMeter:
         cost = turn_cost(self.tokens, self.tokens_per_credit)
         if cost <= self.charged:
             return
-        taken, _ = await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit,
-                                     self.ref_for(cost), overdraft=self.overdraft,
-                                     already_charged=self.charged)
+        await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, self.ref_for(cost),
+                          overdraft=self.overdraft, already_charged=self.charged)
         # What could not be taken (the overdraft floor) is not asked again at the next call.
         self.charged = cost
-        if taken:
-            await db.commit()
+        # Even when nothing was taken: `debit` locked the user's row, and tools that credit the
+        # user in their own sessions (bonus awards) must not wait for the end of the step.
+        await db.commit()
 
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
@@ -172,7 +206,10 @@ DAILY_LIMIT_TEXT = {
 @dataclass
 class DailyTokens:
     """The tokens one user's turns used today against USER_DAILY_TOKEN_LIMIT, in the shared state
-    (one key per user and local day, so every process counts in the same place)."""
+    (one key per user and local day, so every process counts in the same place). Every kind of
+    spending counts: the model calls' tokens, and the media (images, audio heard, speech spoken) as
+    TOKENS_PER_CREDIT tokens per credit they cost (`charge_media`), so that photos and voice notes
+    do not go past the day's limit either."""
 
     state: Any
     key: str

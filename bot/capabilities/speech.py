@@ -229,11 +229,11 @@ def _failure_text(msg: Incoming, kind: str) -> str:
 
 
 async def _charge(msg: Incoming, reason: str, due: int, ref: str) -> int:
-    """Charges a non-guest `due` credits once per `ref`; what was taken."""
-    if due <= 0 or (msg.user.mode or "guest") == "guest":
-        return 0
-    taken = await credits.apply(msg.db, msg.user.id, -due, reason, ref)
-    return due if taken is not None else 0
+    """Charges a non-guest `due` credits once per `ref`, down to the turn's floor, and counts them
+    into the user's day (bot.capabilities.credits.charge_media); what was taken."""
+    services = msg.services
+    daily = credits.daily_tokens(services.state, services.settings, msg.user, services.clock())
+    return await credits.charge_media(msg.db, msg.user, services.settings, reason, due, ref, daily)
 
 
 async def hear(msg: Incoming) -> None:

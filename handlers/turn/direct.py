@@ -62,16 +62,19 @@ def _stream_for(msg: Incoming) -> StreamedReply | None:
 
 
 async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
-    """Charges the photos the model saw (IMAGE_INPUT_CREDITS each) and notes the media on the turn."""
+    """Charges the photos the model saw (IMAGE_INPUT_CREDITS each, down to the turn's floor, counted
+    into the user's day) and notes the media on the turn."""
     usage = msg.extra.setdefault("media_usage", {})
     count = 0 if seen["refused"] else seen["parts"]
     if seen["parts"]:
         usage["images"], usage["images_refused"] = count, seen["refused"]
     due = count * msg.services.settings.image_input_credits
-    if due and (msg.user.mode or "guest") != "guest" and msg.inbound is not None:
+    if due and msg.inbound is not None:
         ref = f"image:{msg.inbound.id}:{msg.inbound.attempts}"
-        taken = await credits.apply(msg.db, msg.user.id, -due, "image_input", ref)
-        usage["image_credits"] = due if taken is not None else 0
+        taken = await credits.charge_media(msg.db, msg.user, msg.services.settings, "image_input", due, ref,
+                                           gate.daily(msg))
+        if (msg.user.mode or "guest") != "guest":
+            usage["image_credits"] = taken
 
 
 class _DirectTurn:

@@ -72,6 +72,33 @@ async def test_loop_without_enough_budget_for_one_call_makes_none(fake_llm: Fake
     assert fake_llm.requests == [] and turn.outcome.exit_reason == OVER_BUDGET and turn.texts
 
 
+async def test_every_call_asks_for_at_most_llm_max_tokens(fake_llm: FakeLLM) -> None:
+    fake_llm.push_tool_calls(("echo", {"x": 1}))
+    fake_llm.push_text("Fini.")
+    llm = LLMClient(make_settings(fake_llm.url, LLM_MAX_TOKENS="3000"))
+    turn = await drive(llm, [ECHO])
+    default = LLMClient(make_settings(fake_llm.url))
+    fake_llm.push_text("Bonjour.")
+    await drive(default, [])
+    await llm.close()
+    await default.close()
+    assert turn.outcome.exit_reason == ANSWERED
+    assert [r["max_tokens"] for r in fake_llm.requests] == [3000, 3000, 4096]  # 4096 by default
+
+
+async def test_a_nearly_spent_budget_asks_for_fewer_tokens(fake_llm: FakeLLM) -> None:
+    fake_llm.push_tool_calls(("echo", {"x": 1}), usage=usage(9_000))
+    fake_llm.push_text("Fini.")
+    llm = LLMClient(make_settings(fake_llm.url))
+    turn = await drive(llm, [ECHO], budget=Budget(tokens=10_000))
+    await llm.close()
+    assert turn.outcome.exit_reason == ANSWERED
+    first, second = (r["max_tokens"] for r in fake_llm.requests)
+    assert first == 4096  # 10,000 tokens leave more than LLM_MAX_TOKENS after the first prompt
+    # After 9,000 tokens, what is left once the second prompt is counted, and no less than an answer needs.
+    assert 512 <= second < 1_000
+
+
 async def test_at_most_max_calls_from_one_response_run(fake_llm: FakeLLM) -> None:
     fake_llm.push_tool_calls(*[("echo", {"x": i}) for i in range(12)], usage=usage(5_000))
     fake_llm.push_text("Fini.")

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities import library
+from bot.capabilities import credits, library
 from bot.storage.models import CreditEntry, Message, TurnRecord, UserFile
 from tests.fakes.llm import image_parts
 from tests.support.harness import Harness
@@ -148,3 +148,43 @@ async def test_a_provider_refusing_images_falls_back_to_ocr_in_the_same_turn(
     assert await _entries(h, "image_input") == []  # the refused image costs nothing
     [turn] = await _turns(h)
     assert turn.exit_reason == "answered" and turn.detail["media"]["images_refused"] is True
+
+
+async def test_ten_photos_take_a_balance_of_one_no_lower_than_the_overdraft(
+    media_harness: MakeHarness,
+) -> None:
+    h = await media_harness(IMAGE_INPUT_CREDITS="1", TURN_OVERDRAFT_CREDITS="5")
+    user = await h.make_user(PHONE, credit_balance=1)
+    h.llm.push_text("Je vois tes dix photos.")
+    media = [(small_png(64 + i, 48), "image/png") for i in range(10)]
+    await h.inbound(PHONE, "Corrige tout", media=media)
+    await h.settle()
+
+    assert len(image_parts(h.llm.requests[0])) == 10
+    async with h.services.sessions() as db:
+        assert await credits.balance(db, user.id) == -5  # not -10: the floor holds for images too
+    [entry] = await _entries(h, "image_input")
+    assert entry.ref is not None and entry.ref.startswith("image:") and entry.balance_after == -5
+    [turn] = await _turns(h)
+    assert turn.detail["media"]["image_credits"] == -entry.delta  # what was taken, not what was due
+
+
+async def test_photos_count_into_the_day_at_tokens_per_credit(media_harness: MakeHarness) -> None:
+    h = await media_harness(IMAGE_INPUT_CREDITS="2", TOKENS_PER_CREDIT="1000", USER_DAILY_TOKEN_LIMIT="24000")
+    user = await h.make_user(PHONE, credit_balance=500)
+    h.llm.push_text("Je vois tes photos.")
+    await h.inbound(PHONE, "Corrige tout", media=[(small_png(64 + i, 48), "image/png") for i in range(10)])
+    await h.settle()
+    made = await h.user(PHONE)
+    assert made is not None
+    daily = credits.daily_tokens(h.services.state, h.settings, made, h.clock())
+    assert daily is not None
+    # 120 tokens of the model call, and 20 credits of photos at 1,000 tokens a credit.
+    assert await daily.used() == 120 + 20_000
+
+    # 3,880 tokens are left of the day: not enough for a turn, the photos spent it.
+    await h.inbound(PHONE, "Et encore une chose")
+    await h.settle()
+    assert len(h.llm.requests) == 1
+    assert "limite d'utilisation" in (await h.texts_to(PHONE))[-1]
+    assert user.id == made.id

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.storage.models import CreditEntry, TurnRecord
+from bot.storage.models import CreditEntry, TurnRecord, User
 from tests.fakes.speech import FakeSpeech
 from tests.support.harness import Harness
 from tests.support.media import SPEECH_KEY
@@ -100,3 +100,21 @@ async def test_vocal_is_not_offered_on_sms(media_harness: MakeHarness, speech: F
     assert "que sur WhatsApp" in reply
     assert (await h.user(PHONE)).voice_replies is False  # type: ignore[union-attr]
     assert speech.speech_requests == []
+
+
+async def test_a_spoken_answer_takes_a_small_balance_no_lower_than_the_overdraft(
+    media_harness: MakeHarness, speech: FakeSpeech
+) -> None:
+    h = await media_harness(SPEECH_CHARS_PER_CREDIT="1", TURN_OVERDRAFT_CREDITS="5")
+    user = await h.make_user(PHONE, voice_replies=True, credit_balance=2)
+    h.llm.push_text(ANSWER)
+    await _say(h, "C'est quoi une fraction ?")
+    assert len(speech.speech_requests) == 1
+    async with h.services.sessions() as db:
+        [charge] = (await db.scalars(select(CreditEntry).where(CreditEntry.reason == "speech_output"))).all()
+        turn = await db.scalar(select(TurnRecord))
+        balance = (await db.get(User, user.id)).credit_balance  # type: ignore[union-attr]
+    # 74 characters due at one credit each, after the turn's tokens took one: the floor at -5.
+    assert charge.ref is not None and charge.ref.startswith("speech:") and charge.delta == -6
+    assert balance == charge.balance_after == -5
+    assert turn is not None and turn.detail["media"]["speech_credits"] == 6

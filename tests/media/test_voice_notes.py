@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import select
 
-from bot.capabilities import library
+from bot.capabilities import credits, library
 from bot.storage.models import CreditEntry, InboundMessage, Message, User, UserFile
 from tests.fakes.speech import FakeSpeech, sine_audio
 from tests.support.harness import Harness
@@ -163,3 +163,24 @@ async def test_after_stop_an_unheard_note_gets_no_answer_and_a_spoken_start_come
     assert back.startswith("🎤 « Start. »") and "tu recevras de nouveau mes messages" in back
     user = await h.user(PHONE)
     assert user is not None and user.opted_out is False
+
+
+async def test_a_long_note_takes_a_small_balance_no_lower_than_the_overdraft(
+    media_harness: MakeHarness, speech: FakeSpeech
+) -> None:
+    h = await media_harness(AUDIO_SECONDS_PER_CREDIT="1", TURN_OVERDRAFT_CREDITS="5",
+                            TOKENS_PER_CREDIT="1000", USER_DAILY_TOKEN_LIMIT="100000")
+    user = await h.make_user(PHONE, credit_balance=2)
+    speech.push_transcript("Explique-moi toute la leçon sur les fractions")
+    await _say(h, media=[(await sine_audio(20.0, "ogg"), "audio/ogg")])
+
+    [charge] = await _entries(h, "audio_input")
+    async with h.services.sessions() as db:
+        inbound_id = await db.scalar(select(InboundMessage.id))
+    assert charge.ref == f"audio:{inbound_id}:0"
+    assert charge.delta == -7 and charge.balance_after == -5  # 20 or 21 credits due, the floor at -5
+    async with h.services.sessions() as db:
+        assert (await db.get(User, user.id)).credit_balance == -5  # type: ignore[union-attr]
+    daily = credits.daily_tokens(h.services.state, h.settings, user, h.clock())
+    assert daily is not None and await daily.used() >= 20_000  # the credits heard count into the day
+    assert h.llm.requests == []  # the balance is spent: no turn
