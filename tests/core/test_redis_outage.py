@@ -7,32 +7,12 @@ the rest of the suite. It needs `redis-server` on the PATH and fails, not skips,
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
-
-import pytest
+from collections.abc import Awaitable, Callable
 
 from tests.support.harness import Harness
 from tests.support.processes import RedisServer
 
 PHONE = "+2250701010101"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(_free_port(), tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0) -> None:

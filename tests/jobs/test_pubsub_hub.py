@@ -6,10 +6,7 @@ back a new one works. And the stream limits' settings refuse bad values, naming 
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import Iterator
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -19,22 +16,6 @@ from bot.storage.state import RedisState
 from tests.support.processes import RedisServer
 
 pytestmark = pytest.mark.single_pass
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(_free_port(), tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def _pubsub_connections(raw: aioredis.Redis) -> int:

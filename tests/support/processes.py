@@ -11,9 +11,11 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.support.harness import REDIS_URL, Harness, new_sid, sign
 
@@ -107,3 +109,14 @@ class RedisServer:
             self.proc.kill()
             self.proc.wait(timeout=10)
             self.proc = None
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis server of the test's own on a free port, which it may stop without the suite's."""
+    server = RedisServer(free_port(), tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
