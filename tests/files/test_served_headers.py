@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from bot.channel.links import file_path
-from bot.storage.models import UserFile
 from tests.support.harness import Harness
+from tests.support.stored import stored_file
 
 PHONE = "+2250700000090"
 PAGE = b"<!doctype html><html><body><script>fetch('/files/1').then(r => r.text())</script></body></html>"
@@ -34,19 +34,6 @@ SHOWN = [
     ("budget.xlsx", f"{OOXML}.spreadsheetml.sheet", b"PK\x03\x04"),
     ("cours.pptx", f"{OOXML}.presentationml.presentation", b"PK\x03\x04"),
 ]
-
-
-async def stored_file(h: Harness, user_id: int, name: str, mime: str, data: bytes) -> UserFile:
-    async with h.services.sessions() as db:
-        row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin="upload",
-                       storage_key="pending")
-        db.add(row)
-        await db.flush()
-        row.storage_key = f"uploads/{user_id}/{row.id}"
-        await db.commit()
-        await db.refresh(row)
-    await h.services.files.put(row.storage_key, data)
-    return row
 
 
 @pytest.mark.parametrize(("name", "mime", "data"), DOWNLOADED)
