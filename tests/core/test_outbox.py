@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +13,7 @@ from bot.channel import formatting
 from bot.channel.outbound import SendKeys, deliver_outbox, send_to_user, sending
 from bot.storage.models import InboundMessage, OutboundMessage
 from tests.support.harness import Harness
+from tests.support.waiting import eventually
 
 PHONE = "+2250700000071"
 # Quick rounds in real time; the backoff itself runs on the test's clock.
@@ -27,14 +27,6 @@ def long_reply() -> str:
 
 def parts(text: str) -> list[str]:
     return formatting.whatsapp_parts(formatting.to_whatsapp(text))
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def rows(h: Harness) -> list[OutboundMessage]:

@@ -11,16 +11,9 @@ from collections.abc import Awaitable, Callable
 
 from tests.support.harness import Harness
 from tests.support.processes import RedisServer
+from tests.support.waiting import eventually
 
 PHONE = "+2250701010101"
-
-
-async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_redis_down_mid_turn_and_back(
@@ -33,13 +26,13 @@ async def test_redis_down_mid_turn_and_back(
 
     status, _ = await h.inbound(PHONE, "Explique-moi les fractions")
     assert status == 200
-    await _eventually(lambda: _true_if(len(h.llm.requests) >= 1))
+    await eventually(lambda: _true_if(len(h.llm.requests) >= 1))
     own_redis.stop()  # the turn is waiting on the model: Redis goes away now
 
     async def first_reply_sent() -> bool:
         return any("Première réponse" in t for t in await h.texts_to(PHONE))
 
-    await _eventually(first_reply_sent)
+    await eventually(first_reply_sent)
 
     # Written while Redis is down: stored, acknowledged, and handled once Redis is back.
     status, body = await h.inbound(PHONE, "Et les décimaux ?")
@@ -52,7 +45,7 @@ async def test_redis_down_mid_turn_and_back(
     async def second_reply_sent() -> bool:
         return any("Deuxième réponse" in t for t in await h.texts_to(PHONE))
 
-    await _eventually(second_reply_sent)
+    await eventually(second_reply_sent)
     await h.settle()
     texts = await h.texts_to(PHONE)
     assert sum("Première réponse" in t for t in texts) == 1

@@ -17,7 +17,7 @@ import sqlite3
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from bot.channel.spool import Spool, SpoolEntry, SpoolFull, decode, encode
 from bot.config import ConfigError, load_settings
 from bot.storage.models import InboundMessage, OutboundMessage
 from tests.support.harness import Database, Harness, fresh_database, migrate_template, start_harness
+from tests.support.waiting import eventually
 
 PHONE = "+2250700000081"
 PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
@@ -131,14 +132,6 @@ def test_bad_outbox_and_spool_settings_are_refused(name: str, value: str, messag
 
 
 # --- the webhook with the database down ------------------------------------------------------
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def stored_bodies(h: Harness) -> list[str]:

@@ -25,19 +25,12 @@ from bot.channel.spool import Spool, SpoolEntry, encode
 from bot.config import ConfigError, load_settings
 from bot.storage.models import InboundMessage
 from tests.support.harness import Harness
+from tests.support.waiting import eventually
 
 PHONE = "+2250700000091"
 ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SPOOLING = {"SPOOL_AFTER_S": "0.5", "SPOOL_REPLAY_S": "0.1"}
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def stored(h: Harness) -> list[tuple[str, str | None]]:

@@ -15,6 +15,7 @@ from bot.capabilities.job_page import KEEPALIVE_S
 from bot.storage.state import MemoryState, RedisState
 from tests.support.harness import Harness
 from tests.support.job_page import done, make_job, page_path, read_events, step
+from tests.support.waiting import eventually
 
 PHONE = "+2250700000401"
 WRITER = "+2250700000402"
@@ -38,14 +39,6 @@ async def metric(h: Harness, line_start: str) -> float:
     return 0.0
 
 
-async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not await check():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.postgres_only  # one Redis pub/sub connection for every reader: needs TEST_STATE=redis
 async def test_twenty_readers_of_one_job_leave_the_webhooks_their_redis(harness: Harness) -> None:
     h = harness
@@ -61,7 +54,7 @@ async def test_twenty_readers_of_one_job_leave_the_webhooks_their_redis(harness:
         assert statuses == [200] * 5 + [429] * 15
         refused = next(r for r in responses if r.status == 429)
         assert refused.headers["Retry-After"] and "trop de fois" in await refused.text()
-        await _eventually(lambda: _true(listeners(h, job.id) == 5))
+        await eventually(lambda: _true(listeners(h, job.id) == 5))
         channel = state.prefix + jobs.progress_channel(job.id)
         [(_, connections)] = await state.redis.pubsub_numsub(channel)
         assert connections == 1  # five readers, one Redis subscriber connection
@@ -82,7 +75,7 @@ async def test_twenty_readers_of_one_job_leave_the_webhooks_their_redis(harness:
         for resp in (r for r in responses if r.status == 200):
             got = await read_events(resp)
             assert [e["type"] for _, e in got] == ["tool_start", "tool_end", "done"]
-        await _eventually(lambda: _true(listeners(h, job.id) == 0))
+        await eventually(lambda: _true(listeners(h, job.id) == 0))
         [(_, connections)] = await state.redis.pubsub_numsub(channel)
         assert connections == 0  # the last reader gone, the channel is unsubscribed
     finally:
@@ -105,7 +98,7 @@ async def test_streams_per_address_are_capped(make_harness: Callable[..., Awaita
         assert refused == refused_before + 1
         opened.pop(0).close()  # one reader leaves: its place is free again once the server sees it
         # (at the stream's next keep-alive write, at most KEEPALIVE_S later)
-        await _eventually(lambda: _true(listeners(h, made[0].id) == 0), timeout_s=KEEPALIVE_S + 10)
+        await eventually(lambda: _true(listeners(h, made[0].id) == 0), timeout_s=KEEPALIVE_S + 10)
         async with h.session.get(h.base_url + page_path(h, made[3].id, events=True)) as resp:
             assert resp.status == 200
     finally:
@@ -125,7 +118,7 @@ async def test_a_stream_ends_after_its_time_and_a_reconnect_gets_the_rest(
         got = await read_events(resp)  # returns only once the server has ended the stream
         assert resp.content.at_eof()
     assert [e for _, e in got] == first  # no `done`: the job still runs, the stream just ended
-    await _eventually(lambda: _true(listeners(h, job.id) == 0))
+    await eventually(lambda: _true(listeners(h, job.id) == 0))
     second = await step(h, job.id, 2, "call_b", "generate_pdf")
     await done(h, job.id, "Fini.", [])
     async with h.session.get(url, headers={"Last-Event-ID": str(got[-1][0])}) as resp:
