@@ -46,7 +46,8 @@ from bot.storage.models import (
 )
 from tests.fakes.llm import FakeLLM, Step
 from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness, backend, clear_redis, new_sid, sign
-from tests.support.processes import ROOT, RedisServer, free_port
+from tests.support.ports import free_port
+from tests.support.processes import ROOT, RedisServer
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.timeout(240)]
 

@@ -5,7 +5,6 @@ counts what it is asked, so a test can tell a search finished from one run again
 from __future__ import annotations
 
 import asyncio
-import socket
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -32,10 +31,9 @@ class SlowSearch:
         app.router.add_post("/search", self._search)
         self.runner = web.AppRunner(app, access_log=None)
         await self.runner.setup()
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        await web.TCPSite(self.runner, "127.0.0.1", port).start()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"http://127.0.0.1:{port}"
         return self.url
 

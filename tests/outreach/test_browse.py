@@ -16,7 +16,7 @@ from aiohttp import web
 
 from bot.agent.toolspec import ToolContext
 from bot.capabilities.web_fetch import FetchFailed, FetchRefused, _Inflater, fetch, is_public_address
-from tests.support.outreach import free_port
+from tests.support.ports import free_port
 from tools.browse_url import MAX_CONTENT
 from tools.browse_url import TOOL as BROWSE
 

@@ -148,7 +148,7 @@ async def test_smtp_login(make_services, smtp_server):
 
 
 async def test_smtp_down_or_hung_gives_an_error_result(make_services, smtp_server, silent_server):
-    from tests.support.outreach import free_port
+    from tests.support.ports import free_port
 
     down = await make_services(SMTP_HOST="127.0.0.1", SMTP_PORT=str(free_port()), SMTP_SECURITY="none",
                                SMTP_FROM="bot@deblo.test")

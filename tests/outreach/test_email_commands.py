@@ -142,7 +142,7 @@ async def test_bad_input_and_sentences_left_to_the_agent(make_services, smtp_ser
 
 
 async def test_smtp_down_keeps_nothing_pending(make_services):
-    from tests.support.outreach import free_port
+    from tests.support.ports import free_port
 
     services = await make_services(SMTP_HOST="127.0.0.1", SMTP_PORT=str(free_port()), SMTP_SECURITY="none",
                                    SMTP_FROM="bot@deblo.test")

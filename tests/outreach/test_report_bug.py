@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.support.outreach import Delivered, add_user, free_port, tool_ctx
+from tests.support.outreach import Delivered, add_user, tool_ctx
+from tests.support.ports import free_port
 from tools.report_bug import MAX_REPORTS_PER_DAY
 from tools.report_bug import TOOL as REPORT
 

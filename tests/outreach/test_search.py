@@ -7,7 +7,8 @@ import json
 
 from aiohttp import web
 
-from tests.support.outreach import add_user, free_port, tool_ctx
+from tests.support.outreach import add_user, tool_ctx
+from tests.support.ports import free_port
 from tools import for_mode
 from tools.web_search import MAX_CONTENT
 from tools.web_search import TOOL as SEARCH

@@ -7,7 +7,6 @@ The fixtures are exposed by tests/outreach/conftest.py, and `http_stub` by tests
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,12 +25,7 @@ from bot.config import load_settings
 from bot.services import Services, build_services
 from bot.storage.migrate import upgrade
 from bot.storage.models import User, UserFile
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 @dataclass

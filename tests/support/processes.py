@@ -18,14 +18,9 @@ import aiohttp
 import pytest
 
 from tests.support.harness import REDIS_URL, Harness, new_sid, sign
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Deployment:
