@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from bot.config_groups import Learning, LearningEnvironment, Limits, learning_of
 from bot.config_values import (
     LOWERED,
     CreditPacks,
@@ -53,23 +54,6 @@ REQUIRED_FOR_SERVE = (
 
 
 @dataclass(frozen=True)
-class Limits:
-    """The agent loop's hard caps, in one place; tests may lower them."""
-
-    max_iterations: int = 10
-    tool_timeout_s: float = 60.0
-    turn_timeout_s: float = 180.0
-    final_answer_reserve_s: float = 20.0
-    progress_note_after_s: float = 8.0
-    # Calls run from one model response; the others get a result saying they were not run.
-    max_tool_calls_per_response: int = 8
-    # A turn carried on as a background job (bot.pipeline.jobs) has this long in all, from its start.
-    background_timeout_s: float = 1800.0
-    # What a cached prompt token counts for in the turn's budget and charge (CACHED_TOKENS_FACTOR).
-    cached_tokens_factor: float = 1.0
-
-
-@dataclass(frozen=True)
 class Settings:
     """What the code reads; each field is the variable of the same name (see `Environment`)."""
 
@@ -92,6 +76,7 @@ class Settings:
     llm_context_tokens: int
     llm_timeout_s: float
     limits: Limits
+    learning: Learning
     worker_concurrency: int
     outbound_part_wait_s: float
     media_max_bytes: int
@@ -224,7 +209,7 @@ class Settings:
 _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
 
-class Environment(BaseSettings):
+class Environment(LearningEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -459,7 +444,8 @@ _SAID = {
     "int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
     "float_parsing": "must be a number", "bool_parsing": "must be true or false (on or off)",
     "greater_than_equal": "must be {ge} or more", "greater_than": "must be more than {gt}",
-    "less_than_equal": "must be {le} or less", "literal_error": "must be {expected}",
+    "less_than_equal": "must be {le} or less", "less_than": "must be less than {lt}",
+    "literal_error": "must be {expected}",
 }
 
 
@@ -516,6 +502,7 @@ def _settings(read: Environment) -> Settings:
             background_timeout_s=read.agent_background_timeout_s,
             cached_tokens_factor=read.cached_tokens_factor,
         ),
+        "learning": learning_of(read),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,
         "llm_vision_model": read.llm_vision_model or read.llm_model,

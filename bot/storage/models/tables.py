@@ -1,56 +1,23 @@
-"""Database tables. One module so that the schema reads in one place; Alembic migrations follow it."""
+"""The bot's own tables (users, conversations, messages, sends, jobs, credits, files, tasks, parents)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Boolean,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
     String,
-    Table,
     Text,
-    TypeDecorator,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Stores naive UTC, returns aware UTC: SQLite keeps no zone and PostgreSQL must agree with it."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTC column")
-        return value.astimezone(UTC).replace(tzinfo=None)
-
-    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        return None if value is None else value.replace(tzinfo=UTC)
-
-
-# BigInteger primary keys become INTEGER on SQLite so that they autoincrement there.
-PK = BigInteger().with_variant(Integer(), "sqlite")
-
-
-class Base(DeclarativeBase):
-    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSON, list[Any]: JSON}
-    # Every model maps one Table (none maps a join or a select), as Core's insert and update take.
-    __table__: ClassVar[Table]
+from bot.storage.models.base import PK, Base, utcnow
 
 
 class User(Base):
@@ -91,6 +58,10 @@ class User(Base):
     # (handlers/parents): a spoofed SMS sender cannot try every code.
     parent_code_failures: Mapped[int] = mapped_column(Integer, default=0)
     parent_code_locked_until: Mapped[datetime | None]
+    # When the class menu was shown (a student is asked once; CLASSE / LEVEL changes it later).
+    level_asked_at: Mapped[datetime | None]
+    # REVISION NON / REVIEW OFF: no practice nudges (bot.capabilities.learner).
+    review_nudges: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -103,6 +74,8 @@ class Conversation(Base):
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     quiz_count: Mapped[int] = mapped_column(Integer, default=0)
     user_message_count: Mapped[int] = mapped_column(Integer, default=0)
+    # The session ends SESSION_IDLE_S after this: the next message opens a new conversation.
+    last_user_message_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -298,9 +271,14 @@ class ExerciseResult(Base):
     conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
     subject: Mapped[str] = mapped_column(String(100), default="")
     topic: Mapped[str] = mapped_column(String(200), default="")
+    # The canonical subject's skill: the topic normalised (bot.capabilities.learner.subjects).
+    skill: Mapped[str] = mapped_column(String(200), default="")
     correct: Mapped[bool] = mapped_column(Boolean)
     time_to_answer_s: Mapped[float | None]
-    source: Mapped[str] = mapped_column(String(16), default="quiz")  # quiz | report
+    source: Mapped[str] = mapped_column(String(16), default="quiz")  # quiz | review | report
+    # False for what the model only reported (report_exercise_result): never moves mastery, shown apart.
+    verified: Mapped[bool] = mapped_column(Boolean, default=True)
+    item_id: Mapped[int | None] = mapped_column(ForeignKey("quiz_items.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -1,0 +1,18 @@
+"""What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT)
+and when each quiz item comes back (FSRS)."""
+
+from bot.capabilities.learner.mastery import bkt_update, is_mastered, record_checked_answer
+from bot.capabilities.learner.review import next_review, recall_probability
+from bot.capabilities.learner.subjects import (
+    OTHER,
+    SUBJECTS,
+    canonical_subject,
+    known_subject,
+    skill_key,
+    skill_label,
+)
+
+__all__ = [
+    "OTHER", "SUBJECTS", "bkt_update", "canonical_subject", "is_mastered", "known_subject",
+    "next_review", "recall_probability", "record_checked_answer", "skill_key", "skill_label",
+]

@@ -1,0 +1,61 @@
+"""Groups of settings that travel together: the agent loop's caps (`Limits`) and how the tutor follows
+a learner (`Learning`, read from the variables `LearningEnvironment` declares). bot.config builds both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings
+
+__all__ = ["Learning", "LearningEnvironment", "Limits", "learning_of"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The agent loop's hard caps, in one place; tests may lower them."""
+
+    max_iterations: int = 10
+    tool_timeout_s: float = 60.0
+    turn_timeout_s: float = 180.0
+    final_answer_reserve_s: float = 20.0
+    progress_note_after_s: float = 8.0
+    # Calls run from one model response; the others get a result saying they were not run.
+    max_tool_calls_per_response: int = 8
+    # A turn carried on as a background job (bot.pipeline.jobs) has this long in all, from its start.
+    background_timeout_s: float = 1800.0
+    # What a cached prompt token counts for in the turn's budget and charge (CACHED_TOKENS_FACTOR).
+    cached_tokens_factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class Learning:
+    """Sessions, mastery and review (bot.capabilities.learner); each field is the variable of its name."""
+
+    session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
+    nudge_after_s: int = 14400  # a practice nudge only to a student quiet for 4 h (inside the 24 h window)
+    # Bayesian Knowledge Tracing: P(known) before any answer, P(learning) at each answer, P(right
+    # answer while not knowing) and P(wrong answer while knowing), and the P(known) that is "mastered".
+    bkt_p_init: float = 0.2
+    bkt_p_learn: float = 0.15
+    bkt_p_guess: float = 0.2
+    bkt_p_slip: float = 0.1
+    bkt_mastered: float = 0.95
+
+
+class LearningEnvironment(BaseSettings):
+    """The variables of `Learning` (bot.config.Environment inherits them)."""
+
+    session_idle_s: int = Field(21600, ge=60)
+    nudge_after_s: int = Field(14400, ge=0)
+    bkt_p_init: float = Field(0.2, gt=0, lt=1)
+    bkt_p_learn: float = Field(0.15, gt=0, lt=1)
+    # Guess and slip stay below 0.3, as Rori caps them: above, a right answer says too little.
+    bkt_p_guess: float = Field(0.2, ge=0, lt=0.3)
+    bkt_p_slip: float = Field(0.1, ge=0, lt=0.3)
+    bkt_mastered: float = Field(0.95, gt=0.5, lt=1)
+
+
+def learning_of(read: Any) -> Learning:
+    return Learning(**{f.name: getattr(read, f.name) for f in fields(Learning)})
