@@ -1,6 +1,7 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT)
 and when each quiz item comes back (FSRS)."""
 
+from bot.capabilities.learner.items import due_count, due_items, recently_missed
 from bot.capabilities.learner.mastery import bkt_update, is_mastered, record_checked_answer
 from bot.capabilities.learner.review import next_review, recall_probability
 from bot.capabilities.learner.subjects import (
@@ -13,6 +14,7 @@ from bot.capabilities.learner.subjects import (
 )
 
 __all__ = [
-    "OTHER", "SUBJECTS", "bkt_update", "canonical_subject", "is_mastered", "known_subject",
-    "next_review", "recall_probability", "record_checked_answer", "skill_key", "skill_label",
+    "OTHER", "SUBJECTS", "bkt_update", "canonical_subject", "due_count", "due_items", "is_mastered",
+    "known_subject", "next_review", "recall_probability", "recently_missed", "record_checked_answer",
+    "skill_key", "skill_label",
 ]
