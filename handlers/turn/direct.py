@@ -49,7 +49,7 @@ def _on_whatsapp(msg: Incoming) -> bool:
 def _show_typing(msg: Incoming) -> None:
     """« typing… » on the person's phone while the answer is prepared (Twilio's beta): sent in the
     background, so neither its delay nor its failure touches the reply."""
-    if _on_whatsapp(msg) and msg.inbound is not None and msg.services.twilio is not None:
+    if _on_whatsapp(msg) and msg.inbound is not None:
         msg.services.twilio.show_typing_soon(msg.inbound.message_sid)
 
 
@@ -189,10 +189,10 @@ def _start_state(msg: Incoming, messages: list[dict[str, Any]], offered: list[To
                  taken_ids: set[str]) -> tuple[TurnState, float | None]:
     """The turn's state, and when it goes to the background (None: it never does).
 
-    With a job queue, a turn with tools gets the whole background budget as its deadline and is
-    promoted when AGENT_TURN_TIMEOUT_S passes (at once when a pro user asked for it)."""
+    A turn with tools gets the whole background budget as its deadline and is promoted to a job
+    when AGENT_TURN_TIMEOUT_S passes (at once when a pro user asked for it)."""
     limits = msg.services.settings.limits
-    if not (offered and promote.can_promote(msg.services)):
+    if not offered:
         state = new_state(messages, timeout_s=limits.turn_timeout_s, taken_ids=taken_ids)
         promote_at = None
     else:

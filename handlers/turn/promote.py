@@ -22,7 +22,7 @@ from bot.channel.context import Incoming
 from bot.services import Services
 from bot.storage.models import GenerationJob
 
-__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "can_promote", "in_language", "promote",
+__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "in_language", "promote",
            "tell_long_work"]
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,6 @@ def in_language(lang: str, texts: tuple[str, str]) -> str:
 def background_asked(msg: Incoming) -> bool:
     """A pro user asked for the work to run in the background from the start."""
     return (msg.user.mode or "guest") == "pro" and bool(_BACKGROUND_ASKED.search(msg.text or ""))
-
-
-def can_promote(services: Services) -> bool:
-    return getattr(services, "jobs", None) is not None
 
 
 async def promote(msg: Incoming, state: TurnState) -> GenerationJob:
