@@ -5,7 +5,9 @@ insert, enqueue) next to a bare aiohttp handler, in the same run on this machine
 in its own process on loopback; this process sends pre-signed requests:
 
 1. throughput: as many requests as `--concurrency` connections can push, for `--requests` requests;
-2. latency at a fixed rate (`--rate`, default 300/s) for `--seconds`: p50 / p99 time to the 200.
+2. latency at a fixed rate (`--rate`, default 300/s) for `--seconds`: p50 / p99 time to the 200;
+3. (the bot only) /healthz latency, quiet and while `--flood` clients keep posting unsigned 2 MB
+   forms, each refused with a 413 at its Content-Length (WEBHOOK_MAX_BYTES).
 
 Targets: p99 < 20 ms at 300 requests/s on SQLite, throughput >= 1/3 of the bare handler's.
 """
@@ -136,6 +138,38 @@ async def fixed_rate(url: str, requests: list[tuple[bytes, str]], rate: float) -
     return latencies
 
 
+async def healthz_latency(base: str, probes: int, flood: int) -> tuple[list[float], int]:
+    """/healthz times (s) while `flood` clients post oversized forms (0: quiet), and the 413s seen."""
+    oversized = b"Body=" + b"z" * (2 * 1024 * 1024)
+    refused = 0
+    stop = asyncio.Event()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def flooder() -> None:
+            nonlocal refused
+            while not stop.is_set():
+                async with session.post(base + "/twilio/inbound", data=oversized, headers={
+                    "Content-Type": "application/x-www-form-urlencoded"}) as resp:
+                    await resp.read()
+                    if resp.status != 413:
+                        raise RuntimeError(f"oversized form got HTTP {resp.status}")
+                    refused += 1
+
+        flooders = [asyncio.create_task(flooder()) for _ in range(flood)]
+        await asyncio.sleep(0.2 if flood else 0)
+        times = []
+        for _ in range(probes):
+            started = time.perf_counter()
+            async with session.get(base + "/healthz") as resp:
+                await resp.read()
+                if resp.status != 200:
+                    raise RuntimeError(f"/healthz got HTTP {resp.status}")
+            times.append(time.perf_counter() - started)
+            await asyncio.sleep(0.005)
+        stop.set()
+        await asyncio.gather(*flooders)
+    return times, refused
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -172,8 +206,15 @@ async def measure(name: str, cmd: list[str], port: int, args: argparse.Namespace
                                args.concurrency)
         n = int(args.rate * args.seconds)
         lat = await fixed_rate(url, signed_requests(base, n, args.users, f"{name[:2]}r"), args.rate)
-        return {"rps": rps, "p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
-                "mean": statistics.fmean(lat) * 1000, "n": n}
+        result = {"rps": rps, "p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
+                  "mean": statistics.fmean(lat) * 1000, "n": n}
+        if name == "deblo webhook":
+            for phase, flood in (("quiet", 0), ("flood", args.flood)):
+                times, refused = await healthz_latency(base, args.probes, flood)
+                result[f"health_{phase}_p50"] = percentile(times, 0.5) * 1000
+                result[f"health_{phase}_p99"] = percentile(times, 0.99) * 1000
+                result[f"health_{phase}_refused"] = refused
+        return result
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -187,6 +228,8 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--users", type=int, default=200, help="distinct senders")
     parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
+    parser.add_argument("--flood", type=int, default=20, help="clients posting oversized forms")
+    parser.add_argument("--probes", type=int, default=200, help="/healthz requests per phase")
     parser.add_argument("--serve", choices=("bare", "bot"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
@@ -216,6 +259,11 @@ async def main() -> None:
     ratio = bot["rps"] / bare["rps"]
     print(f"\nthroughput ratio deblo/bare: {ratio:.2f} (target >= 0.33)")
     print(f"p99 at {args.rate:.0f} req/s: {bot['p99']:.2f} ms (target < 20 ms)")
+    print(f"\n/healthz while oversized unsigned forms are refused ({args.probes} probes per row)\n")
+    print(f"{'phase':<34}{'p50 ms':>10}{'p99 ms':>10}{'413s':>8}")
+    for phase, label in (("quiet", "quiet"), ("flood", f"{args.flood} clients posting 2 MB forms")):
+        print(f"{label:<34}{bot[f'health_{phase}_p50']:>10.2f}{bot[f'health_{phase}_p99']:>10.2f}"
+              f"{bot[f'health_{phase}_refused']:>8.0f}")
 
 
 if __name__ == "__main__":
