@@ -66,7 +66,7 @@ async def _signed_form(request: web.Request, services: Services,
         log.warning("webhook body too large", extra={"path": request.path, "peer": request.remote,
                                                     "declared": request.content_length})
         metrics.INBOUND.labels(channel, "too_large").inc()
-        return checks.too_large("request body too large")
+        return await checks.refuse_unread(request, "request body too large")
     signature = request.headers.get("X-Twilio-Signature", "")
     if not signature:
         log.warning("webhook without signature", extra={"path": request.path, "peer": request.remote})

@@ -29,9 +29,20 @@ MAX_FIELDS = 200
 
 
 def too_large(text: str) -> web.Response:
-    """A 413 that closes the connection: the client's unread rest of the body is not waited for."""
+    """A 413 that ends the connection once sent (what is left of the body is read off, not kept)."""
     response = web.Response(status=413, text=text)
     response.force_close()
+    return response
+
+
+async def refuse_unread(request: web.Request, text: str) -> web.Response:
+    """A 413 sent at once, then the connection closed: the rest of the body is never read (aiohttp
+    would otherwise read it off, up to its lingering time, to keep the connection usable)."""
+    response = too_large(text)
+    await response.prepare(request)
+    await response.write_eof()
+    if request.protocol is not None:
+        request.protocol.force_close()
     return response
 
 
