@@ -63,6 +63,7 @@ class Settings:
     host: str
     port: int
     public_base_url: str
+    webhook_max_bytes: int
     twilio_account_sid: str
     twilio_auth_token: str = field(repr=False)
     twilio_whatsapp_from: str
@@ -223,6 +224,7 @@ class Environment(LearningEnvironment):
     host: str = "0.0.0.0"
     port: int = 8080
     public_base_url: Url = ""  # "" is http://localhost:PORT
+    webhook_max_bytes: int = Field(64 * 1024, ge=1024)  # a POST's body at most (413 past it)
     secret_key: str = ""  # "" (the `chat` command) is a random key of this process
     log_level: Upper = "INFO"
     # Twilio.
@@ -330,8 +332,7 @@ class Environment(LearningEnvironment):
     payment_base_url: Url = ""
     payment_currency: Upper = "XOF"
     payment_timeout_s: float = 20.0
-    credit_packs: CreditPacks = (
-        (100, 500), (250, 1000), (600, 2000))
+    credit_packs: CreditPacks = ((100, 500), (250, 1000), (600, 2000))
     # E-mail.
     smtp_host: str = ""
     smtp_port: int = 587
@@ -373,8 +374,7 @@ class Environment(LearningEnvironment):
     sandbox_cpus: float = 1.0  # CPU quota per sandbox
     sandbox_limiter: Lower = "auto"  # auto | cgroup2 | cgroup1 | rlimits (per-process limits only)
     sandbox_cgroup: str = "deblo-sandbox"  # name of the parent control group
-    # Photos and voice notes (bot.agent.vision, bot.capabilities.speech); "" base URLs, keys and
-    # model are the LLM's.
+    # Photos and voice notes (bot.agent.vision, bot.capabilities.speech); "" URLs, keys, model: the LLM's.
     llm_vision: bool = True
     llm_vision_model: str = ""
     transcribe_base_url: Url = ""

@@ -5,7 +5,10 @@ insert, enqueue) next to a bare aiohttp handler, in the same run on this machine
 in its own process on loopback; this process sends pre-signed requests:
 
 1. throughput: as many requests as `--concurrency` connections can push, for `--requests` requests;
-2. latency at a fixed rate (`--rate`, default 300/s) for `--seconds`: p50 / p99 time to the 200.
+2. latency at a fixed rate (`--rate`, default 300/s) for `--seconds`: p50 / p99 time to the 200;
+3. (the bot only) /healthz latency, quiet and while `--flood` clients (another process) keep posting
+   unsigned 2 MB forms, each refused with a 413 at its Content-Length (WEBHOOK_MAX_BYTES); the
+   refusals are read from the bot's own counter (deblo_inbound_total{result="too_large"}).
 
 Targets: p99 < 20 ms at 300 requests/s on SQLite, throughput >= 1/3 of the bare handler's.
 """
@@ -136,6 +139,56 @@ async def fixed_rate(url: str, requests: list[tuple[bytes, str]], rate: float) -
     return latencies
 
 
+async def flood_forever(port: int, clients: int) -> None:
+    """`clients` connections posting unsigned 2 MB forms, each expected to be refused with a 413."""
+    oversized = b"Body=" + b"z" * (2 * 1024 * 1024)
+    url = f"http://127.0.0.1:{port}/twilio/inbound"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def flooder() -> None:
+            while True:
+                async with session.post(url, data=oversized, headers={
+                        "Content-Type": "application/x-www-form-urlencoded"}) as resp:
+                    await resp.read()
+                    if resp.status != 413:
+                        raise RuntimeError(f"oversized form got HTTP {resp.status}")
+
+        await asyncio.gather(*(flooder() for _ in range(clients)))
+
+
+async def refused_so_far(session: aiohttp.ClientSession, base: str) -> float:
+    async with session.get(base + "/metrics") as resp:
+        text = await resp.text()
+    prefix = 'deblo_inbound_total{channel="unknown",result="too_large"} '
+    return sum(float(line.removeprefix(prefix)) for line in text.splitlines() if line.startswith(prefix))
+
+
+async def healthz_latency(base: str, port: int, probes: int, flood: int) -> tuple[list[float], float]:
+    """/healthz times (s) while `flood` clients of another process post oversized forms (0: quiet),
+    and how many the bot refused meanwhile (its too_large counter)."""
+    flooder = start_server([sys.executable, "-m", "bench.webhook", "--serve", "flood", "--port", str(port),
+                            "--flood", str(flood)]) if flood else None
+    try:
+        async with aiohttp.ClientSession() as session:
+            before = await refused_so_far(session, base)
+            await asyncio.sleep(1.0 if flood else 0)  # the flood under way
+            times = []
+            for _ in range(probes):
+                started = time.perf_counter()
+                async with session.get(base + "/healthz") as resp:
+                    await resp.read()
+                    if resp.status != 200:
+                        raise RuntimeError(f"/healthz got HTTP {resp.status}")
+                times.append(time.perf_counter() - started)
+                await asyncio.sleep(0.005)
+            if flooder is not None and flooder.poll() is not None:
+                raise RuntimeError("the flooding process stopped (an oversized form was not refused?)")
+            return times, await refused_so_far(session, base) - before
+    finally:
+        if flooder is not None:
+            flooder.terminate()
+            flooder.wait(timeout=10)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -172,8 +225,15 @@ async def measure(name: str, cmd: list[str], port: int, args: argparse.Namespace
                                args.concurrency)
         n = int(args.rate * args.seconds)
         lat = await fixed_rate(url, signed_requests(base, n, args.users, f"{name[:2]}r"), args.rate)
-        return {"rps": rps, "p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
-                "mean": statistics.fmean(lat) * 1000, "n": n}
+        result = {"rps": rps, "p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
+                  "mean": statistics.fmean(lat) * 1000, "n": n}
+        if name == "deblo webhook":
+            for phase, flood in (("quiet", 0), ("flood", args.flood)):
+                times, refused = await healthz_latency(base, port, args.probes, flood)
+                result[f"health_{phase}_p50"] = percentile(times, 0.5) * 1000
+                result[f"health_{phase}_p99"] = percentile(times, 0.99) * 1000
+                result[f"health_{phase}_refused"] = refused
+        return result
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -187,7 +247,9 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--users", type=int, default=200, help="distinct senders")
     parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
-    parser.add_argument("--serve", choices=("bare", "bot"), help=argparse.SUPPRESS)
+    parser.add_argument("--flood", type=int, default=20, help="clients posting oversized forms")
+    parser.add_argument("--probes", type=int, default=200, help="/healthz requests per phase")
+    parser.add_argument("--serve", choices=("bare", "bot", "flood"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -196,6 +258,9 @@ async def main() -> None:
         return
     if args.serve == "bot":
         await serve_bot(args.port, args.data_dir, args.database_url)
+        return
+    if args.serve == "flood":
+        await flood_forever(args.port, args.flood)
         return
     with tempfile.TemporaryDirectory() as tmp:
         database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/bench.db"
@@ -216,6 +281,11 @@ async def main() -> None:
     ratio = bot["rps"] / bare["rps"]
     print(f"\nthroughput ratio deblo/bare: {ratio:.2f} (target >= 0.33)")
     print(f"p99 at {args.rate:.0f} req/s: {bot['p99']:.2f} ms (target < 20 ms)")
+    print(f"\n/healthz while oversized unsigned forms are refused ({args.probes} probes per row)\n")
+    print(f"{'phase':<34}{'p50 ms':>10}{'p99 ms':>10}{'413s':>8}")
+    for phase, label in (("quiet", "quiet"), ("flood", f"{args.flood} clients posting 2 MB forms")):
+        print(f"{label:<34}{bot[f'health_{phase}_p50']:>10.2f}{bot[f'health_{phase}_p99']:>10.2f}"
+              f"{bot[f'health_{phase}_refused']:>8.0f}")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,17 @@
 
 Twilio protects media URLs with HTTP Basic auth and answers with a redirect to the file's storage;
 httpx drops the credentials when the redirect leaves Twilio's host, which is what we want.
+
+A `MediaUrlN` is fetched only from Twilio over https (api.twilio.com, any *.twilio.com host,
+media.twiliocdn.com / mms.twiliocdn.com), or from the origin of TWILIO_API_BASE_URL (a test's fake
+Twilio): the account's credentials go with the first request, so a URL elsewhere (another host, an
+IP literal, a userinfo trick such as https://api.twilio.com@evil.example/) is not fetched at all and
+counts as a file not received. The URL is parsed by httpx, which then fetches that very parse.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import mimetypes
 import uuid
@@ -14,6 +21,7 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.config import Settings
 from bot.services import Services
 from bot.storage.models import InboundMessage, User, UserFile
 
@@ -30,8 +38,45 @@ def _extension(mime: str) -> str:
     return mimetypes.guess_extension(mime.split(";")[0].strip()) or ".bin"
 
 
-async def download(services: Services, url: str) -> tuple[bytes, str]:
+TWILIO_MEDIA_HOSTS = frozenset({"api.twilio.com", "media.twiliocdn.com", "mms.twiliocdn.com"})
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"https": 443, "http": 80}.get(url.scheme)
+    return url.scheme, url.host, url.port or default
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def media_url(settings: Settings, raw: str) -> httpx.URL | None:
+    """The URL to fetch an inbound file from, or None when it is not Twilio's (module docstring)."""
+    if "\\" in raw or any(ch.isspace() or ord(ch) < 0x20 for ch in raw):
+        return None
+    try:
+        url = httpx.URL(raw)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
+    if url.userinfo or not url.host:
+        return None
+    if _origin(url) == _origin(httpx.URL(settings.twilio_api_base_url)):
+        return url
+    host = url.host.lower().rstrip(".")
+    if url.scheme != "https" or url.port not in (None, 443) or _is_ip(host):
+        return None
+    return url if host in TWILIO_MEDIA_HOSTS or host.endswith(".twilio.com") else None
+
+
+async def download(services: Services, raw_url: str) -> tuple[bytes, str]:
     settings = services.settings
+    url = media_url(settings, raw_url)
+    if url is None:
+        raise MediaError(f"not a Twilio media URL: {raw_url[:200]!r}")
     auth = (settings.twilio_account_sid, settings.twilio_auth_token) if settings.twilio_account_sid else None
     cap = settings.media_max_bytes
     try:

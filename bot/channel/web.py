@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import re
 import time
@@ -25,10 +24,10 @@ from aiohttp import web
 from multidict import MultiDict
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
-from twilio.request_validator import RequestValidator
 
 from bot import logs, metrics
 from bot.channel import gauges
+from bot.channel import webhook_checks as checks
 from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, parse_params
 from bot.channel.links import ID_PATTERN, check_link
@@ -57,28 +56,46 @@ def twiml() -> web.Response:
     return web.Response(text=TWIML_EMPTY, content_type="text/xml")
 
 
-async def _signed_form(request: web.Request, services: Services) -> MultiDict[str] | web.Response:
-    """The form when the request is genuinely from Twilio; else the error response to send."""
+async def _signed_form(request: web.Request, services: Services,
+                       channel: str) -> MultiDict[str] | web.Response:
+    """The form when the request is genuinely from Twilio for our account; else the error response
+    to send (bot.channel.webhook_checks: size and field caps first, then signature and account)."""
+    settings = services.settings
+    raw = await checks.read_capped(request, settings.webhook_max_bytes)
+    if raw is None:
+        log.warning("webhook body too large", extra={"path": request.path, "peer": request.remote,
+                                                    "declared": request.content_length})
+        metrics.INBOUND.labels(channel, "too_large").inc()
+        return await checks.refuse_unread(request, "request body too large")
     signature = request.headers.get("X-Twilio-Signature", "")
     if not signature:
         log.warning("webhook without signature", extra={"path": request.path, "peer": request.remote})
+        metrics.INBOUND.labels(channel, "rejected").inc()
         return web.Response(status=403, text="missing signature")
-    raw = await request.read()
     if request.content_type != "application/x-www-form-urlencoded":
+        metrics.INBOUND.labels(channel, "rejected").inc()
         return web.Response(status=400, text="expected application/x-www-form-urlencoded")
+    if checks.field_count(raw) > checks.MAX_FIELDS:
+        log.warning("webhook with too many fields", extra={"path": request.path, "peer": request.remote})
+        metrics.INBOUND.labels(channel, "too_large").inc()
+        return checks.too_large("too many form fields")
     try:
         pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
     except (UnicodeDecodeError, ValueError):
         log.warning("webhook with bad encoding", extra={"path": request.path})
+        metrics.INBOUND.labels(channel, "rejected").inc()
         return web.Response(status=400, text="body is not valid UTF-8 form data")
     form: MultiDict[str] = MultiDict(pairs)
-    url = services.settings.public_base_url + request.raw_path
-    validator: RequestValidator = request.app[VALIDATOR]
-    # The exact URL first (one HMAC); the validator also tries it with and without the port.
-    exact = hmac.compare_digest(validator.compute_signature(url, form), signature)
-    if not exact and not validator.validate(url, form, signature):
+    url = settings.public_base_url + request.raw_path
+    if not checks.signature_matches(settings.twilio_auth_token, url, form, signature):
         log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
+        metrics.INBOUND.labels(channel, "rejected").inc()
         return web.Response(status=403, text="invalid signature")
+    if not checks.account_matches(form, settings.twilio_account_sid):
+        log.warning("webhook for another Twilio account", extra={
+            "path": request.path, "account_sid": form.get("AccountSid", "")[:64]})
+        metrics.INBOUND.labels(channel, "wrong_account").inc()
+        return web.Response(status=403, text="not this account")
     # Cleaned once checked (Twilio signed what it sent): nothing stored or spooled holds a NUL.
     return MultiDict(clean_form(form.items()))
 
@@ -86,9 +103,8 @@ async def _signed_form(request: web.Request, services: Services) -> MultiDict[st
 async def inbound(request: web.Request) -> web.Response:
     started = time.perf_counter()
     services = services_of(request)
-    form = await _signed_form(request, services)
+    form = await _signed_form(request, services, "unknown")
     if isinstance(form, web.Response):
-        metrics.INBOUND.labels("unknown", "rejected").inc()
         return form
     try:
         params = parse_params(form)
@@ -183,7 +199,7 @@ async def record_status(services: Services, form: MultiDict[str]) -> None:
 
 async def status(request: web.Request) -> web.Response:
     services = services_of(request)
-    form = await _signed_form(request, services)
+    form = await _signed_form(request, services, "status")
     if isinstance(form, web.Response):
         return form
     fields = _status_fields(form)
@@ -359,7 +375,6 @@ async def metrics_view(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": content_type})
 
 
-VALIDATOR: web.AppKey[RequestValidator] = web.AppKey("validator", RequestValidator)
 WRITER: web.AppKey[InboundWriter] = web.AppKey("inbound_writer", InboundWriter)
 SPOOL: web.AppKey[Spool] = web.AppKey("spool", Spool)
 REPLAY_NOW: web.AppKey[asyncio.Event] = web.AppKey("replay_now", asyncio.Event)
@@ -387,9 +402,9 @@ def create_metrics_app(services: Services) -> web.Application:
 def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
-    app = web.Application(client_max_size=2 * 1024 * 1024, middlewares=[log_scope])
+    # No POST this app takes (Twilio's forms, a payment provider's JSON) comes near WEBHOOK_MAX_BYTES.
+    app = web.Application(client_max_size=services.settings.webhook_max_bytes, middlewares=[log_scope])
     app[SERVICES] = services
-    app[VALIDATOR] = RequestValidator(services.settings.twilio_auth_token)
     app[WRITER] = InboundWriter(services.engine)
     app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes,
                        services.settings.spool_max_attempts)

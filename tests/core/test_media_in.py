@@ -110,3 +110,68 @@ async def test_corpus_mms_with_three_images(harness: Harness) -> None:
     assert len(files) == 3 and seen.texts == ["Multiple images and text"]
     stored = [await h.services.files.get(f.storage_key) for f in files]
     assert stored == [JPEG + bytes([i]) for i in range(3)]
+
+
+TWILIO_URLS = [
+    "https://api.twilio.com/2010-04-01/Accounts/AC1/Messages/MM1/Media/ME1",
+    "https://mms.twiliocdn.com/AC1/abc", "https://media.twiliocdn.com/AC1/abc",
+    "https://API.Twilio.com/2010-04-01/x", "https://api.dublin.ie1.twilio.com/x",
+]
+NOT_TWILIO_URLS = [
+    "http://api.twilio.com/2010-04-01/x",  # not https
+    "https://evil.example/photo.jpg", "https://api.twilio.com.evil.example/x", "https://eviltwilio.com/x",
+    "https://api.twilio.com@evil.example/", "https://user:pw@api.twilio.com/x",  # userinfo
+    "https://api.twilio.com\\@evil.example/", "https://api.twilio.com /x",
+    "https://93.184.216.34/x", "https://[::1]/x", "https://2130706433/x",  # IP literals
+    "https://api.twilio.com:8443/x", "ftp://api.twilio.com/x", "", "not a url",
+]
+
+
+def test_only_twilio_media_hosts_over_https_are_fetched() -> None:
+    from bot.capabilities.media import media_url
+    from bot.config import load_settings
+
+    settings = load_settings({})
+    assert [u for u in TWILIO_URLS if media_url(settings, u) is None] == []
+    assert [u for u in NOT_TWILIO_URLS if media_url(settings, u) is not None] == []
+    # In tests, the fake Twilio's own origin (TWILIO_API_BASE_URL), and only that origin.
+    fake = load_settings({"TWILIO_API_BASE_URL": "http://127.0.0.1:8123"})
+    assert media_url(fake, "http://127.0.0.1:8123/2010-04-01/x") is not None
+    assert media_url(fake, "http://127.0.0.1:8124/2010-04-01/x") is None
+    assert media_url(fake, "http://localhost:8123/2010-04-01/x") is None
+    assert media_url(fake, "http://api.twilio.com@127.0.0.1:8123/x") is None
+
+
+async def test_a_media_url_elsewhere_is_not_fetched_and_the_text_is_still_answered(harness: Harness) -> None:
+    from aiohttp import web
+
+    from tests.support.ports import free_port
+
+    h = harness
+    seen = Seen()
+    await h.use_dispatch(seen)
+    await h.make_user(PHONE)
+    asked: list[str] = []
+
+    async def serve(request: web.Request) -> web.Response:  # a host that would take the credentials
+        asked.append(request.headers.get("Authorization", ""))
+        return web.Response(body=JPEG, content_type="image/jpeg")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", serve)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        elsewhere = f"http://127.0.0.1:{port}/photo.jpg"
+        tricked = h.twilio.add_media(JPEG, "image/jpeg").replace("http://", "http://api.twilio.com@", 1)
+        await h.inbound(PHONE, "Voici ma photo", media=[elsewhere, tricked])
+        await h.settle()
+    finally:
+        await runner.cleanup()
+    assert asked == []  # never asked, so the account's credentials never left for it
+    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?", "reçu"]
+    assert seen.texts == ["Voici ma photo"] and seen.files == [[]]
+    async with h.services.sessions() as db:
+        assert (await db.scalars(select(UserFile))).all() == []

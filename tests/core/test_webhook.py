@@ -61,7 +61,8 @@ async def test_signature_for_the_proxy_public_url(make_harness: Any) -> None:
     # Behind a TLS proxy: Twilio signs https://bot.example.org/..., the app listens on 127.0.0.1.
     h = await make_harness(PUBLIC_BASE_URL="https://bot.example.org")
     await h.make_user(PHONE)
-    params = {"MessageSid": new_sid(), "From": f"whatsapp:{PHONE}", "Body": "Salut", "NumMedia": "0"}
+    params = {"MessageSid": new_sid(), "From": f"whatsapp:{PHONE}", "Body": "Salut", "NumMedia": "0",
+              "AccountSid": h.settings.twilio_account_sid}
     status, _ = await h.post_form("/twilio/inbound", params)  # signed for the public URL
     assert status == 200
     # The same request signed for the address the app is bound to is not what Twilio signs.
@@ -82,13 +83,14 @@ async def test_signature_for_the_proxy_public_url(make_harness: Any) -> None:
 
 async def test_malformed_requests_get_400_and_nothing_is_stored(harness: Harness) -> None:
     h = harness
-    no_from = {"MessageSid": new_sid(), "Body": "x"}
+    account = {"AccountSid": h.settings.twilio_account_sid}
+    no_from = {"MessageSid": new_sid(), "Body": "x", **account}
     assert (await h.post_form("/twilio/inbound", no_from))[0] == 400
-    no_sid = {"From": f"whatsapp:{PHONE}", "Body": "x"}
+    no_sid = {"From": f"whatsapp:{PHONE}", "Body": "x", **account}
     assert (await h.post_form("/twilio/inbound", no_sid))[0] == 400
-    not_a_number = {"MessageSid": new_sid(), "From": "whatsapp:hello", "Body": "x"}
+    not_a_number = {"MessageSid": new_sid(), "From": "whatsapp:hello", "Body": "x", **account}
     assert (await h.post_form("/twilio/inbound", not_a_number))[0] == 400
-    bad_media_count = {"MessageSid": new_sid(), "From": PHONE, "Body": "x", "NumMedia": "many"}
+    bad_media_count = {"MessageSid": new_sid(), "From": PHONE, "Body": "x", "NumMedia": "many", **account}
     assert (await h.post_form("/twilio/inbound", bad_media_count))[0] == 400
     # Bytes that are not UTF-8, raw and percent-encoded.
     sig = sign(h.settings.twilio_auth_token, h.settings.public_base_url + "/twilio/inbound", {})
@@ -120,12 +122,14 @@ async def test_duplicate_message_sid_is_handled_once(harness: Harness) -> None:
 
 async def test_corpus_payloads_are_accepted(harness: Harness) -> None:
     """Real Twilio bodies (WhatsApp text, SMS via a Messaging Service, a WhatsApp button reply
-    carrying a BSUID), signed for our URL, are stored with the right channel and identity."""
+    carrying a BSUID), signed for our URL and carrying our AccountSid, are stored with the right
+    channel and identity."""
     h = harness
     url = h.settings.public_base_url + "/twilio/inbound"
+    account = h.settings.twilio_account_sid
     for name in ("01-whatsapp-inbound-text.json", "06-sms-inbound-text.json",
                  "10-whatsapp-inbound-button-reply-with-reply-context.json"):
-        params = [tuple(p) for p in corpus(name)["params"]]
+        params = [(k, account if k == "AccountSid" else v) for k, v in corpus(name)["params"]]
         status, _ = await h.post_form("/twilio/inbound", params, signed_url=url)
         assert status == 200, name
     await h.settle()
