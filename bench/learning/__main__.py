@@ -1,0 +1,3 @@
+from bench.learning.run import main
+
+main()
