@@ -24,6 +24,7 @@ RUN useradd --create-home --uid 10001 deblo && mkdir -p /data && chown deblo /da
 USER deblo
 ENV DATA_DIR=/data HOST=0.0.0.0 PORT=8080
 EXPOSE 8080
+# /metrics is not on PORT: set METRICS_PORT (kept inside the network, not published) to scrape it.
 # For `serve` (the default command); a `worker` or `db upgrade` container has no web server
 # (docker-compose.yml turns this check off for them; `docker run --no-healthcheck` does too).
 HEALTHCHECK --interval=30s --timeout=3s CMD python -c "import urllib.request,os; urllib.request.urlopen(f'http://127.0.0.1:{os.environ.get(\"PORT\",\"8080\")}/healthz', timeout=2)"

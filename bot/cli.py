@@ -90,19 +90,20 @@ def _settings(require: tuple[str, ...] = ()) -> Settings:
 async def _serve(settings: Settings, workers: int | None, with_workers: bool = False) -> None:
     from aiohttp import web
 
-    from bot.channel.web import create_app
+    from bot.channel.web import create_app, start_metrics_site
     from bot.pipeline.jobs import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
     startup_checks(settings)
     services = await build_services(settings)
-    app = create_app(services, extra_routes=registered_routes())
+    app = create_app(services, extra_routes=registered_routes())  # /metrics: METRICS_PORT, or token
     # On SIGTERM the webhooks in flight get SHUTDOWN_GRACE_S to be answered (see _stop_all).
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=settings.shutdown_grace_s)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port)
     await site.start()
+    metrics_site = await start_metrics_site(services)
     # --with-workers: the message and job workers run here with Redis too (one process for it all,
     # or next to `worker` processes).
     run_workers = with_workers or (settings.single_process if workers is None else workers > 0)
@@ -112,17 +113,20 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
         await pipeline.start()
         await background.start()
     log.info("serving", extra={"host": settings.host, "port": settings.port, "workers": run_workers,
-                               "public_base_url": settings.public_base_url})
+                               "public_base_url": settings.public_base_url,
+                               "metrics_port": settings.metrics_port or None})
     try:
         await _until_signalled()
     finally:
         grace = settings.shutdown_grace_s
         await _stop_all(runner.cleanup(), *([background.stop(grace), pipeline.stop(grace)]
-                                            if background is not None else []))
+                                            if background is not None else []),
+                        *([metrics_site.cleanup()] if metrics_site is not None else []))
         await services.close()
 
 
 async def _worker(settings: Settings, concurrency: int | None) -> None:
+    from bot.channel.web import start_metrics_site
     from bot.pipeline.jobs import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
@@ -133,7 +137,7 @@ async def _worker(settings: Settings, concurrency: int | None) -> None:
     background = JobWorkers(services, job_runner())
     await pipeline.start()
     await background.start()
-    metrics_site = await _metrics_site(services)
+    metrics_site = await start_metrics_site(services)
     log.info("worker started", extra={"concurrency": pipeline.concurrency,
                                       "job_concurrency": background.concurrency,
                                       "metrics_port": settings.metrics_port or None})
@@ -145,21 +149,6 @@ async def _worker(settings: Settings, concurrency: int | None) -> None:
         if metrics_site is not None:
             await metrics_site.cleanup()
         await services.close()
-
-
-async def _metrics_site(services: Any) -> Any:
-    """The worker's /metrics on METRICS_PORT (None when 0)."""
-    from aiohttp import web
-
-    from bot.channel.web import create_metrics_app
-
-    port = services.settings.metrics_port
-    if not port:
-        return None
-    runner = web.AppRunner(create_metrics_app(services), access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, services.settings.host, port).start()
-    return runner
 
 
 async def _stop_all(*stops: Awaitable[None]) -> None:

@@ -155,6 +155,7 @@ class Settings:
     jobs_enabled: bool
     shutdown_grace_s: float
     metrics_port: int
+    metrics_token: str = field(repr=False)
     scheduled_send_attempts: int
     scheduled_send_backoff_s: float
     scheduled_send_claim_s: float
@@ -270,12 +271,12 @@ class Environment(LearningEnvironment):
     requeue_delay_s: float = 0.25
     max_attempts: int = 3
     jobs_enabled: bool = True
-    # On SIGTERM: how long webhooks and turns in flight, and background jobs' current steps, have to
-    # end before what is left is cancelled (recovered by another worker). Under the 30 s a container
-    # gets to stop (docker-compose.yml's stop_grace_period).
+    # On SIGTERM: how long webhooks and turns in flight, and jobs' current steps, have to end before the
+    # rest is cancelled (recovered by another worker); under docker-compose.yml's 30 s stop_grace_period.
     shutdown_grace_s: float = Field(25.0, gt=0)
-    # A `worker` serves its own /metrics on this port (0: none); `serve` has /metrics on PORT.
+    # /metrics (`serve` and `worker`) on this port of HOST (0: none); never on PORT but with the token.
     metrics_port: int = Field(0, ge=0, le=65535)
+    metrics_token: str = ""  # set: /metrics on PORT too, for `Authorization: Bearer <token>` only
     outbound_part_wait_s: float = 3.0
     media_max_bytes: int = 16 * 1024 * 1024
     file_link_ttl_s: int = 3600
@@ -443,9 +444,8 @@ class _Given(Environment):
 _SAID = {
     "int_parsing": "must be a whole number", "int_from_float": "must be a whole number",
     "float_parsing": "must be a number", "bool_parsing": "must be true or false (on or off)",
-    "greater_than_equal": "must be {ge} or more", "greater_than": "must be more than {gt}",
-    "less_than_equal": "must be {le} or less", "less_than": "must be less than {lt}",
-    "literal_error": "must be {expected}",
+    "greater_than_equal": "must be {ge} or more", "greater_than": "must be more than {gt}", "less_than_equal":
+    "must be {le} or less", "less_than": "must be less than {lt}", "literal_error": "must be {expected}",
 }
 
 
@@ -519,5 +519,5 @@ def _settings(read: Environment) -> Settings:
 def describe(settings: Settings) -> dict[str, object]:
     """Settings safe to log: secrets are left out."""
     hidden = {"twilio_auth_token", "llm_api_key", "smtp_password", "tavily_api_key", "jina_api_key",
-              "payment_secret", "secret_key", "extra", "transcribe_api_key", "tts_api_key"}
+              "payment_secret", "secret_key", "extra", "transcribe_api_key", "tts_api_key", "metrics_token"}
     return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name not in hidden}

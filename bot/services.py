@@ -70,7 +70,7 @@ async def build_services(settings: Settings, *, clock: Clock = system_now) -> Se
         settings=settings,
         engine=engine,
         sessions=make_sessionmaker(engine),
-        state=make_state(settings.redis_url, settings.redis_key_prefix),
+        state=make_state(settings.redis_url, settings.redis_key_prefix, settings.data_dir / "locks"),
         http=httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=False),
         twilio=TwilioClient(settings),
         llm=LLMClient(settings),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import re
 import time
@@ -375,6 +376,17 @@ async def metrics_view(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": content_type})
 
 
+async def metrics_with_token(request: web.Request) -> web.Response:
+    """/metrics on the public port (only with METRICS_TOKEN): the counters and gauges say how busy
+    the bot is and how its sends fare, which is for the operator's scraper, not for anyone."""
+    expected = f"Bearer {services_of(request).settings.metrics_token}".encode()
+    given = request.headers.get("Authorization", "").encode()
+    if not hmac.compare_digest(given, expected):
+        return web.Response(status=401, text="metrics need their token",
+                            headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+    return await metrics_view(request)
+
+
 WRITER: web.AppKey[InboundWriter] = web.AppKey("inbound_writer", InboundWriter)
 SPOOL: web.AppKey[Spool] = web.AppKey("spool", Spool)
 REPLAY_NOW: web.AppKey[asyncio.Event] = web.AppKey("replay_now", asyncio.Event)
@@ -390,13 +402,25 @@ async def log_scope(request: web.Request, handler: Any) -> web.StreamResponse:
 
 
 def create_metrics_app(services: Services) -> web.Application:
-    """What a `worker` process serves on METRICS_PORT: its own counters (turns, model calls, sends,
-    refusals happen in workers) for Prometheus, and a liveness check. No webhook is taken there."""
+    """What `serve` and `worker` serve on METRICS_PORT: the process's own counters (turns, model
+    calls, sends, refusals happen in workers) for Prometheus, and a liveness check. No webhook is
+    taken there, and no token asked: the port is meant for the private network only."""
     app = web.Application()
     app[SERVICES] = services
     app.router.add_get("/metrics", metrics_view)
     app.router.add_get("/healthz", healthz)
     return app
+
+
+async def start_metrics_site(services: Services) -> web.AppRunner | None:
+    """The metrics app listening on HOST:METRICS_PORT; None when METRICS_PORT is 0."""
+    port = services.settings.metrics_port
+    if not port:
+        return None
+    runner = web.AppRunner(create_metrics_app(services), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, services.settings.host, port).start()
+    return runner
 
 
 def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
@@ -431,6 +455,7 @@ def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.A
     app.router.add_get(f"/files/{{id:{ID_PATTERN}}}/{{expires}}/{{sig}}/{{name}}", serve_file)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics_view)
+    if services.settings.metrics_token:  # else 404: metrics are served on METRICS_PORT only
+        app.router.add_get("/metrics", metrics_with_token)
     app.router.add_routes(list(extra_routes))
     return app

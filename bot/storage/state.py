@@ -5,6 +5,9 @@ Two implementations of one interface: `MemoryState` for single-process mode (no 
 messages; the queue only says "this user has pending work", so losing a queue entry delays work
 (the sweeper finds it again) but never loses it. `RedisState`'s subscriptions share one connection
 of their own per process (bot.storage.pubsub), never one of the pool the rest uses.
+`MemoryState`'s locks (`acquire`) are lock files of DATA_DIR/locks too (bot.storage.file_locks):
+the operator's console is a process of its own, and a user's lock must keep it off the turn
+`serve` is running for them.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Protocol, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions
 
+from bot.storage.file_locks import FileLocks
 from bot.storage.pubsub import ChannelHub
 
 KEY_PREFIX = "deblo:"
@@ -127,10 +132,12 @@ class Subscription:
 
 
 class MemoryState:
-    """Everything in this process. `clock` is monotonic seconds, replaceable in tests."""
+    """Everything in this process, but the locks when `lock_dir` is given: those are lock files too,
+    held beside the lease. `clock` is monotonic seconds, replaceable in tests."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, lock_dir: Path | None = None) -> None:
         self._clock = clock
+        self._files = FileLocks(lock_dir) if lock_dir is not None else None
         self._kv: dict[str, tuple[str, float | None]] = {}
         self._queue: asyncio.Queue[int] = asyncio.Queue()
         self._subscribers: dict[str, set[Subscription]] = {}
@@ -179,23 +186,35 @@ class MemoryState:
             return None
 
     async def acquire(self, key: str, ttl_s: float) -> str | None:
+        if self._alive(key) is not None:
+            return None
+        if self._files is not None:
+            self._files.let_go(key)  # a lease of this process that lapsed: its file went with it
+            if not self._files.try_take(key):
+                return None  # another process holds it
         token = secrets.token_hex(8)
-        return token if await self.set_if_absent(key, token, ttl_s) else None
+        await self.kv_set(key, token, ttl_s)
+        return token
 
     async def renew(self, key: str, token: str, ttl_s: float) -> bool:
-        if self._alive(key) != token:
+        if self._alive(key) != token or (self._files is not None and not self._files.holds(key)):
             return False
         await self.kv_set(key, token, ttl_s)
         return True
 
     async def release(self, key: str, token: str) -> None:
-        if self._alive(key) == token:
+        current = self._alive(key)
+        if current == token:
             del self._kv[key]
+        if current in (token, None) and self._files is not None:
+            self._files.let_go(key)  # not while a newer holder of this process has it
 
     async def ping(self) -> bool:
         return True
 
     async def close(self) -> None:
+        if self._files is not None:
+            self._files.close()
         # Readers still open learn that nothing more will come (a live page ends its stream).
         for subs in self._subscribers.values():
             for sub in subs:
@@ -308,5 +327,6 @@ class RedisState:
         return sub
 
 
-def make_state(redis_url: str | None, prefix: str = KEY_PREFIX) -> State:
-    return RedisState(redis_url, prefix) if redis_url else MemoryState()
+def make_state(redis_url: str | None, prefix: str = KEY_PREFIX, lock_dir: Path | None = None) -> State:
+    """Redis when there is one; else this process's memory, its locks held in `lock_dir` as files."""
+    return RedisState(redis_url, prefix) if redis_url else MemoryState(lock_dir=lock_dir)

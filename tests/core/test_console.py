@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select, update
 
-from bot.capabilities import library
+from bot.capabilities import accounts, library
 from bot.storage.models import (
     Base,
     CreditEntry,
@@ -28,8 +29,10 @@ from bot.storage.models import (
     User,
     UserFile,
 )
+from bot.storage.state import lock_key, make_state
 from tests.support.accounts import PARENT, PHONE, leftovers, rich_user, say
 from tests.support.harness import Harness
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 DIGITS = PHONE.removeprefix("+")
@@ -250,6 +253,44 @@ async def test_forget_leaves_no_row_or_file_of_that_person(harness: Harness) -> 
 async def test_forget_an_unknown_number(harness: Harness) -> None:
     run = await users(harness, "forget", "+2250799999999")
     assert run.code == 1 and "no user with the number +2250799999999" in run.err
+
+
+async def test_forget_waits_for_the_turn_answering_that_user(harness: Harness) -> None:
+    """Without Redis too: the console is another process than the one running the turn."""
+    h = harness
+    await h.make_user(PHONE)
+    h.llm.push_text("Une réponse qui prend son temps.", delay_s=6)
+    assert (await h.inbound(PHONE, "Explique-moi les fractions"))[0] == 200
+    await eventually(lambda: _true(len(h.llm.requests) == 1))  # the turn holds the user's lock
+    run = await users(h, "forget", PHONE)
+    # It erased the person only once the turn had ended: the answer went out before.
+    assert h.llm.streams and h.llm.streams[0]["ended"] is not None
+    assert await h.texts_to(PHONE) == ["Une réponse qui prend son temps."]
+    assert run.code == 0, run.err
+    assert await h.user(PHONE) is None
+
+
+async def test_forget_refuses_while_another_holder_keeps_the_users_lock(harness: Harness) -> None:
+    h = harness
+    user = await h.make_user(PHONE)
+    # Another process's lock (as `serve`'s would be): its own state on the same Redis or lock folder.
+    other = make_state(h.settings.redis_url, h.settings.redis_key_prefix, h.settings.data_dir / "locks")
+    token = await other.acquire(lock_key(user.id), 60)
+    assert token is not None
+    try:
+        with pytest.raises(accounts.AccountBusy, match="is being answered right now; try again"):
+            await accounts.forget_number(h.services, PHONE, wait_s=0.5)
+        assert await h.user(PHONE) is not None
+        assert await h.services.state.acquire(lock_key(user.id), 60) is None  # nor may a turn start
+    finally:
+        await other.release(lock_key(user.id), token)
+        await other.close()
+    report = await accounts.forget_number(h.services, PHONE, wait_s=5)
+    assert report.user_id == user.id and await h.user(PHONE) is None
+
+
+async def _true(value: bool) -> bool:
+    return value
 
 
 # --- wrong arguments --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ PHONE = "+2250700000501"
 
 
 async def scrape(h: Harness) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    status, headers, body = await h.get("/metrics")
+    status, headers, body = await h.scrape()
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     values: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
     for family in text_string_to_metric_families(body.decode()):

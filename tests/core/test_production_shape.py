@@ -89,8 +89,10 @@ def test_compose_has_the_services_health_checks_volumes_and_commands() -> None:
     # Scalable (`--scale worker=3`): nothing that only one container can have.
     assert not {"ports", "container_name"} & set(worker)
     assert migrate["healthcheck"] == {"disable": True}
-    # A worker serves its own /metrics and /healthz on METRICS_PORT (no webhooks there).
-    assert worker["environment"]["METRICS_PORT"] == "9100"
+    # serve and each worker have /metrics and /healthz on METRICS_PORT (no webhooks there), a port
+    # of the network only: the published port has no /metrics.
+    assert serve["environment"]["METRICS_PORT"] == worker["environment"]["METRICS_PORT"] == "9100"
+    assert not any("9100" in port for port in serve["ports"])
     assert "9100/healthz" in " ".join(worker["healthcheck"]["test"])
 
 

@@ -204,6 +204,6 @@ async def test_health_and_metrics(harness: Harness) -> None:
     assert status == 200 and json.loads(body) == {"ready": True, "database": True, "state": True}
     await h.inbound(PHONE, "Salut")
     await h.settle()
-    status, headers, body = await h.get("/metrics")
+    status, headers, body = await h.scrape()
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     assert b'deblo_inbound_total{channel="whatsapp",result="accepted"}' in body

@@ -21,10 +21,9 @@ async def test_a_worker_serves_its_metrics_after_answering(make_harness: Any, tm
     h.llm.push_text("Bonjour depuis un worker.")
     d = Deployment(h, tmp_path, prefix)
     port = free_port()
-    d.env["METRICS_PORT"] = str(port)
     try:
         await h.make_user("+2250710000171")
-        await d.start(workers=1)
+        await d.start(workers=1, worker_env={"METRICS_PORT": str(port)})
         async with aiohttp.ClientSession() as session:
             assert await d.inbound(session, "+2250710000171", "Salut") == 200
             await h.settle(timeout_s=30)

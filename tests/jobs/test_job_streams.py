@@ -32,7 +32,7 @@ def listeners(h: Harness, job_id: int) -> int:
 
 async def metric(h: Harness, line_start: str) -> float:
     """The value of one series on /metrics (0 when absent)."""
-    _, _, body = await h.get("/metrics")
+    _, _, body = await h.scrape()
     for line in body.decode().splitlines():
         if line.startswith(line_start + " "):
             return float(line.split()[-1])

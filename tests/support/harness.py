@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
 from bot.capabilities import credits
-from bot.channel.web import create_app
+from bot.channel.web import create_app, create_metrics_app
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
 from bot.pipeline.scheduler import run_once
@@ -85,6 +85,8 @@ class Harness:
     session: aiohttp.ClientSession
     env: dict[str, str] = field(default_factory=dict)
     job_workers: Any = None  # bot.pipeline.jobs.JobWorkers: background jobs run in the test process
+    metrics_runner: web.AppRunner | None = None  # the METRICS_PORT app, started by the first scrape
+    metrics_url: str = ""
 
     # --- webhooks ----------------------------------------------------------------------------
     def address(self, phone: str, channel: str) -> str:
@@ -141,8 +143,21 @@ class Harness:
         async with self.session.post(self.base_url + path, data=body, headers=headers) as resp:
             return resp.status, await resp.text()
 
-    async def get(self, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
-        async with self.session.request(method, self.base_url + path) as resp:
+    async def get(self, path: str, method: str = "GET",
+                  headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+        async with self.session.request(method, self.base_url + path, headers=headers) as resp:
+            return resp.status, dict(resp.headers), await resp.read()
+
+    async def scrape(self) -> tuple[int, dict[str, str], bytes]:
+        """GET /metrics as Prometheus reads it: from the app `serve` and `worker` run on METRICS_PORT
+        (the public port has none without METRICS_TOKEN), on a port of its own from the first call."""
+        if self.metrics_runner is None:
+            self.metrics_runner = web.AppRunner(create_metrics_app(self.services), access_log=None)
+            await self.metrics_runner.setup()
+            sock = _free_socket()
+            await web.SockSite(self.metrics_runner, sock).start()
+            self.metrics_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        async with self.session.get(self.metrics_url + "/metrics") as resp:
             return resp.status, dict(resp.headers), await resp.read()
 
     # --- waiting -----------------------------------------------------------------------------
@@ -243,6 +258,8 @@ class Harness:
         await self.session.close()
         await self.twilio.stop()
         await self.runner.cleanup()
+        if self.metrics_runner is not None:
+            await self.metrics_runner.cleanup()
         await self.services.close()
         await self.llm.stop()
 

@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -36,14 +36,16 @@ class Deployment:
         self.workers: list[subprocess.Popen[bytes]] = []
         self.server: subprocess.Popen[bytes] | None = None
 
-    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([sys.executable, "-m", "bot", *args], cwd=self.cwd, env=self.env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    def _spawn(self, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "bot", *args], cwd=self.cwd,
+                                env={**self.env, **(env or {})}, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
 
-    async def start(self, workers: int = 2) -> None:
+    async def start(self, workers: int = 2, worker_env: Mapping[str, str] | None = None) -> None:
+        """`serve` and `workers` workers; `worker_env` is the workers' own (e.g. METRICS_PORT)."""
         self.server = self._spawn("serve")
         for _ in range(workers):
-            self.workers.append(self._spawn("worker"))
+            self.workers.append(self._spawn("worker", env=worker_env))
         async with aiohttp.ClientSession() as session:
             for _ in range(200):
                 try:

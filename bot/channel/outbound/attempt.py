@@ -11,7 +11,8 @@ delivery health (`health`). A message already recorded under the turn's idempote
 (`scope.SendKeys`) is not sent again: its row is the answer. Twilio's SID is stored shielded from
 cancellation: a stop right after Twilio took a message must not leave it looking unsent.
 
-A direct message that failed for good (TOLD_KINDS) is told to the user with the next free-form
+Nothing is recorded or sent for a user erased meanwhile (`health.user_gone`, in the transaction of
+the insert). A direct message that failed for good (TOLD_KINDS) is told to the user with the next free-form
 message Twilio accepts for them (`tell_failures`, `failure_told_at`).
 
 Twilio does not keep separate messages in order: `wait_sent` waits until one is reported sent
@@ -33,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import metrics
 from bot.channel import formatting
-from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health
+from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, user_gone
 from bot.channel.outbound.result import user_text
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
@@ -65,6 +66,7 @@ class Attempt:
     status: str = ""
     exc: TwilioSendError | None = None
     queued: bool = False  # the row waits in the outbox
+    erased: bool = False  # the user is gone: nothing recorded, nothing sent
 
 
 def _fields(services: Services, to: str, from_: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -116,6 +118,9 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
             existing = await db.scalar(select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
             if existing is not None:
                 return _replayed(existing)
+        if await user_gone(db, user_id):
+            log.info("not sent: the user was erased", extra={"user_id": user_id, "kind": kind})
+            return Attempt(erased=True)
         now = services.clock()
         row = OutboundMessage(
             user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),

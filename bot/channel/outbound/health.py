@@ -9,6 +9,9 @@
   kept on the user (`delivery_blocked_reason`, `delivery_blocked_at`). Direct answers to the
   message a user just sent still go: writing to us proves the number works, and every inbound
   message resets it.
+- A user erased meanwhile (`users forget`, SUPPRIMER: their row is gone) gets nothing, and nothing
+  is recorded for them: a send that outlived them (a reminder, a job's last message, a waiting
+  file) is refused before its row is written (`user_gone`, read in the inserting transaction).
 
 Imports only `scope` of the package.
 """
@@ -56,18 +59,30 @@ async def stored_refusal(services: Services, user_id: int | None, *,
                          proactive: bool) -> tuple[str, str | None] | None:
     """Why a send to this user must not go, from the user's row as stored now, not as the caller
     loaded it (one read): they opted out meanwhile (a STOP the webhook applied while a long turn
-    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`). A user with no
-    id (just erased, their farewell being sent) has no row to read."""
+    ran), or, for a proactive send, their delivery is blocked (`delivery_blocked`), or they were
+    erased since the caller loaded them ("erased"). A user with no id (the farewell of a person
+    just erased, sent to their address only) has no row to read."""
     if user_id is None:
         return None
     async with services.sessions() as db:
         user = await db.get(User, user_id)
         if user is None:
-            return None
+            return "erased", None
         if user.opted_out:
             return "opted_out", None
         reason = await _blocked_reason(services, db, user) if proactive else None
         return ("delivery_blocked", reason) if reason is not None else None
+
+
+async def user_gone(db: AsyncSession, user_id: int | None) -> bool:
+    """Whether the user of a message about to be recorded was erased (no row). On PostgreSQL the row
+    is held (FOR KEY SHARE, as the foreign key's own check holds it) until this transaction ends, so
+    an erasure cannot slip between this read and the insert that follows."""
+    if user_id is None:
+        return False
+    found = await db.scalar(select(User.id).where(User.id == user_id)
+                            .with_for_update(read=True, key_share=True))
+    return found is None
 
 
 async def delivery_blocked(services: Services, user_id: int) -> str | None:

@@ -23,6 +23,7 @@ class SendResult:
     channel: str | None
     sids: list[str] = field(default_factory=list)
     # Nothing was sent: opted_out | delivery_blocked | window_closed | no_address | not_configured | empty
+    # | erased (the user's data was erased meanwhile)
     skipped: str | None = None
     error: str | None = None
     error_code: int | None = None  # Twilio's error code, when it gave one
@@ -96,6 +97,7 @@ MODEL_ADVICE = {
         "Nothing was sent: this channel is not set up on this service. Give the content here, in the "
         "conversation, instead."),
     "empty": "Nothing was sent: the message was empty.",
+    "erased": "Nothing was sent: this person's data was erased; there is no one to send it to.",
     "file_waiting": (
         "The file did not go yet (WhatsApp's 24 h window is closed); it is kept and is sent automatically "
         "as soon as the user writes any message. Tell them so."),
@@ -128,6 +130,8 @@ USER_ADVICE = {
                        "Nothing was sent: that way of sending is not available on this service. "
                        "I can give it to you here, in our chat."),
     "empty": ("Il n'y avait rien à envoyer.", "There was nothing to send."),
+    "erased": ("Rien n'a été envoyé : les données de ce compte ont été effacées.",
+               "Nothing was sent: this account's data was erased."),
     "file_waiting": ("Ton fichier n'a pas pu partir tout de suite : il t'attend. Écris-moi n'importe quel "
                      "message et je te l'envoie aussitôt.",
                      "Your file could not go right away: it is waiting for you. Send me any message and "

@@ -11,7 +11,8 @@
 - Twilio does not keep separate messages in order, so the next part leaves only once the
   previous one is reported sent (status callback) or after OUTBOUND_PART_WAIT_S.
 - A user who opted out gets nothing, except the confirmation of the opt-out itself (OPT_OUT_KINDS);
-  proactive kinds do not reach a user whose delivery is blocked (`health`).
+  proactive kinds do not reach a user whose delivery is blocked (`health`). A user erased since the
+  caller loaded them gets nothing, and no row is written for them (skipped "erased").
 - `python -m bot chat` (Services.console) or the `cli` channel: shown in the terminal
   (bot.channel.console).
 
@@ -32,7 +33,7 @@ from sqlalchemy import select
 from bot.channel import console, formatting
 from bot.channel.links import file_url, short_name
 from bot.channel.outbound.attempt import DIRECT_KINDS, is_retryable, send_one, tell_failures, wait_sent
-from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal
+from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal, user_gone
 from bot.channel.outbound.result import SendResult, user_text
 from bot.channel.outbound.scope import commit_turn
 from bot.channel.twilio_client import TwilioNotConfigured
@@ -87,7 +88,8 @@ async def send_to_user(
         refused = await stored_refusal(services, user.id, proactive=kind not in DIRECT_KINDS)
         if refused is not None:
             skipped, reason = refused
-            what = "user opted out meanwhile" if skipped == "opted_out" else "delivery blocked"
+            what = {"opted_out": "user opted out meanwhile", "erased": "user erased meanwhile"}.get(
+                skipped, "delivery blocked")
             log.info(f"not sent: {what}", extra={"user_id": user.id, "kind": kind, "reason": reason})
             return SendResult(channel=channel, skipped=skipped, detail=reason)
     if channel == "whatsapp":
@@ -131,6 +133,8 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
         result.pending_id = await _keep_for_later(services, user.id, media, text, kind)
         return result
     pending_id = await _keep_for_later(services, user.id, media, text, kind)
+    if pending_id is None:
+        return SendResult(channel="whatsapp", skipped="erased")
     if not settings.twilio_template_sid:
         log.warning("whatsapp window closed: file kept for the next message", extra={"user_id": user.id})
         return SendResult(channel="whatsapp", pending_id=pending_id)
@@ -143,9 +147,13 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
     return result
 
 
-async def _keep_for_later(services: Services, user_id: int, media: UserFile, text: str, kind: str) -> int:
+async def _keep_for_later(services: Services, user_id: int, media: UserFile, text: str,
+                          kind: str) -> int | None:
+    """The file kept for the user's next message; None when the user was erased meanwhile."""
     await commit_turn()
     async with services.sessions() as db:
+        if await user_gone(db, user_id):
+            return None
         row = PendingDelivery(user_id=user_id, file_id=media.id, text=text, kind=kind[:32],
                               created_at=services.clock())
         db.add(row)
@@ -248,6 +256,9 @@ async def _send_parts(services: Services, user_id: int | None, channel: str, to:
         # Once one part waits in the outbox, the next ones wait behind it (order).
         attempt = await send_one(services, user_id, channel, to, from_, message, kind,
                                  queue_only=result.queued)
+        if attempt.erased:
+            result.skipped = "erased"
+            break
         if attempt.queued:
             result.queued = True
             if attempt.exc is not None:
