@@ -57,6 +57,9 @@ async def serve_bare(port: int) -> None:
     await asyncio.Event().wait()
 
 
+METRICS_TOKEN = "bench-metrics"
+
+
 async def serve_bot(port: int, data_dir: str, database_url: str) -> None:
     from aiohttp import web
 
@@ -68,6 +71,7 @@ async def serve_bot(port: int, data_dir: str, database_url: str) -> None:
     settings = load_settings({
         "DATA_DIR": data_dir, "DATABASE_URL": database_url, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
         "TWILIO_ACCOUNT_SID": ACCOUNT_SID, "TWILIO_AUTH_TOKEN": AUTH_TOKEN, "LOG_LEVEL": "WARNING",
+        "METRICS_TOKEN": METRICS_TOKEN,  # the refusals are read from /metrics on the same port
     })
     await upgrade(settings.database_url)
     services = await build_services(settings)
@@ -156,7 +160,7 @@ async def flood_forever(port: int, clients: int) -> None:
 
 
 async def refused_so_far(session: aiohttp.ClientSession, base: str) -> float:
-    async with session.get(base + "/metrics") as resp:
+    async with session.get(base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) as resp:
         text = await resp.text()
     prefix = 'deblo_inbound_total{channel="unknown",result="too_large"} '
     return sum(float(line.removeprefix(prefix)) for line in text.splitlines() if line.startswith(prefix))

@@ -34,7 +34,7 @@ def form(h: Harness, body: str = "Salut", **extra: str) -> dict[str, str]:
 
 async def refusals(h: Harness, channel: str, result: str) -> float:
     """The INBOUND counter's value for this refusal, as /metrics shows it (it counts for the process)."""
-    _, _, body = await h.get("/metrics")
+    _, _, body = await h.scrape()
     prefix = f'deblo_inbound_total{{channel="{channel}",result="{result}"}} '
     lines = [line for line in body.decode().splitlines() if line.startswith(prefix)]
     return float(lines[0].removeprefix(prefix)) if lines else 0.0
