@@ -185,9 +185,8 @@ def _environment(node: lw.LatexEnvironmentNode) -> str:
     if name in _BRACKETS:
         left, right = _BRACKETS[name]
         return "\n".join(f"{left}{', '.join(row)}{right}" for row in rows)
-    joiner = " "
-    lines = [re.sub(r"\s+", " ", joiner.join(row)).strip() for row in rows]
-    return "\n" + "\n".join(f"  {line}" for line in lines) + "\n" if name == "cases" else "\n".join(lines)
+    lines = [re.sub(r"\s+", " ", " ".join(row)).strip() for row in rows]
+    return "\n" + "\n".join(lines) + "\n" if name == "cases" else "\n".join(lines)
 
 
 def _atoms(nodes: Sequence[lw.LatexNode | None]) -> list[Atom]:
@@ -310,7 +309,7 @@ def latex_to_text(text: str) -> str:
 _UNSUP = {v: k for k, v in _SUP.items()}
 _UNSUB = {v: k for k, v in _SUB.items()}
 _GSM7_SIGNS = {
-    "≤": "<=", "≥": ">=", "≠": "!=", "≈": "~", "±": "+/-", "∓": "-/+", "×": "x", "÷": "/",
+    "≤": "<=", "≥": ">=", "≠": "!=", "≈": "~", "±": "+/-", "∓": "-/+", "×": "x", "÷": ":",
     "π": "pi", "∞": "inf", "°": " deg", "′": "'", "→": "->", "⇒": "=>", "⇔": "<=>", "∈": " in ",
     "∉": " not in ", "∫": "int", "∑": "Σ", "∏": "Π", "∅": "{}", "ℕ": "N", "ℤ": "Z", "ℚ": "Q",
     "ℝ": "R", "ℂ": "C", "∪": " U ", "∩": " inter ", "⊂": " subset ", "∀": "for all ", "∃": "exists ",
@@ -323,8 +322,10 @@ _SCRIPT_RUN = re.compile(f"[{''.join(_UNSUP)}]+|[{''.join(_UNSUB)}]+")
 
 
 def _gsm7_root(m: re.Match[str]) -> str:
-    body = m.group(2) if m.group(2).startswith("(") else f"({m.group(2)})"
-    return f"sqrt{body}" if m.group(1) == "√" else f"{body}^(1/{'3' if m.group(1) == '∛' else '4'})"
+    body = m.group(2)
+    if m.group(1) == "√":
+        return f"sqrt{body}" if body.startswith("(") else f"sqrt({body})"
+    return f"{body}^(1/{'3' if m.group(1) == '∛' else '4'})"
 
 
 def _gsm7_script(m: re.Match[str]) -> str:
@@ -339,5 +340,5 @@ def gsm7_maths(text: str) -> str:
     text = _ROOT.sub(_gsm7_root, text)
     text = _SCRIPT_RUN.sub(_gsm7_script, text)
     text = re.sub(r"(\w+)\u20d7", r"vec(\1)", text)
-    text = re.sub(r"(?<=\w)\s*·\s*(?=\w)", "*", text)
+    text = re.sub(r"(?<=[\w)])\s*·\s*(?=[\w(])", "*", text)
     return "".join(_GSM7_SIGNS.get(ch) or _GREEK_NAMES.get(ch) or ch for ch in text)
