@@ -240,9 +240,9 @@ def _formula(source: str) -> str:
     source = re.sub(r"(?<!\\)%", r"\\%", source)
     try:
         nodes, _pos, _len = lw.LatexWalker(source, latex_context=_DB, tolerant_parsing=True).get_latex_nodes()
-    except lw.LatexWalkerError:
+        text = _render(nodes)
+    except Exception:  # a formula it cannot read must never stop the message: sent as written
         return source
-    text = _render(nodes)
     text = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n[ \t]*\n+", "\n", text))
     text = re.sub(r"([(\[])[ \t]+|[ \t]+(?=[)\]])", r"\1", text)
     return re.sub(r"(?<=\S)[ \t]{2,}", " ", text).strip(" \t")
@@ -259,7 +259,7 @@ _DELIMITED = re.compile(
     r"|(?<![\w$\\])\$(?=[^\s$])(?P<inline>[^$\n]*?[^\s$\\])\$(?![\w$])",
     re.S,
 )
-_MATHS_SIGN = re.compile(r"[\\^_={}<>+\-*/()|]|^\w{1,3}$")
+_MATHS_SIGN = re.compile(r"[\\^_={}<>+\-*/()|]|^[^\W\d_]{1,6}$|^\w{1,2}$")
 _KNOWN = "|".join(sorted(
     {name for name in [*_SYMBOLS, *_FUNCTIONS, *_CONTENT] if name.isalpha()}
     | {"frac", "dfrac", "tfrac", "sqrt", "mathbb", "vec", "overrightarrow", "widehat", "begin", "binom"},
@@ -280,7 +280,7 @@ def _delimited(m: re.Match[str]) -> str:
 
 def _bare(line: str) -> str:
     if _BARE_MACRO.search(line):
-        return _formula(line)
+        return _formula(re.sub(r"(?<!\\)\$", r"\\$", line))  # a $ left in a line is a price
     return _BARE_POWER.sub(lambda m: _script(m.group(1).strip("{}"), _SUP, "^"), line)
 
 
@@ -341,4 +341,6 @@ def gsm7_maths(text: str) -> str:
     text = _SCRIPT_RUN.sub(_gsm7_script, text)
     text = re.sub(r"(\w+)\u20d7", r"vec(\1)", text)
     text = re.sub(r"(?<=[\w)])\s*·\s*(?=[\w(])", "*", text)
+    text = re.sub(r"\b([nN])°\s*", r"\1o ", text)  # n° 9: numéro, not degrees
+    text = re.sub(r"\s?°\s?(?=[CF]\b)", " deg ", text)
     return "".join(_GSM7_SIGNS.get(ch) or _GREEK_NAMES.get(ch) or ch for ch in text)

@@ -80,6 +80,7 @@ FORMULAS = [
     (r"$$\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}$$", "(1, 2)\n(3, 4)", "(1, 2)\n(3, 4)"),
     (r"\[\begin{aligned} 2x + y &= 5 \\ x - y &= 1 \end{aligned}\]", "2x + y = 5\nx - y = 1",
      "2x + y = 5\nx - y = 1"),
+    (r"Le carré $ABCD$ a pour côté $c$.", "Le carré ABCD a pour côté c.", "Le carré ABCD a pour coté c."),
     # no delimiters at all
     (r"La réponse est \frac{3}{4}.", "La réponse est 3/4.", "La réponse est 3/4."),
     ("On a x^2 = 9, donc x = 3 ou x = -3.", "On a x² = 9, donc x = 3 ou x = -3.",
@@ -127,6 +128,7 @@ def test_unicode_maths_the_model_wrote_itself_stays_gsm7_on_sms() -> None:
     assert formatting.to_whatsapp("x² ≤ 4 donc −2 ≤ x ≤ 2") == "x² ≤ 4 donc −2 ≤ x ≤ 2"
     assert formatting.to_sms("x² ≤ 4 donc −2 ≤ x ≤ 2") == "x^2 <= 4 donc -2 <= x <= 2"
     assert gsm7_maths("√(x+1) ≠ π · r") == "sqrt(x+1) != pi*r"
+    assert formatting.to_sms("Tâche n°9 : 30°C") == "Tache no 9 : 30 deg C"  # n° is numéro
     # One square sign would have made the whole SMS UCS-2: 70 characters a segment instead of 160.
     assert not formatting.is_gsm7("x²") and formatting.is_gsm7(formatting.to_sms("x²"))
 
