@@ -81,7 +81,7 @@ _DB = _context()
 
 # --- Rendering: nodes to text ----------------------------------------------------------------
 
-Atom = tuple[str, str]  # (text, kind): kind "char", "big" (∑, lim…: scripts in brackets) or "node"
+Atom = tuple[str, str]  # (text, kind): kind "char", "big" (lim, max…: subscript in brackets) or "node"
 
 
 def _script(body: str, table: dict[str, str], mark: str) -> str:
@@ -94,8 +94,9 @@ def _script(body: str, table: dict[str, str], mark: str) -> str:
 
 
 def _balanced_parens(text: str) -> bool:
-    return text.startswith("(") and text.endswith(")") and _strip_groups(text[1:-1]).count("(") == 0 \
-        and ")" not in _strip_groups(text[1:-1])
+    """`(…)` whose brackets hold all of it: (x+1), not (a)(b)."""
+    inner = _strip_groups(text[1:-1])
+    return text.startswith("(") and text.endswith(")") and "(" not in inner and ")" not in inner
 
 
 def _strip_groups(text: str) -> str:
@@ -214,7 +215,7 @@ def _atoms(nodes: Sequence[lw.LatexNode | None]) -> list[Atom]:
 def _render(nodes: Sequence[lw.LatexNode | None] | None) -> str:
     atoms = _atoms(nodes or [])
     out: list[str] = []
-    big = False  # the last atom was ∑, ∫, lim…: its scripts read best as (k=1…n)
+    big = False  # the last atom was lim, max…: its subscript reads best as lim(x → 0)
     i = 0
     while i < len(atoms):
         text, kind = atoms[i]
