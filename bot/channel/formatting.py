@@ -4,6 +4,8 @@ The model writes ordinary Markdown. WhatsApp shows `*bold*`, `_italic_`, `~strik
 has no headings, tables or link syntax. SMS shows plain text, and one character outside GSM-7
 switches the whole message to UCS-2 (70 characters a segment instead of 160): French accents
 such as â ê î ô û ç are outside it, é è ù à É are inside, so SMS text is transliterated.
+LaTeX becomes readable maths on both (`bot/channel/maths.py`): x², √2, ≤ on WhatsApp, and on SMS
+the GSM-7 spellings x^2, sqrt(2), <= that keep a message out of UCS-2.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 
 from unidecode import unidecode
+
+from bot.channel.maths import gsm7_maths, latex_to_text
 
 WHATSAPP_MAX = 1600  # Twilio's Body limit (error 21617)
 # Two GSM-7 segments (2 x 153): Twilio recommends SMS of at most 320 characters.
@@ -106,6 +110,7 @@ _B = "\x01"  # stands for WhatsApp's bold star until the italic stars have been 
 
 def to_whatsapp(markdown: str) -> str:
     text, blocks = _protect_code(markdown.replace("\r\n", "\n"))
+    text = latex_to_text(text)
     text = _IMAGE.sub(lambda m: f"{m.group(1)} {m.group(2)}".strip(), text)
     text = _LINK.sub(lambda m: _link_text(m, "{label} ({url})"), text)
     text = _ITALIC_STAR.sub(r"_\1_", text)
@@ -129,6 +134,7 @@ def to_whatsapp(markdown: str) -> str:
 def to_plain(markdown: str) -> str:
     """Markdown without its markup: what SMS (and logs) show."""
     text, blocks = _protect_code(markdown.replace("\r\n", "\n"))
+    text = latex_to_text(text)
     text = _IMAGE.sub(lambda m: f"{m.group(1)} {m.group(2)}".strip(), text)
     text = _LINK.sub(lambda m: _link_text(m, "{label}: {url}"), text)
     lines = _tables_to_lines(text.split("\n"), "")
@@ -154,6 +160,7 @@ def is_gsm7(text: str) -> bool:
 
 def to_gsm7(text: str) -> str:
     """Transliterates what GSM-7 lacks, keeping the accents it has (é è ù à É Ç…)."""
+    text = gsm7_maths(text)
     text = re.sub(r"«\s*", '"', re.sub(r"\s*»", '"', text))
     out: list[str] = []
     for ch in text:

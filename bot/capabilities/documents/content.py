@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.channel.maths import latex_to_text
+
 MAX_BLOCKS = 3000
 MAX_TOTAL_CHARS = 400_000
 MAX_TITLE_CHARS = 300
@@ -189,16 +191,13 @@ _INLINE = re.compile(r"\*\*(.+?)\*\*|(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
 
 
 def inline_runs(text: str) -> list[tuple[str, bool, bool]]:
-    """Splits text into (text, bold, italic) runs."""
+    """Splits text into (text, bold, italic) runs, its LaTeX made readable maths (3/4, x², √2)."""
     runs: list[tuple[str, bool, bool]] = []
-    pos = 0
+    pos, text = 0, latex_to_text(text)
     for m in _INLINE.finditer(text):
         if m.start() > pos:
             runs.append((text[pos : m.start()], False, False))
-        if m.group(1) is not None:
-            runs.append((m.group(1), True, False))
-        else:
-            runs.append((m.group(2), False, True))
+        runs.append((m.group(1), True, False) if m.group(1) is not None else (m.group(2), False, True))
         pos = m.end()
     if pos < len(text):
         runs.append((text[pos:], False, False))

@@ -24,6 +24,7 @@ from bot.capabilities.documents.content import (
     parse_block,
 )
 from bot.capabilities.documents.extract import decode_text, kind_of
+from bot.channel.maths import latex_to_text
 
 CONVERTIBLE = "Markdown, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text and CSV files"
 
@@ -245,7 +246,8 @@ def parse_document(
                 f"markdown has {len(args['markdown'])} characters, at most {MAX_TOTAL_CHARS}: shorten it"
             )
         check_markdown_tables(args["markdown"])
-        raw_blocks = markdown_blocks(args["markdown"], title)
+        # Before the Markdown reader, which would take the backslashes of \{ or \\ as escapes.
+        raw_blocks = markdown_blocks(latex_to_text(args["markdown"]), title)
     if raw_blocks is None:
         raw_blocks = []
     if not isinstance(raw_blocks, list):
