@@ -121,3 +121,9 @@ async def test_sms_is_counted_whole(harness: Any) -> None:
     assert parts == formatting.sms_parts(formatting.to_sms(ANSWER)) and len(parts) > 1
     assert REGISTRY.get_sample_value("deblo_messages_per_answer_sum", labels) - before == len(parts)
 
+
+def test_the_bench_answers_take_fewer_messages_in_auto() -> None:
+    from bench.cost.messages import answers, messages
+
+    for answer in answers().values():
+        assert messages(answer, "whole") <= messages(answer, "auto") <= 3 < messages(answer, "paragraphs")
