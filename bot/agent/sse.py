@@ -186,7 +186,7 @@ class Assembler:
     def finish(self) -> StreamResult:
         """The stream ended (or broke off): what the think filter held back is placed."""
         result = self.result
-        result.answer += self._think.close()
+        result.answer = self._think.answer_of(result.answer + self._think.close())
         result.thinking += self._think.thinking
         self._think.thinking = ""
         return result

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from bot.agent.loop import EMPTY_ANSWER, FALLBACK_TEXT
 from bot.agent.sse import parse_bytes
 from bot.agent.thinking import ThinkFilter, strip_thinking
+from bot.channel import formatting
 from bot.storage.models import Message
 from tests.support.sse_corpus import CORPUS
 
@@ -41,8 +42,11 @@ def test_the_filter_takes_out_think_blocks_cut_anywhere() -> None:
     # Unclosed at the end: everything after <think> is thinking.
     unclosed = visible(["Bonjour ! <think>", "je ne finis ", "jamais </thi"])
     assert unclosed == ("Bonjour ! ", "je ne finis jamais </thi")
-    # A closing tag alone (the chat template opened the block): the tag never shows.
-    assert visible(["réfléchi</think>", "\n\nRéponse"]) == ("réfléchi\n\nRéponse", "")
+    # A closing tag alone (the chat template opened the block): the tag never shows, and the whole
+    # answer starts after it.
+    assert visible(["réfléchi</thi", "nk>", "\n\nRéponse"]) == ("réfléchi\n\nRéponse", "")
+    assert strip_thinking("réfléchi</think>\n\nRéponse") == "\n\nRéponse"
+    assert strip_thinking("<think>a</think>b</think>c") == "bc"  # a stray tag after a block only goes
     # What only looks like the start of a tag is text.
     assert visible(["x <", " 3 et a <t", "h", "ink"]) == ("x < 3 et a <think", "")
     assert visible(["2 < 3 <"]) == ("2 < 3 <", "")
@@ -100,6 +104,21 @@ async def test_thinking_in_content_is_neither_sent_nor_kept(harness: Any, channe
     for word in ("Okay, the student", "pizza", "<think>", "</think>"):
         assert word not in sent_back
     _never_seen(await h.texts_to(PHONE))
+
+
+async def test_thinking_opened_by_the_template_is_not_sent_whole(harness: Any) -> None:
+    """DeepSeek-R1's template opens the block: the content has `</think>` and no `<think>`. Sent
+    whole (SMS), the answer is what follows the tag; the history keeps nothing before it."""
+    h = harness
+    await h.make_user(PHONE, last_channel="sms")
+    h.llm.push_chunks({"content": "Okay, I should think step by step"}, {"content": " about the pizza.</thi"},
+                      {"content": "nk>\n\n"}, {"content": ANSWER})
+    await h.inbound(PHONE, "C'est quoi une fraction ?", channel="sms")
+    await h.settle()
+    bodies = await h.texts_to(PHONE)
+    _never_seen(bodies)
+    assert " ".join(bodies) == formatting.to_sms(ANSWER)
+    assert await _assistant_rows(h) == [ANSWER]
 
 
 async def test_reasoning_fields_are_never_sent(harness: Any) -> None:
