@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from bot.config_groups import Learning, LearningEnvironment, Limits, learning_of
+from bot.config_groups import TWILIO_DEFAULT_API as TWILIO_DEFAULT_API  # where callers have found it
+from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, learning_of
 from bot.config_values import (
     LOWERED,
     CreditPacks,
@@ -29,10 +30,8 @@ from bot.config_values import (
     Names,
     Positive,
     RedisUrl,
-    TemplateVariable,
     Upper,
     Url,
-    WhatsAppFrom,
 )
 
 
@@ -40,7 +39,6 @@ class ConfigError(Exception):
     """A setting is missing or malformed; the message names the variable."""
 
 
-TWILIO_DEFAULT_API = "https://api.twilio.com"
 OPENROUTER_API = "https://openrouter.ai/api/v1"
 
 # Settings the bot cannot serve without. The CLI `chat` command runs without Twilio ones.
@@ -172,6 +170,7 @@ class Settings:
     retention_days: int
     file_link_sms_ttl_s: int
     twilio_template_link_variable: str
+    whatsapp_stream: str  # auto | paragraphs | whole
     delivery_block_after: int
     redis_key_prefix: str
     llm_vision: bool
@@ -211,7 +210,7 @@ class Settings:
 _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
 
-class Environment(LearningEnvironment):
+class Environment(LearningEnvironment, ChannelEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -228,17 +227,7 @@ class Environment(LearningEnvironment):
     webhook_max_bytes: int = Field(64 * 1024, ge=1024)  # a POST's body at most (413 past it)
     secret_key: str = ""  # "" (the `chat` command) is a random key of this process
     log_level: Upper = "INFO"
-    # Twilio.
-    twilio_account_sid: str = ""
-    twilio_auth_token: str = ""
-    twilio_whatsapp_from: WhatsAppFrom = ""
-    twilio_sms_from: str = ""
-    twilio_api_base_url: Url = TWILIO_DEFAULT_API
-    twilio_template_sid: str = ""
-    twilio_template_link_variable: TemplateVariable = ""
-    twilio_send_attempts: int = 4
-    twilio_backoff_s: float = 0.5
-    twilio_timeout_s: float = 15.0
+    # Twilio, and how WhatsApp answers leave: bot.config_groups.ChannelEnvironment.
     # The model and the agent loop (AGENT_* and MAX_TOOL_CALLS_PER_RESPONSE make `Limits`).
     llm_base_url: Url = OPENROUTER_API
     llm_api_key: str = ""

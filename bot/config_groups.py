@@ -1,15 +1,21 @@
-"""Groups of settings that travel together: the agent loop's caps (`Limits`) and how the tutor follows
-a learner (`Learning`, read from the variables `LearningEnvironment` declares). bot.config builds both."""
+"""Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
+a learner (`Learning`, read from the variables `LearningEnvironment` declares), and the variables of
+the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave). bot.config builds them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-__all__ = ["Learning", "LearningEnvironment", "Limits", "learning_of"]
+from bot.config_values import LOWERED, TemplateVariable, Url, WhatsAppFrom
+
+__all__ = ["TWILIO_DEFAULT_API", "ChannelEnvironment", "Learning", "LearningEnvironment", "Limits",
+           "learning_of"]
+
+TWILIO_DEFAULT_API = "https://api.twilio.com"
 
 
 @dataclass(frozen=True)
@@ -59,3 +65,22 @@ class LearningEnvironment(BaseSettings):
 
 def learning_of(read: Any) -> Learning:
     return Learning(**{f.name: getattr(read, f.name) for f in fields(Learning)})
+
+
+class ChannelEnvironment(BaseSettings):
+    """The variables of the channel (bot.config.Environment inherits them; `Settings` has each)."""
+
+    twilio_account_sid: str = ""
+    twilio_auth_token: str = ""
+    twilio_whatsapp_from: WhatsAppFrom = ""
+    twilio_sms_from: str = ""
+    twilio_api_base_url: Url = TWILIO_DEFAULT_API
+    twilio_template_sid: str = ""
+    twilio_template_link_variable: TemplateVariable = ""
+    twilio_send_attempts: int = 4
+    twilio_backoff_s: float = 0.5
+    twilio_timeout_s: float = 15.0
+    # How a WhatsApp answer leaves while the model writes it (bot.channel.streaming): auto, its first
+    # paragraph at once and the rest in as few messages of 1,600 characters as it takes; paragraphs,
+    # each paragraph as it completes; whole, all of it at the end.
+    whatsapp_stream: Annotated[Literal["auto", "paragraphs", "whole"], LOWERED] = "auto"

@@ -57,6 +57,12 @@ AGENT_TURN_SECONDS = Histogram(
     "deblo_turn_seconds", "Agent turns by exit reason (answered, forced_deadline, over_budget, promoted...)",
     ["exit_reason"], buckets=(0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 600, 1800),
 )
+# Each message is billed (WhatsApp inside the 24 h window too): how many an answer's text took.
+MESSAGES_PER_ANSWER = Histogram(
+    "deblo_messages_per_answer", "Messages the text of one answer left in, by channel and stream "
+    "(WHATSAPP_STREAM on WhatsApp: auto, paragraphs, whole; SMS and spoken answers: whole)",
+    ["channel", "stream"], buckets=(1, 2, 3, 4, 5, 6, 8, 10, 15, 20),
+)
 LLM_SECONDS = Histogram(
     "deblo_llm_call_seconds", "Model calls that answered, by model: time from the call to its last byte",
     ["model"], buckets=(0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),

@@ -1,5 +1,7 @@
 """Fixed prompt per model call, per mode and language: before (bench/cost/baseline.json, the
-prompt and full schemas as they were) and after (the code as it is). Run: `.venv/bin/python -m bench.cost`.
+prompt and full schemas as they were) and after (the code as it is); then whole turns, the time to
+the first WhatsApp message, and the WhatsApp messages per answer (bench/cost/messages.py).
+Run: `.venv/bin/python -m bench.cost`.
 
 Bytes are those of the request body as bot.agent.llm serializes it; tokens are about bytes / 4. Every
 call of a turn carries this prefix, so a turn of n calls carries it n times.
@@ -15,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.cost import turns  # noqa: E402
+from bench.cost import messages, turns  # noqa: E402
 from bench.cost.measure import LANGUAGES, MODES, baseline_prompt, current_prompt, sizes, tool_names  # noqa: E402
 from bench.cost.turns import TOKENS_PER_CREDIT  # noqa: E402
 
@@ -71,6 +73,9 @@ def main() -> None:
     print(f"\nFirst WhatsApp message after the model's first token, {int(times['chars'])}-character answer "
           f"at {turns.TOKENS_PER_S} tokens/s: {times['before']:.2f} s whole (before), "
           f"{times['after']:.2f} s paragraph by paragraph (after)")
+    print("\nWhatsApp messages per answer (each one billed), by WHATSAPP_STREAM: paragraphs (before),")
+    print("auto (after: the first paragraph at once, the rest merged up to 1,600 characters), whole")
+    print(messages.table())
 
 
 def turn_table(rows: list[dict]) -> str:

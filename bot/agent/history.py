@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.agent.thinking import strip_thinking
 from bot.agent.truncation import message_tokens
 from bot.storage.models import Message
 
@@ -27,10 +28,14 @@ def row_to_message(row: Message) -> dict[str, Any] | None:
     if row.role == "user":
         return {"role": "user", "content": row.content or ""}
     if row.role == "assistant":
-        message: dict[str, Any] = {"role": "assistant", "content": row.content}
+        # A reply saved before think blocks were filtered out must not bring them back to the model.
+        content = row.content
+        if content and strip_thinking(content) != content:
+            content = strip_thinking(content).strip() or None
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if row.tool_calls:
             message["tool_calls"] = row.tool_calls
-        elif not row.content:
+        elif not content:
             return None
         return message
     if row.role == "tool":

@@ -256,7 +256,7 @@ class LLMClient:
                 return self._finish(assembler, parser)
             raise _Retryable(f"connection: {type(exc).__name__}: {exc}") from None
         result = self._finish(assembler, parser)
-        usable = result.content.strip() or result.tool_calls
+        usable = result.answer.strip() or result.tool_calls
         if result.errors and not usable and not forwarded[0]:
             raise _Retryable(f"error in stream: {json.dumps(result.errors[-1])[:300]}")
         if not usable and not result.done_seen and not result.finish_reasons and not forwarded[0]:
@@ -279,7 +279,7 @@ class LLMClient:
     @staticmethod
     def _finish(assembler: Assembler, parser: SSEParser) -> StreamResult:
         assembler.result.comment_lines = parser.comment_lines
-        return assembler.result
+        return assembler.finish()
 
     @staticmethod
     def _response(
@@ -292,15 +292,15 @@ class LLMClient:
         if not isinstance(prompt, int):
             prompt = estimate_tokens(json.dumps(body.get("messages", []), ensure_ascii=False))
         if not isinstance(completion, int):
-            completion = estimate_tokens(
-                result.content + "".join(c.name + c.arguments for c in result.tool_calls)
+            completion = estimate_tokens(  # thinking is written, and paid for, too
+                result.content + result.reasoning + "".join(c.name + c.arguments for c in result.tool_calls)
             )
         details = usage.get("prompt_tokens_details") or {}
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         cached = min(int(prompt), cached) if isinstance(cached, int) and cached > 0 else 0
         return LLMResponse(
-            content=result.content,
-            reasoning=result.reasoning,
+            content=result.answer,  # never the think blocks: they are neither shown nor kept
+            reasoning=result.reasoning + result.thinking,
             tool_calls=result.tool_calls,
             finish_reason=result.finish_reason,
             prompt_tokens=int(prompt),

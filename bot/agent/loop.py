@@ -105,6 +105,11 @@ def _cut(resp: LLMResponse) -> bool:
                for e in resp.errors)
 
 
+def _thought_only(resp: LLMResponse) -> bool:
+    """The model only thought (a think block, reasoning fields): nothing to show, nothing to run."""
+    return not resp.tool_calls and not resp.content.strip() and bool(resp.reasoning.strip())
+
+
 def _steps_left_note(left: int, language: str) -> dict[str, Any]:
     text = (
         f"Note: {left} step(s) left in this turn. Finish the work and answer the user soon."
@@ -275,7 +280,7 @@ class _Turn:
                 yield self.say(self.fallback(s.exit_reason))
             return
         calls = resp.tool_calls
-        if forced and calls:
+        if (forced and calls) or _thought_only(resp):
             resp = await self._text_instead(n, resp)
             if resp is None:
                 yield self.say(self.fallback(s.exit_reason))
@@ -330,7 +335,8 @@ class _Turn:
         return resp
 
     async def _text_instead(self, n: int, resp: LLMResponse) -> LLMResponse | None:
-        """Asked for text but got tool calls: drop them; without text, ask once more without tools."""
+        """Asked for text but got tool calls, or got thinking only: drop the calls; without text, ask
+        once more without tools (still nothing: the usual apology)."""
         if resp.content.strip():
             return resp
         retry = fit_context(self.state.messages, self.setup.context_tokens)
@@ -366,7 +372,7 @@ class _Turn:
         s.taken_ids = sorted(taken)
         if resp.content.strip():
             yield self.say(resp.content.strip())
-        assistant = {"role": "assistant", "content": resp.content or None,
+        assistant = {"role": "assistant", "content": resp.content if resp.content.strip() else None,
                      "tool_calls": [c.as_openai() for c in calls]}
         images: list[dict[str, Any]] = []  # image parts tools asked the model to see
         outcomes: list[CallOutcome] = []

@@ -6,6 +6,8 @@ several `data:` lines make one event, an `event: error` or an `error` object can
 and a stream may end at EOF without `[DONE]`. Tool-call fragments are joined by `index`; a missing
 index, a repeated full id, an empty-string name and several fragments of one call in the same delta
 are all handled. Ids that are missing or repeated are repaired by `repair_ids` before execution.
+`content` is the text as the provider sent it; `answer` is that text without the model's `<think>`
+blocks, whose text is `thinking` (bot.agent.thinking): only `answer` is shown, or kept.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from bot.agent.thinking import ThinkFilter
 
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 
@@ -150,8 +154,10 @@ def _complete_json(text: str) -> bool:
 class StreamResult:
     """What one streamed completion assembled to."""
 
-    content: str = ""
-    reasoning: str = ""
+    content: str = ""  # as sent, thinking included
+    answer: str = ""  # the content without its think blocks
+    reasoning: str = ""  # the `reasoning` / `reasoning_content` fields
+    thinking: str = ""  # the text of the think blocks in content
     finish_reasons: list[str] = field(default_factory=list)
     errors: list[Any] = field(default_factory=list)
     usage: dict[str, Any] | None = None
@@ -175,6 +181,15 @@ class Assembler:
 
     def __init__(self) -> None:
         self.result = StreamResult()
+        self._think = ThinkFilter()
+
+    def finish(self) -> StreamResult:
+        """The stream ended (or broke off): what the think filter held back is placed."""
+        result = self.result
+        result.answer = self._think.answer_of(result.answer + self._think.close())
+        result.thinking += self._think.thinking
+        self._think.thinking = ""
+        return result
 
     def add_event(self, event: SSEEvent) -> str:
         data = event.data.strip()
@@ -211,7 +226,9 @@ class Assembler:
             content = delta.get("content")
             if isinstance(content, str) and content:
                 result.content += content
-                text += content
+                shown = self._think.feed(content)
+                result.answer += shown
+                text += shown
             for key in ("reasoning_content", "reasoning"):
                 value = delta.get(key)
                 if isinstance(value, str):
@@ -278,7 +295,7 @@ def parse_bytes(body: bytes | Iterable[bytes]) -> StreamResult:
     for event in parser.close():
         assembler.add_event(event)
     assembler.result.comment_lines = parser.comment_lines
-    return assembler.result
+    return assembler.finish()
 
 
 def new_call_id() -> str:

@@ -1,10 +1,15 @@
-"""An answer sent paragraph by paragraph while the model is still writing it (WhatsApp).
+"""An answer sent while the model is still writing it (WhatsApp), as WHATSAPP_STREAM says.
 
-The model's text arrives in small chunks. A paragraph is complete once a blank line follows it,
-and then goes out at once as a message of its own, through the same send path as any reply
-(formatting, parts, outbox, idempotency keys): the person starts reading while the rest is being
-written. A paragraph shorter than STREAM_MIN_CHARS waits and goes with the next one (a row of
-one-line messages reads worse than one message); a blank line inside a code block is no boundary.
+The model's text arrives in small chunks. A paragraph is complete once a blank line follows it.
+A paragraph shorter than STREAM_MIN_CHARS waits and goes with the next one (a row of one-line
+messages reads worse than one message); a blank line inside a code block is no boundary. Pieces go
+out through the same send path as any reply (formatting, parts, outbox, idempotency keys).
+- `paragraphs`: each completed paragraph goes out at once as a message of its own.
+- `auto` (the default): the first paragraph goes at once (the person starts reading while the rest
+  is written); what follows is held and merged, a message leaving only when the next paragraph
+  would take it past 1,600 characters (Twilio's limit for one WhatsApp message), or at the end.
+  Each message is billed: a long answer leaves in two or three messages instead of six.
+- `whole`: nothing is streamed (bot handlers send the answer at its end, parts of 1,600 at most).
 What was not sent when the model's call ends goes with the loop's full `text` event (`rest`), so
 nothing is sent twice.
 
@@ -23,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bot.channel import formatting
 from bot.channel.outbound import sending, wait_sent
 from bot.services import Services
 
@@ -30,16 +36,34 @@ from bot.services import Services
 STREAM_MIN_CHARS = 200
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _FENCE = "```"
+MODES = ("auto", "paragraphs", "whole")
+
+
+def _sent_length(piece: str) -> int:
+    """The length of `piece` as it leaves (WhatsApp formatting changes it)."""
+    return len(formatting.to_whatsapp(piece))
+
+
+def message_count(channel: str, text: str) -> int:
+    """How many messages `text` leaves in on `channel` (the parts the send path cuts it into)."""
+    if channel == "whatsapp":
+        return len(formatting.whatsapp_parts(formatting.to_whatsapp(text)))
+    return len(formatting.sms_parts(formatting.to_sms(text)))
 
 
 @dataclass
 class ParagraphSplitter:
-    """Cuts streamed text into completed paragraphs of at least `min_chars` characters."""
+    """Cuts streamed text into completed paragraphs of at least `min_chars` characters. With
+    `merge_to`, only the first one goes at once (unless `early` is false): the next ones are held
+    and handed out together when the following paragraph would take them past `merge_to`."""
 
     min_chars: int = STREAM_MIN_CHARS
+    merge_to: int | None = None
+    early: bool = True
     text: str = ""  # everything streamed so far
     handed: int = 0  # text[:handed] was handed out
     scanned: int = 0  # the blank lines before this position were looked at
+    fits: tuple[int, int] | None = None  # (start, end) of the last blank line text[handed:start] fits before
 
     def feed(self, chunk: str) -> list[str]:
         """Adds a chunk; returns the pieces completed by it, in order (often none)."""
@@ -51,8 +75,27 @@ class ParagraphSplitter:
             # An odd number of fences: the blank line is inside a code block.
             if piece.count(_FENCE) % 2 or len(piece.strip()) < self.min_chars:
                 continue
-            ready.append(piece.strip())
-            self.handed = blank.end()
+            if self.merge_to is None or (self.early and not self.handed):
+                ready.append(self._hand(blank.start(), blank.end()))
+            else:
+                ready += self._merge(blank.start(), blank.end())
+        return ready
+
+    def _hand(self, start: int, end: int) -> str:
+        piece = self.text[self.handed : start].strip()
+        self.handed, self.fits = end, None
+        return piece
+
+    def _merge(self, start: int, end: int) -> list[str]:
+        """At a paragraph's end: what is held goes out once this paragraph no longer fits with it."""
+        assert self.merge_to is not None
+        ready: list[str] = []
+        if _sent_length(self.text[self.handed : start].strip()) > self.merge_to and self.fits is not None:
+            ready.append(self._hand(*self.fits))
+        if _sent_length(self.text[self.handed : start].strip()) <= self.merge_to:
+            self.fits = (start, end)
+        else:  # one paragraph past the limit on its own: it goes now, the send path splits it
+            ready.append(self._hand(start, end))
         return ready
 
     def rest(self, full: str) -> str:
@@ -69,15 +112,22 @@ class StreamedReply:
     """Sends an answer's completed paragraphs while it streams; `on_text` is the loop's callback."""
 
     def __init__(self, services: Services, send: Callable[[str], Awaitable[Any]],
-                 min_chars: int = STREAM_MIN_CHARS) -> None:
+                 min_chars: int = STREAM_MIN_CHARS, mode: str = "paragraphs") -> None:
         self.services = services
         self._send = send
         self._min_chars = min_chars
-        self._splitter = ParagraphSplitter(min_chars)
+        self._merge_to = formatting.WHATSAPP_MAX if mode == "auto" else None
+        self.said = False  # some of this turn's text went out (streamed, or as a step's rest)
+        self._splitter = self._new_splitter()
         self._waiting: deque[str] = deque()
         self._task: asyncio.Task[None] | None = None
         self._last: Any = None  # the SendResult of the last streamed message
-        self.streamed = 0  # messages sent while the model was writing, in this turn
+        self.streamed = 0  # pieces sent while the model was writing, in this turn
+        self.messages = 0  # the WhatsApp messages they took (a piece past 1,600 characters takes more)
+
+    def _new_splitter(self) -> ParagraphSplitter:
+        """One per model call; the early first message is the turn's first text only."""
+        return ParagraphSplitter(self._min_chars, self._merge_to, early=not self.said)
 
     def on_text(self, chunk: str) -> bool:
         """Called with each piece of the model's text as it streams; never waits. True once some
@@ -100,6 +150,7 @@ class StreamedReply:
             await self._after_last()
             self._last = await self._send(piece)
             self.streamed += 1
+            self.messages += message_count("whatsapp", piece)
 
     async def _after_last(self) -> None:
         """Waits until Twilio reported the last streamed message sent (at most OUTBOUND_PART_WAIT_S)."""
@@ -116,7 +167,8 @@ class StreamedReply:
         await self._after_last()
         self._last = None
         rest = self._splitter.rest(full)
-        self._splitter = ParagraphSplitter(self._min_chars)
+        self.said = self.said or self._splitter.handed > 0 or bool(rest)
+        self._splitter = self._new_splitter()
         return rest
 
     def cancel(self) -> None:

@@ -5,11 +5,12 @@ prompt and history (handlers/turn/prompt.py), runs the loop with the tools of th
 (handlers/turn/drive.py), and turns the loop's events into what the user sees on WhatsApp/SMS:
 text written before tool calls goes out at once, one short progress note when a tool runs long,
 then the answer. On WhatsApp the person first sees « typing… » (sent in the background, never
-waited for), and the answer goes out paragraph by paragraph while the model writes it
-(bot.channel.streaming); SMS and spoken answers (VOCAL) go whole. Everything the loop does is saved
-as it happens; each model call is charged as it returns, the turn's record is written at the end.
-A turn still working when AGENT_TURN_TIMEOUT_S passes goes on in the background
-(handlers/turn/promote.py).
+waited for), and the answer goes out while the model writes it as WHATSAPP_STREAM says: the first
+paragraph at once, the rest merged into as few messages as it takes (bot.channel.streaming); SMS and
+spoken answers (VOCAL) go whole. The messages an answer took are counted (deblo_messages_per_answer).
+Everything the loop does is saved as it happens; each model call is charged as it returns, the
+turn's record is written at the end. A turn still working when AGENT_TURN_TIMEOUT_S passes goes on
+in the background (handlers/turn/promote.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities import credits, speech
 from bot.channel.context import Incoming
-from bot.channel.streaming import StreamedReply
+from bot.channel.streaming import StreamedReply, message_count
 from bot.services import Services
 from bot.storage.models import TurnRecord, User, UserFile
 from handlers.turn import drive, gate, promote, prompt
@@ -53,12 +54,24 @@ def _show_typing(msg: Incoming) -> None:
         msg.services.twilio.show_typing_soon(msg.inbound.message_sid)
 
 
-def _stream_for(msg: Incoming) -> StreamedReply | None:
-    """WhatsApp answers go out paragraph by paragraph as they stream; SMS (one reply, parts of two
-    segments) and spoken answers (one voice note) go whole."""
+def _stream_mode(msg: Incoming) -> str:
+    """WhatsApp answers stream as WHATSAPP_STREAM says; SMS (one reply, parts of two segments) and
+    spoken answers (one voice note) go whole."""
     if not _on_whatsapp(msg) or _speaks(msg):
-        return None
-    return StreamedReply(msg.services, msg.reply)
+        return "whole"
+    return msg.services.settings.whatsapp_stream
+
+
+def _stream_for(msg: Incoming) -> StreamedReply | None:
+    mode = _stream_mode(msg)
+    return None if mode == "whole" else StreamedReply(msg.services, msg.reply, mode=mode)
+
+
+def _count_messages(msg: Incoming, side: _DirectTurn) -> None:
+    """The messages the answer's text took (streamed pieces and what followed them)."""
+    total = side.messages + (side.stream.messages if side.stream is not None else 0)
+    if total:
+        metrics.MESSAGES_PER_ANSWER.labels(msg.channel, _stream_mode(msg)).observe(total)
 
 
 async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
@@ -96,6 +109,7 @@ class _DirectTurn:
         self.promote_at: float | None = None
         self.progress_sent = False
         self.answer = ""  # with VOCAL on: the last text, spoken once the turn ends
+        self.messages = 0  # the messages the model's text took, but those streamed
 
     @property
     def streams(self) -> bool:
@@ -146,11 +160,13 @@ class _DirectTurn:
         if isinstance(event, Text) and _speaks(msg):
             if self.answer:
                 await msg.reply(self.answer)
+                self.messages += message_count(msg.channel, self.answer)
             self.answer = event.text
         elif isinstance(event, Text):
             text = await self.stream.rest(event.text) if self.stream is not None else event.text
             if text:
                 await msg.reply(text)
+                self.messages += message_count(msg.channel, text)
         elif isinstance(event, ToolProgress):
             await self.progress(event.note)
         elif isinstance(event, LongWork):
@@ -228,6 +244,8 @@ async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]])
             side.stream.cancel()
     if side.answer:
         await speech.reply_spoken(msg, side.answer)
+        side.messages += message_count(msg.channel, side.answer)
+    _count_messages(msg, side)
     if outcome.exit_reason == PROMOTED and outcome.state is not None:
         await promote.promote(msg, outcome.state)
     return outcome

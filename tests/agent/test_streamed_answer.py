@@ -1,6 +1,6 @@
-"""WhatsApp answers go out paragraph by paragraph while the model writes them: each completed
-paragraph (short ones joined with the next) as its own message, in order, formatted as any reply,
-nothing sent twice; SMS still gets one reply."""
+"""WhatsApp answers go out while the model writes them: with WHATSAPP_STREAM=paragraphs each
+completed paragraph (short ones joined with the next) as its own message, in order, formatted as any
+reply, nothing sent twice; SMS still gets one reply. The default (auto) is in test_whatsapp_stream."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def test_the_splitter_hands_out_completed_paragraphs_once() -> None:
     assert ParagraphSplitter().rest("Autre texte") == "Autre texte"
 
 
-async def test_whatsapp_answer_streams_paragraph_by_paragraph(harness: Any) -> None:
-    h = harness
+async def test_whatsapp_answer_streams_paragraph_by_paragraph(make_harness: Any) -> None:
+    h = await make_harness(WHATSAPP_STREAM="paragraphs")
     await h.make_user(PHONE)
     assert 1400 <= len(ANSWER) <= 1600
     h.llm.push_text(ANSWER, chunk_delay_s=0.02)

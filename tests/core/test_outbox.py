@@ -40,10 +40,11 @@ async def inbound_statuses(h: Harness) -> list[str]:
 
 
 async def test_twilio_failing_for_a_minute_every_reply_arrives_once_in_order(make_harness: Any) -> None:
-    h = await make_harness(**OUTBOX)
+    h = await make_harness(**OUTBOX, WHATSAPP_STREAM="paragraphs")
     await h.make_user(PHONE)
     first, second = long_reply(), "Et pour les décimaux, c'est pareil : une virgule."
-    # The long answer streams on WhatsApp: one message per paragraph, each as long as a part can be.
+    # The long answer streams on WhatsApp one message per paragraph (WHATSAPP_STREAM=paragraphs), so
+    # many messages wait in the outbox together.
     expected = [formatting.to_whatsapp(p) for p in first.split("\n\n")] + parts(second)
     assert len(parts(first)) >= 3
     h.llm.push_text(first)

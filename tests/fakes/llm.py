@@ -2,7 +2,8 @@
 
 It speaks the real wire protocol (`data: {chunk}\\n\\n` … `data: [DONE]`), so the bot's own HTTP
 client is exercised end to end. Tests push steps; each request pops one (the default is a short
-text answer). Every request body is recorded.
+text answer); `push_raw` replays recorded bytes, `push_chunks` streams the deltas it is given.
+Every request body is recorded.
 
 Text streams in chunks of 24 characters; `chunk_delay_s` (for every step, or one step's own) waits
 between frames. `.streams` keeps, for each streamed text or tool-call step, the monotonic times of
@@ -120,6 +121,13 @@ class FakeLLM:
 
     def push_raw(self, raw: bytes, **kw: Any) -> None:
         self.steps.append(Step("raw", raw=raw, **kw))
+
+    def push_chunks(self, *deltas: dict[str, Any], **kw: Any) -> None:
+        """Streams each delta as a frame of its own, as given (e.g. {"content": "<thi"}, then
+        {"content": "nk>"}, or {"reasoning_content": "…"}), then the finish, usage and [DONE]."""
+        frames = [_chunk({"role": "assistant", "content": ""})] + [_chunk(d) for d in deltas]
+        frames += render_step(Step("text"))[-3:]  # finish "stop", usage, [DONE]
+        self.push_raw(b"".join(frames), **kw)
 
     def push_status(self, status: int, body: str = "", **kw: Any) -> None:
         self.steps.append(
