@@ -141,3 +141,7 @@ async def test_retention_keeps_items_mastery_and_results(harness: Any) -> None:
     assert item.last_correct is False and item.due_at is not None
     assert [m.answers for m in await mastery_of(h, user.id)] == [1]
     assert [r.item_id for r in await results_of(h, user.id)] == [item.id]
+    # And the item still comes back for review.
+    calls = len(h.llm.requests)
+    [question] = await say(h, STUDENT, "REVISION")
+    assert MCQ_ARGS["question"] in question and len(h.llm.requests) == calls
