@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from bot.capabilities.learner import keep_item, schedule
 from bot.storage.models import InboundMessage
 from tests.support.learner import add_items, items_of, mastery_of, results_of, student_in_conversation
 from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say
@@ -159,3 +160,26 @@ async def test_a_late_answer_to_a_review_gets_a_hint(make_harness: Any) -> None:
     [hint] = await say(h, STUDENT, "2")
     assert hint == "⏰ Cette révision a expiré. Écris REVISION pour en commencer une autre."
     assert len(h.llm.requests) == calls and await results_of(h, user.id) == []
+
+
+async def test_a_true_false_item_on_sms(harness: Any) -> None:
+    h = harness
+    user, conversation = await student_in_conversation(h, channel="sms")
+    async with h.services.sessions() as db:
+        item = await keep_item(db, quiz_id="tf-sms-1", quiz_type="tf", user_id=user.id,
+                               conversation_id=conversation, question="L'eau bout à 100 degrés.",
+                               options=("true", "false"), correct_index=0,
+                               explanation="À la pression normale.", subject="Physique-Chimie", topic="",
+                               now=h.clock())
+        schedule(item, False, h.clock())
+        await db.commit()
+    h.clock.advance(days=2)
+    [question] = await say(h, STUDENT, "REVISION", channel="sms")
+    assert "Révision 1/1\nVrai ou faux ? L'eau bout à 100 degrés.\n1 Vrai / 2 Faux" in question
+    assert "📚" not in question and "🧠" not in question
+    assert await say(h, STUDENT, "peut-être", channel="sms") == ["Réponds par 1 (Vrai) ou 2 (Faux)."]
+    [verdict] = await say(h, STUDENT, "vrai", channel="sms")
+    assert verdict.startswith("Bravo, bonne réponse : Vrai") and "1/1" in verdict
+    [mastery] = await mastery_of(h, user.id)
+    assert (mastery.subject, mastery.skill, mastery.label, mastery.answers) == (
+        "Physique-Chimie", "", "Physique-Chimie", 1)

@@ -16,11 +16,12 @@ from tests.support.pedagogy import STUDENT, say
 OPTIONS = ["A", "B", "C", "D"]
 
 
-async def student_in_conversation(h: Any, phone: str = STUDENT, **fields: Any) -> tuple[User, int]:
+async def student_in_conversation(h: Any, phone: str = STUDENT, channel: str = "whatsapp",
+                                  **fields: Any) -> tuple[User, int]:
     """A student who already wrote once (the conversation exists); the model's greeting is spent."""
     user = await h.make_user(phone, mode="child", **fields)
     h.llm.push_text("Bonjour ! On révise quoi ?")
-    await say(h, phone, "Bonjour")
+    await say(h, phone, "Bonjour", channel)
     async with h.services.sessions() as db:
         conversation = await db.scalar(select(Conversation.id).where(Conversation.user_id == user.id))
     assert conversation is not None
