@@ -68,9 +68,7 @@ async def handle(msg: Incoming) -> bool:
         return True
     current = round_from_menu(await get_menu(msg.services, msg.conversation.id))
     if current is None or current.user_id != msg.user.id or current.conversation_id != msg.conversation.id:
-        if number_in(msg.text) is not None and (
-            await expired_menu_kind(msg.services, msg.conversation.id) == REVIEW_KIND
-        ):
+        if number_in(msg.text) is not None and await _expired_round(msg):
             await _expired(msg)
             return True
         return False
@@ -215,6 +213,14 @@ async def _noted(msg: Incoming) -> bool:
 async def _stored_menu(msg: Incoming) -> dict[str, object] | None:
     row = await msg.db.scalar(select(PendingMenu).where(PendingMenu.conversation_id == msg.conversation.id))
     return None if row is None else dict(row.payload)
+
+
+async def _expired_round(msg: Incoming) -> bool:
+    """A round was left unfinished and has expired (a finished one expiring is nothing to tell)."""
+    if await expired_menu_kind(msg.services, msg.conversation.id) != REVIEW_KIND:
+        return False
+    stored = round_from_menu(await _stored_menu(msg))
+    return stored is None or not stored.done
 
 
 async def _expired(msg: Incoming) -> None:

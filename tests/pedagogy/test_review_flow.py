@@ -4,13 +4,13 @@ answer reschedules the item and moves mastery; bad replies change nothing; NON /
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
 
 from bot.capabilities.learner import keep_item, schedule
-from bot.storage.models import InboundMessage
+from bot.storage.models import InboundMessage, PendingMenu
 from tests.support.learner import add_items, items_of, mastery_of, results_of, student_in_conversation
 from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say
 
@@ -160,6 +160,24 @@ async def test_a_late_answer_to_a_review_gets_a_hint(make_harness: Any) -> None:
     [hint] = await say(h, STUDENT, "2")
     assert hint == "⏰ Cette révision a expiré. Écris REVISION pour en commencer une autre."
     assert len(h.llm.requests) == calls and await results_of(h, user.id) == []
+
+
+async def test_a_finished_round_that_expires_gives_no_hint(harness: Any) -> None:
+    h = harness
+    user, conversation = await student_in_conversation(h)
+    await add_items(h, user.id, conversation, 1, answered_at=h.clock())
+    h.clock.advance(days=2)
+    await say(h, STUDENT, "REVISION")
+    [done] = await say(h, STUDENT, "2")
+    assert "1/1" in done
+    # The finished round's menu expires (as the shared state's TTL and the row's end would have it).
+    await h.services.state.kv_delete(f"menu:{conversation}")
+    async with h.services.sessions() as db:
+        await db.execute(update(PendingMenu).where(PendingMenu.conversation_id == conversation)
+                         .values(expires_at=datetime.now(UTC) - timedelta(seconds=1)))
+        await db.commit()
+    h.llm.push_text("Deux quoi ?")
+    assert await say(h, STUDENT, "2") == ["Deux quoi ?"]
 
 
 async def test_a_true_false_item_on_sms(harness: Any) -> None:
