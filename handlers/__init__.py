@@ -27,6 +27,7 @@ def chain() -> list[Handler]:
         parents,
         progress,
         quiz_answer,
+        review,
         task_commands,
         turn,
         voice_commands,
@@ -51,6 +52,7 @@ def chain() -> list[Handler]:
         voice_commands.handle,
         task_commands.handle,
         email_commands.handle,
+        review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
         turn.handle,
     ]

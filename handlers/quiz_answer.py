@@ -3,16 +3,19 @@
 A reply answers the quiz when it is an option number (`2`, `2.`, `2️⃣`), the option's letter (`b`),
 the option's text, or for true/false `vrai`/`faux`/`true`/`false`/`v`/`f`. Anything else goes on to
 the agent and the quiz stays pending until its TTL. A number sent after the quiz expired gets a
-short hint instead of going to the agent as a bare "2".
+short hint instead of going to the agent as a bare "2". The answer moves the skill's mastery and
+schedules the quiz's item for review (bot.capabilities.learner.record).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
+from bot.capabilities.learner import find_item, record_checked
 from bot.capabilities.menus import clear_menu, expired_menu_kind
 from bot.capabilities.quiz import (
     MENU_KIND,
+    Quiz,
     history_note,
     number_in,
     parse_answer,
@@ -20,7 +23,7 @@ from bot.capabilities.quiz import (
     render_verdict,
 )
 from bot.channel.context import Incoming
-from bot.storage.models import ExerciseResult, Message
+from bot.storage.models import Message
 
 
 async def _expired_hint(msg: Incoming) -> None:
@@ -60,8 +63,7 @@ async def handle(msg: Incoming) -> bool:
             return False
     seconds = max(0.0, (now - quiz.asked_at).total_seconds())
     if not await _already_recorded(msg):
-        _record(msg, quiz.subject, quiz.topic, chosen == quiz.correct_index, seconds,
-                history_note(quiz, chosen, seconds))
+        await _record(msg, quiz, chosen == quiz.correct_index, seconds, history_note(quiz, chosen, seconds))
     # Committed before sending: the send records its own row in another session, which SQLite
     # would make wait behind this one's open write.
     await msg.db.commit()
@@ -79,19 +81,15 @@ async def _already_recorded(msg: Incoming) -> bool:
     return found is not None
 
 
-def _record(msg: Incoming, subject: str, topic: str, correct: bool, seconds: float, note: str) -> None:
+async def _record(msg: Incoming, quiz: Quiz, correct: bool, seconds: float, note: str) -> None:
+    """The checked answer (result, the skill's mastery, the item's first schedule) and the note,
+    in the handler's transaction: one commit, and `_already_recorded` sees it on a retry."""
     now = msg.services.clock()
-    msg.db.add(
-        ExerciseResult(
-            user_id=msg.user.id,
-            conversation_id=msg.conversation.id,
-            subject=subject,
-            topic=topic,
-            correct=correct,
-            time_to_answer_s=seconds,
-            source="quiz",
-            created_at=now,
-        )
+    item = await find_item(msg.db, msg.user.id, quiz.quiz_id)
+    await record_checked(
+        msg.db, msg.services.settings.learning, user_id=msg.user.id, conversation_id=msg.conversation.id,
+        item=item, subject=quiz.subject, topic=quiz.topic, correct=correct, seconds=seconds, source="quiz",
+        now=now,
     )
     # The note tells the tutor the outcome on its next turn (the history builder shows "note" rows).
     msg.db.add(

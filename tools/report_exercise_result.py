@@ -1,8 +1,9 @@
 """report_exercise_result: silently records whether the student got an exercise right.
 
 For exercises checked in conversation (quizzes record their own result when answered). Nothing is
-sent to the student; the result feeds PROGRES and the parents' weekly summary. It never backs bonus
-credits: only quiz answers the server checked do (tools/award_bonus_credits.py).
+sent to the student. The model only says so, so the result is kept unverified (source "report"):
+under its canonical subject and skill, shown apart from checked answers, and it never moves mastery
+nor backs bonus credits (only answers the server checked do: tools/award_bonus_credits.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from bot.agent import effects
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.storage.models import ExerciseResult
+from bot.capabilities.learner import record_reported, subject_for
 from tools.modes import modes_for
 
 NAME = "report_exercise_result"
@@ -38,16 +39,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not isinstance(correct, bool):
         return tool_error("'correct' must be a boolean (true or false)")
     async with ctx.services.sessions() as db:
-        db.add(
-            ExerciseResult(
-                user_id=ctx.user_id,
-                conversation_id=ctx.conversation_id,
-                subject=subject.strip()[:100],
-                topic=topic.strip()[:200],
-                correct=correct,
-                source="report",
-                created_at=ctx.services.clock(),
-            )
+        record_reported(
+            db, user_id=ctx.user_id, conversation_id=ctx.conversation_id,
+            subject=await subject_for(db, ctx.conversation_id, subject.strip()[:100]),
+            topic=topic.strip()[:200], correct=correct, now=ctx.services.clock(),
         )
         result: ToolResult = {"success": True, "recorded": True}
         await effects.mark_done(db, ctx.effect_key, result, ctx.services.clock())

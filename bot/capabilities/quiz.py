@@ -25,6 +25,7 @@ from sqlalchemy import select, update
 from unidecode import unidecode
 
 from bot.agent.toolspec import ToolContext, tool_error
+from bot.capabilities.learner import keep_item, subject_for
 from bot.capabilities.menus import get_menu, set_menu
 from bot.services import Services
 from bot.storage.db import rowcount
@@ -214,23 +215,31 @@ async def store_quiz(
     subject: str = "",
     topic: str = "",
 ) -> Quiz:
-    """Keeps the quiz as the conversation's pending menu (replacing any previous one)."""
+    """Keeps the quiz as the conversation's pending menu (replacing any previous one) and as a
+    quiz item for review, under its canonical subject (the conversation's last one when the model
+    named none)."""
     now = services.clock()
     ttl_s = services.settings.quiz_ttl_s
-    quiz = Quiz(
-        quiz_id=secrets.token_hex(6),
-        quiz_type=quiz_type,
-        user_id=user_id,
-        conversation_id=conversation_id,
-        question=question,
-        options=options,
-        correct_index=correct_index,
-        explanation=explanation,
-        subject=subject,
-        topic=topic,
-        asked_at=now,
-        expires_at=now + timedelta(seconds=ttl_s),
-    )
+    async with services.sessions() as db:
+        quiz = Quiz(
+            quiz_id=secrets.token_hex(6),
+            quiz_type=quiz_type,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            question=question,
+            options=options,
+            correct_index=correct_index,
+            explanation=explanation,
+            subject=await subject_for(db, conversation_id, subject),
+            topic=topic,
+            asked_at=now,
+            expires_at=now + timedelta(seconds=ttl_s),
+        )
+        await keep_item(db, quiz_id=quiz.quiz_id, quiz_type=quiz_type, user_id=user_id,
+                        conversation_id=conversation_id, question=question, options=options,
+                        correct_index=correct_index, explanation=explanation, subject=quiz.subject,
+                        topic=topic, now=now)
+        await db.commit()
     await set_menu(services, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s)
     return quiz
 

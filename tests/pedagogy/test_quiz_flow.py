@@ -61,7 +61,7 @@ async def test_quiz_menu_on_whatsapp_answered_right_without_model_call(harness: 
     assert len(h.llm.requests) == calls  # the verdict costs no model call
     assert len(verdict) == 1 and verdict[0].startswith("✅") and SECRET in verdict[0]
     [result] = await results(h, STUDENT)
-    assert result.correct is True and result.subject == "Maths" and result.topic == "multiplication"
+    assert result.correct is True and result.subject == "Mathématiques" and result.topic == "multiplication"
     assert result.source == "quiz" and result.time_to_answer_s == pytest.approx(42, abs=1)
     # The tutor learns the outcome on its next turn.
     await say(h, STUDENT, "Merci !")

@@ -118,7 +118,7 @@ async def test_quiz_is_stored_sent_and_sanitised(unit_services: Services) -> Non
     assert len(sent) == 1 and "2️⃣ 15" in sent[0] and "EXPLICATION" not in sent[0]
     menu = await get_menu(unit_services, conversation.id)
     assert menu is not None and menu["kind"] == "quiz" and menu["correct_index"] == 1
-    assert menu["user_id"] == user.id and menu["subject"] == "Maths"
+    assert menu["user_id"] == user.id and menu["subject"] == "Mathématiques"
 
 
 async def test_first_message_and_three_per_conversation(unit_services: Services) -> None:

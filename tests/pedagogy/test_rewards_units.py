@@ -112,7 +112,7 @@ async def test_report_exercise_result_is_silent_and_checked(unit_services: Servi
     async with unit_services.sessions() as db:
         rows = (await db.scalars(select(ExerciseResult).where(ExerciseResult.user_id == user.id))).all()
     assert [(r.subject, r.topic, r.correct, r.source, r.conversation_id) for r in rows] == [
-        ("Maths", "fractions", True, "report", conversation.id)]
+        ("Mathématiques", "fractions", True, "report", conversation.id)]
 
 
 async def test_model_reported_results_never_back_an_award(unit_services: Services) -> None:

@@ -1,9 +1,31 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT)
-and when each quiz item comes back (FSRS)."""
+and when each quiz item comes back (FSRS); recording checked answers and review rounds."""
 
 from bot.capabilities.learner.items import due_count, due_items, recently_missed
 from bot.capabilities.learner.mastery import bkt_update, is_mastered, record_checked_answer
+from bot.capabilities.learner.record import (
+    conversation_subject,
+    find_item,
+    keep_item,
+    record_checked,
+    record_reported,
+    schedule,
+    skill_of,
+    subject_for,
+)
 from bot.capabilities.learner.review import next_review, recall_probability
+from bot.capabilities.learner.rounds import (
+    REVIEW_KIND,
+    ROUND_SIZE,
+    Round,
+    has_items,
+    item_topic,
+    new_round,
+    pick_items,
+    round_from_menu,
+    round_intro,
+    score_line,
+)
 from bot.capabilities.learner.subjects import (
     OTHER,
     SUBJECTS,
@@ -14,7 +36,9 @@ from bot.capabilities.learner.subjects import (
 )
 
 __all__ = [
-    "OTHER", "SUBJECTS", "bkt_update", "canonical_subject", "due_count", "due_items", "is_mastered",
-    "known_subject", "next_review", "recall_probability", "recently_missed", "record_checked_answer",
-    "skill_key", "skill_label",
+    "OTHER", "REVIEW_KIND", "ROUND_SIZE", "SUBJECTS", "Round", "bkt_update", "canonical_subject",
+    "conversation_subject", "due_count", "due_items", "find_item", "has_items", "is_mastered", "item_topic",
+    "keep_item", "known_subject", "new_round", "next_review", "pick_items", "recall_probability",
+    "recently_missed", "record_checked", "record_checked_answer", "record_reported", "round_from_menu",
+    "round_intro", "schedule", "score_line", "skill_key", "skill_label", "skill_of", "subject_for",
 ]

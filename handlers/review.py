@@ -1,0 +1,246 @@
+"""REVISION / REVIEW: a round of the student's quiz items asked again, checked on the server with no
+model call (bot.capabilities.learner.rounds); REVISION NON / REVIEW OFF and REVISION OUI / REVIEW ON
+stop and restart the reminders to review.
+
+While a round's question is pending, an option (`2`, `b`, the option's text, `vrai`) answers it; a
+short reply that is not an option (`7`, `euh`) gets « Réponds par 1, 2, 3 ou 4 » and changes nothing;
+a sentence or a question goes on to the tutor, the question still pending. The handler sits after
+the commands, so MENU, PROGRES or NOUVEAU still work in the middle of a round.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from bot.capabilities.learner import (
+    REVIEW_KIND,
+    Round,
+    has_items,
+    item_topic,
+    new_round,
+    pick_items,
+    record_checked,
+    round_from_menu,
+    round_intro,
+    score_line,
+)
+from bot.capabilities.menus import expired_menu_kind, get_menu, set_menu
+from bot.capabilities.quiz import (
+    TRUE_FALSE,
+    Quiz,
+    number_in,
+    option_label,
+    parse_answer,
+    render_quiz,
+    render_verdict,
+)
+from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
+from bot.storage.models import Message, PendingMenu, QuizItem
+
+WORDS = frozenset({"REVISION", "REVISIONS", "REVIEW", "REVIEWS"})
+ON = frozenset({"OUI", "ON", "YES"})
+OFF = frozenset({"NON", "OFF", "NO"})
+
+
+def command(text: str) -> str | None:
+    """"start", "on", "off", or None when the message is not this command."""
+    parts = keyword(text).split(" ")
+    if not parts or parts[0] not in WORDS or len(parts) > 2:
+        return None
+    if len(parts) == 1:
+        return "start"
+    return "on" if parts[1] in ON else "off" if parts[1] in OFF else None
+
+
+async def handle(msg: Incoming) -> bool:
+    if (msg.user.mode or "guest") == "guest":
+        return False  # a guest has no quizzes; the word goes on to onboarding or the chat
+    wanted = command(msg.text)
+    if wanted in ("on", "off"):
+        await _nudges(msg, wanted == "on")
+        return True
+    if wanted == "start":
+        await _start(msg)
+        return True
+    current = round_from_menu(await get_menu(msg.services, msg.conversation.id))
+    if current is None or current.user_id != msg.user.id or current.conversation_id != msg.conversation.id:
+        if number_in(msg.text) is not None and await _expired_round(msg):
+            await _expired(msg)
+            return True
+        return False
+    return await _answer(msg, current)
+
+
+# --- showing a question ------------------------------------------------------------------------
+
+
+def item_quiz(item: QuizItem, conversation_id: int, asked_at: datetime, ttl_s: float) -> Quiz:
+    """The item as a quiz, to show and check it with the quiz's own menu and answer parsing."""
+    return Quiz(quiz_id=item.quiz_id, quiz_type=item.quiz_type, user_id=item.user_id,
+                conversation_id=conversation_id, question=item.question,
+                options=tuple(str(o) for o in item.options), correct_index=item.correct_index,
+                explanation=item.explanation or "", subject=item.subject, topic=item.skill,
+                asked_at=asked_at, expires_at=asked_at + timedelta(seconds=ttl_s))
+
+
+def render_question(msg: Incoming, quiz: Quiz, position: int, total: int) -> str:
+    head = msg.t(f"Révision {position}/{total}", f"Review {position}/{total}")
+    menu = render_quiz(quiz, msg.channel, msg.lang)
+    return f"📚 {head}\n{menu}" if msg.channel == "whatsapp" else f"{head}\n{menu}"
+
+
+def not_an_option(msg: Incoming, quiz: Quiz) -> str:
+    """What to answer (« Réponds par 1, 2, 3 ou 4 »): the question stays pending."""
+    if quiz.quiz_type == TRUE_FALSE:
+        return msg.t("Réponds par 1 (Vrai) ou 2 (Faux).", "Reply with 1 (True) or 2 (False).")
+    numbers = ", ".join(str(i + 1) for i in range(len(quiz.options) - 1))
+    last = len(quiz.options)
+    return msg.t(f"Réponds par {numbers} ou {last}.", f"Reply with {numbers} or {last}.")
+
+
+def review_note(quiz: Quiz, chosen: int) -> str:
+    """The line the tutor reads on its next turn (in English: it is for the model)."""
+    verdict = "correct" if chosen == quiz.correct_index else "wrong"
+    return (f"[Review] The student answered the review question \"{quiz.question}\" with "
+            f"{option_label(quiz, chosen, 'en')} ({verdict}). Right answer: "
+            f"{option_label(quiz, quiz.correct_index, 'en')}. The verdict was already sent to the student.")
+
+
+def looks_like_an_answer(text: str) -> bool:
+    """A short reply (a number, a letter, a word or three) is meant for the question; a sentence
+    or a question is for the tutor."""
+    return "?" not in text and len(text.split()) <= 3
+
+
+# --- a round -----------------------------------------------------------------------------------
+
+
+async def _start(msg: Incoming) -> None:
+    now = msg.services.clock()
+    items, due = await pick_items(msg.db, msg.user.id, now)
+    if not items:
+        text = msg.t(
+            "Rien à revoir pour le moment : tes questions reviendront le moment venu. "
+            "Demande-moi un quiz pour continuer à t'entraîner !",
+            "Nothing to review right now: your questions will come back when it is time. "
+            "Ask me for a quiz to keep practising!",
+        ) if await has_items(msg.db, msg.user.id) else msg.t(
+            "Tu n'as pas encore de questions à revoir. Demande-moi un quiz (par exemple « un quiz sur "
+            "les fractions ») : tes réponses reviendront ici en révision.",
+            "You have no questions to review yet. Ask me for a quiz (for instance « a quiz on "
+            "fractions »): your answers will come back here for review.",
+        )
+        await msg.db.commit()
+        await msg.reply(text)
+        return
+    current = new_round(msg.user.id, msg.conversation.id, items, now)
+    ttl_s = msg.services.settings.quiz_ttl_s
+    first = render_question(msg, item_quiz(items[0], msg.conversation.id, now, ttl_s), 1, len(items))
+    intro = round_intro(len(items), due, msg.lang)
+    await set_menu(msg.services, msg.conversation.id, REVIEW_KIND, current.to_menu(), ttl_s, db=msg.db)
+    await msg.db.commit()
+    await msg.reply(f"{intro}\n\n{first}")
+
+
+async def _answer(msg: Incoming, current: Round) -> bool:
+    if current.last_inbound == msg.inbound.id:
+        if await _noted(msg):  # a retried delivery of an answer already recorded: the same reply
+            await msg.db.commit()
+            await msg.reply(current.last_reply)
+            return True
+        # The shared state got the next question before the commit that never happened.
+        current = round_from_menu(await _stored_menu(msg)) or current
+    if current.done:
+        return False
+    services, now = msg.services, msg.services.clock()
+    ttl_s = services.settings.quiz_ttl_s
+    item = await msg.db.get(QuizItem, current.item_id)
+    if item is None or item.user_id != msg.user.id:
+        return False
+    quiz = item_quiz(item, msg.conversation.id, current.asked_at, ttl_s)
+    if now >= quiz.expires_at:
+        if number_in(msg.text) is None:
+            return False
+        await _expired(msg)
+        return True
+    chosen = parse_answer(quiz, msg.text)
+    if chosen is None:
+        if not looks_like_an_answer(msg.text):
+            return False
+        await msg.db.commit()
+        await msg.reply(not_an_option(msg, quiz))
+        return True
+    correct = chosen == quiz.correct_index
+    await record_checked(msg.db, services.settings.learning, user_id=msg.user.id,
+                         conversation_id=msg.conversation.id, item=item, subject=item.subject,
+                         topic=await item_topic(msg.db, item), correct=correct,
+                         seconds=max(0.0, (now - current.asked_at).total_seconds()), source="review", now=now)
+    msg.db.add(Message(conversation_id=msg.conversation.id, role="note", content=review_note(quiz, chosen),
+                       inbound_id=msg.inbound.id, created_at=now))
+    following = current.answered(correct, msg.inbound.id, "", now)
+    reply = f"{render_verdict(quiz, chosen, msg.lang, msg.channel)}\n\n{await _next(msg, following, now)}"
+    following = replace(following, last_reply=reply)
+    # The round's next state is written in the same transaction as the answer's records.
+    await set_menu(services, msg.conversation.id, REVIEW_KIND, following.to_menu(), ttl_s, db=msg.db)
+    await msg.db.commit()
+    await msg.reply(reply)
+    return True
+
+
+async def _next(msg: Incoming, following: Round, now: datetime) -> str:
+    """The next question, or the round's score once it is over."""
+    total = len(following.items)
+    if following.done:
+        return score_line(following.right, total, msg.lang)
+    item = await msg.db.get(QuizItem, following.item_id)
+    if item is None:
+        return score_line(following.right, total, msg.lang)
+    quiz = item_quiz(item, msg.conversation.id, now, msg.services.settings.quiz_ttl_s)
+    return render_question(msg, quiz, following.index + 1, total)
+
+
+async def _noted(msg: Incoming) -> bool:
+    found = await msg.db.scalar(select(Message.id).where(
+        Message.conversation_id == msg.conversation.id, Message.inbound_id == msg.inbound.id,
+        Message.role == "note").limit(1))
+    return found is not None
+
+
+async def _stored_menu(msg: Incoming) -> dict[str, object] | None:
+    row = await msg.db.scalar(select(PendingMenu).where(PendingMenu.conversation_id == msg.conversation.id))
+    return None if row is None else dict(row.payload)
+
+
+async def _expired_round(msg: Incoming) -> bool:
+    """A round was left unfinished and has expired (a finished one expiring is nothing to tell)."""
+    if await expired_menu_kind(msg.services, msg.conversation.id) != REVIEW_KIND:
+        return False
+    stored = round_from_menu(await _stored_menu(msg))
+    return stored is None or not stored.done
+
+
+async def _expired(msg: Incoming) -> None:
+    await msg.db.commit()
+    hint = msg.t("Cette révision a expiré. Écris REVISION pour en commencer une autre.",
+                 "This review has expired. Send REVIEW to start another one.")
+    await msg.reply(hint if msg.channel == "sms" else f"⏰ {hint}")
+
+
+async def _nudges(msg: Incoming, wanted: bool) -> None:
+    msg.user.review_nudges = wanted
+    await msg.db.commit()
+    await msg.reply(msg.t(
+        "C'est noté : je te rappellerai, au plus une fois par jour, quand des questions sont à revoir. "
+        "Écris REVISION NON pour arrêter.",
+        "Done: I will remind you, at most once a day, when questions are due for review. "
+        "Send REVIEW OFF to stop.",
+    ) if wanted else msg.t(
+        "C'est noté : plus de rappels pour réviser. Écris REVISION quand tu veux réviser, "
+        "ou REVISION OUI pour réactiver les rappels.",
+        "Done: no more review reminders. Send REVIEW whenever you want to review, "
+        "or REVIEW ON to turn the reminders back on.",
+    ))

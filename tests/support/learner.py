@@ -1,0 +1,66 @@
+"""The learner tests' steps and reads: a student's quiz items made straight in the database (due or
+missed), and what the database holds of their results, mastery and items."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.capabilities.learner import keep_item, schedule
+from bot.storage.models import Conversation, ExerciseResult, QuizItem, SkillMastery, User
+from tests.support.pedagogy import STUDENT, say
+
+OPTIONS = ["A", "B", "C", "D"]
+
+
+async def student_in_conversation(h: Any, phone: str = STUDENT, channel: str = "whatsapp",
+                                  **fields: Any) -> tuple[User, int]:
+    """A student who already wrote once (the conversation exists); the model's greeting is spent."""
+    user = await h.make_user(phone, mode="child", **fields)
+    h.llm.push_text("Bonjour ! On révise quoi ?")
+    await say(h, phone, "Bonjour", channel)
+    async with h.services.sessions() as db:
+        conversation = await db.scalar(select(Conversation.id).where(Conversation.user_id == user.id))
+    assert conversation is not None
+    return user, int(conversation)
+
+
+async def add_items(h: Any, user_id: int, conversation_id: int, count: int, *, answered_at: datetime,
+                    correct: bool = False, subject: str = "Mathématiques", topic: str = "fractions",
+                    ) -> list[int]:
+    """`count` four-option items (question n°i, the right answer B), each answered once at
+    `answered_at` (missed by default), so scheduled by FSRS from then."""
+    ids: list[int] = []
+    async with h.services.sessions() as db:
+        for i in range(count):
+            item = await keep_item(
+                db, quiz_id=secrets.token_hex(8), quiz_type="mcq", user_id=user_id,
+                conversation_id=conversation_id, question=f"Question n°{i + 1} ?", options=tuple(OPTIONS),
+                correct_index=1, explanation=f"Explication {i + 1}", subject=subject, topic=topic,
+                now=answered_at - timedelta(minutes=count - i),
+            )
+            schedule(item, correct, answered_at - timedelta(minutes=count - i))
+            ids.append(item.id)
+        await db.commit()
+    return ids
+
+
+async def results_of(h: Any, user_id: int) -> list[ExerciseResult]:
+    async with h.services.sessions() as db:
+        return list(await db.scalars(select(ExerciseResult).where(ExerciseResult.user_id == user_id)
+                                     .order_by(ExerciseResult.id)))
+
+
+async def mastery_of(h: Any, user_id: int) -> list[SkillMastery]:
+    async with h.services.sessions() as db:
+        return list(await db.scalars(select(SkillMastery).where(SkillMastery.user_id == user_id)
+                                     .order_by(SkillMastery.subject, SkillMastery.skill)))
+
+
+async def items_of(h: Any, user_id: int) -> list[QuizItem]:
+    async with h.services.sessions() as db:
+        return list(await db.scalars(select(QuizItem).where(QuizItem.user_id == user_id)
+                                     .order_by(QuizItem.id)))
