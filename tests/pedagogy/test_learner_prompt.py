@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bench.cost.measure import LANGUAGES, current_prompt, learner_blocks, sizes
 from bot.agent.prompts import PERSONAL_HEADING, build_system_prompt, stable_prefix
 from bot.capabilities.learner import LearnerView, SkillView, learner_block
 from bot.capabilities.learner.profile import BLOCK_MAX_BYTES, LEARNER_HEADING
@@ -31,7 +32,7 @@ def test_the_block_names_level_skills_and_items_due() -> None:
     block = learner_block(view)
     assert block.splitlines() == [
         LEARNER_HEADING,
-        "- Classe : 4e (vocabulaire, exemples et programme de ce niveau)",
+        "- Classe : 4e (adapte-toi à ce niveau)",
         "- À travailler : géométrie (20 %), division (45 %), multiplication (70 %)",
         "- Acquis : les fractions",
         "- À revoir (REVISION) : 2 questions",
@@ -49,6 +50,15 @@ def test_the_worst_case_block_stays_within_500_bytes() -> None:
     assert lines[0] == LEARNER_HEADING and lines[-1] == "- À revoir (REVISION) : 1000000000 questions"
     assert any(line.startswith("- À travailler : ") for line in lines)
     assert any(line.startswith("- Acquis : ") for line in lines)
+
+
+@pytest.mark.single_pass
+def test_the_fixed_prompt_of_a_students_call_stays_within_9000_bytes() -> None:
+    """As `python -m bench.cost` counts it; the learner block comes on top, after the cached prefix."""
+    for language in LANGUAGES:
+        assert sizes(current_prompt("child", language))["total"] <= 9000
+    for block in learner_blocks().values():
+        assert 0 < len(block.encode()) <= BLOCK_MAX_BYTES and block.startswith(LEARNER_HEADING)
 
 
 @pytest.mark.single_pass

@@ -25,7 +25,7 @@ STATUSES = (MASTERED, LEARNING, REVIEW)
 REVIEW_BELOW = 0.5
 BLOCK_MAX_BYTES = 500
 BLOCK_LABEL_MAX = 40
-LEARNER_HEADING = "# L'élève (réponses vérifiées par le serveur)"
+LEARNER_HEADING = "# L'élève (réponses vérifiées)"
 
 # Short names to show: an SMS line or a parent's summary has no room for « Histoire-Géographie ».
 _SHORT = {"Mathématiques": "Maths", "Histoire-Géographie": "Histoire-Géo"}
@@ -135,7 +135,7 @@ def learner_block(view: LearnerView) -> str:
         return ""
     lines = [LEARNER_HEADING]
     if view.level:
-        lines.append(f"- Classe : {_clip(view.level, 30)} (vocabulaire, exemples et programme de ce niveau)")
+        lines.append(f"- Classe : {_clip(view.level, 30)} (adapte-toi à ce niveau)")
     used = sum(len(line.encode()) + 1 for line in lines)
     due = f"- À revoir (REVISION) : {view.due} question{'s' if view.due > 1 else ''}" if view.due else ""
     room = BLOCK_MAX_BYTES - used - (len(due.encode()) + 1 if due else 0)
