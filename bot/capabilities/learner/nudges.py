@@ -55,10 +55,14 @@ def _wanted(now: datetime, quiet_s: int) -> list[ColumnElement[bool]]:
     quiet = now - timedelta(seconds=quiet_s)
     has_due = exists().where(QuizItem.user_id == User.id, QuizItem.due_at.is_not(None),
                              QuizItem.due_at <= now)
+    # Planned less than 12 h ago is planned this local day (the day runs 08:00-20:00): left out here
+    # so that a batch is never filled with students already nudged (the key still decides).
+    nudged = exists().where(ScheduledSend.user_id == User.id, ScheduledSend.kind == NUDGE,
+                            ScheduledSend.created_at > now - timedelta(hours=DAY_ENDS - DAY_STARTS))
     return [
         User.mode == "child", User.opted_out.is_(False), User.review_nudges.is_(True),
         User.last_whatsapp_inbound_at > now - WINDOW, User.last_whatsapp_inbound_at <= quiet,
-        User.last_inbound_at.is_(None) | (User.last_inbound_at <= quiet), has_due,
+        User.last_inbound_at.is_(None) | (User.last_inbound_at <= quiet), has_due, ~nudged,
     ]
 
 
