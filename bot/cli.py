@@ -41,17 +41,12 @@ def job_runner() -> Any:
 def registered_jobs() -> list[Any]:
     """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
+    from bot.capabilities.learner import nudge_jobs
     from bot.capabilities.progress import weekly_summary_jobs
-
-    jobs: list[Any] = []
-    jobs += weekly_summary_jobs()
     from bot.capabilities.tasks import reminder_jobs
-
-    jobs += reminder_jobs()
     from bot.pipeline.retention import retention_jobs
 
-    jobs += retention_jobs()
-    return jobs
+    return [*weekly_summary_jobs(), *reminder_jobs(), *nudge_jobs(), *retention_jobs()]
 
 
 def registered_routes() -> list[Any]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.capabilities.progress import format_progress, student_name, subject_stats
+from bot.capabilities.learner import due_count, skill_views
+from bot.capabilities.progress import format_progress, struggles, student_name, subject_stats
 from bot.capabilities.quiz import normalise
 from bot.channel.context import Incoming
 from bot.storage.models import ParentLink, User
@@ -33,9 +34,14 @@ async def handle(msg: Incoming) -> bool:
 
 
 async def own_progress(msg: Incoming) -> str:
-    stats = await subject_stats(msg.db, msg.user.id, msg.services.clock())
-    text = format_progress(stats, msg.lang)
-    if not stats:
+    """Per subject: checked answers, then the skills by status, what was only reported (apart),
+    and the items due for review."""
+    now, learning = msg.services.clock(), msg.services.settings.learning
+    stats = await subject_stats(msg.db, msg.user.id, now)
+    skills = await skill_views(msg.db, msg.user.id, learning)
+    due = await due_count(msg.db, msg.user.id, now)
+    text = format_progress(stats, msg.lang, skills=skills, due=due, compact=msg.channel == "sms")
+    if not stats and not skills:
         text += "\n" + msg.t("Demande-moi un quiz pour commencer !", "Ask me for a quiz to get started!")
     return text
 
@@ -59,5 +65,7 @@ async def children_progress(msg: Incoming) -> str:
     parts = []
     for child in children:
         stats = await subject_stats(msg.db, child.id, now)
-        parts.append(format_progress(stats, msg.lang, name=student_name(child, msg.lang)))
+        weak = await struggles(msg.db, msg.services.settings.learning, child.id)
+        parts.append(format_progress(stats, msg.lang, name=student_name(child, msg.lang), work_on=weak,
+                                     compact=msg.channel == "sms"))
     return "\n\n".join(parts)

@@ -26,15 +26,33 @@ def approx_tokens(n_bytes: int) -> int:
     return round(n_bytes / 4)
 
 
-def current_prompt(mode: str, language: str) -> dict[str, Any]:
-    """Today's system prompt and tool schemas for `mode` and `language`, read from the code."""
+def current_prompt(mode: str, language: str, learner: str = "") -> dict[str, Any]:
+    """Today's system prompt and tool schemas for `mode` and `language`, read from the code;
+    `learner` adds a student's learner block (bot.capabilities.learner.learner_block)."""
     import tools
     from bot.agent.prompts import build_system_prompt
     from tools.modes import MODE_TOOLS
 
-    system = build_system_prompt(mode, language=language)
+    system = build_system_prompt(mode, language=language, learner=learner)
     offered = [t for t in tools.all_tools() if t.name in MODE_TOOLS[mode]]
     return {"system": system, "tools": [t.openai_schema() for t in offered]}
+
+
+def learner_blocks() -> dict[str, str]:
+    """Two learner blocks: a usual one (a class, a few skills, items due) and the largest one a
+    student can have (the longest class, many skills whose labels are all accented letters, which
+    json.dumps sends as six bytes each, a huge count of items due)."""
+    from bot.capabilities.learner import LearnerView, SkillView, learner_block
+
+    def skill(label: str, p: float, status: str) -> SkillView:
+        return SkillView(subject="Mathématiques", skill=label, label=label, p_known=p, answers=10, correct=5,
+                         status=status)
+
+    usual = (skill("les fractions", 0.97, "mastered"), skill("multiplication", 0.7, "learning"),
+             skill("géométrie", 0.2, "review"), skill("accords du participe", 0.3, "review"))
+    worst = tuple(skill("é" * 200 + str(n), n / 100, "mastered" if n > 95 else "review") for n in range(100))
+    return {"usual": learner_block(LearnerView(level="4e", skills=usual, due=2)),
+            "worst": learner_block(LearnerView(level="Ü" * 64, skills=worst, due=10**9))}
 
 
 def baseline_prompt(mode: str, language: str) -> dict[str, Any]:

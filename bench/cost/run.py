@@ -18,7 +18,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.cost import messages, turns  # noqa: E402
-from bench.cost.measure import LANGUAGES, MODES, baseline_prompt, current_prompt, sizes, tool_names  # noqa: E402
+from bench.cost.measure import (  # noqa: E402
+    LANGUAGES,
+    MODES,
+    baseline_prompt,
+    current_prompt,
+    learner_blocks,
+    sizes,
+    tool_names,
+)
 from bench.cost.turns import TOKENS_PER_CREDIT  # noqa: E402
 
 COLUMNS = ("mode", "lang", "tools", "system B", "schemas B", "total B", "~tokens", "ratio")
@@ -46,6 +54,17 @@ def table(lines: list[tuple[str, ...]]) -> str:
     return "\n".join(head + [fmt.format(*r) for r in lines])
 
 
+def learner_line() -> str:
+    """A student's call: the fixed prompt plus their learner block (after the cached prefix)."""
+    fixed = sizes(current_prompt("child", "fr"))["total"]
+    parts = []
+    for name, block in learner_blocks().items():
+        total = sizes(current_prompt("child", "fr", learner=block))["total"]
+        parts.append(f"{name} block {len(block.encode())} B UTF-8: {total} B per call")
+    return (f"Child mode, French, with a student's learner block (after the cached prefix; fixed part "
+            f"alone {fixed} B): " + "; ".join(parts))
+
+
 def per_turn() -> list[str]:
     """The fixed prompt over a whole turn: every model call of the turn carries it again."""
     lines = []
@@ -62,6 +81,7 @@ def per_turn() -> list[str]:
 def main() -> None:
     print("Fixed prompt per model call (system prompt + tool schemas), bytes as sent")
     print(table(rows()))
+    print("\n" + learner_line())
     print("\nFixed prompt per turn, French (plain answer: 1 call; quiz or document: 2; long turn: 10)")
     print("\n".join(per_turn()))
     print("\nWhole turns through the loop, French; cached share as the provider's prefix cache gives it;")

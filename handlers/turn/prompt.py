@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from bot.agent import history, vision
 from bot.agent.prompts import build_system_prompt
+from bot.capabilities.learner import learner_block, learner_view
 from bot.channel.context import Incoming
 from bot.storage.models import Memory, UserFile
 
@@ -84,6 +85,10 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
     memories = list(
         (await db.scalars(select(Memory.fact).where(Memory.user_id == user.id).order_by(Memory.id))).all()
     )
+    learner = ""
+    if user.mode == "child":  # the learner block is for students only
+        view = await learner_view(db, user.id, user.school_level, settings.learning, services.clock())
+        learner = learner_block(view)
     system = build_system_prompt(
         user.mode or "guest",
         user=user,
@@ -91,6 +96,7 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
         memories=memories,
         now=services.clock(),
         timezone=user.timezone or settings.default_timezone,
+        learner=learner,
     )
     past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE))
     messages = [{"role": "system", "content": system}, *past]

@@ -27,7 +27,8 @@ async def test_subjects_merge_case_and_split_weeks(unit_services: Services) -> N
         await db.commit()
         stats = await subject_stats(db, user.id, START)
     maths, french = stats
-    assert (maths.subject, maths.total, maths.correct) == ("Maths", 6, 4)
+    # Free-text subjects of old rows are merged under their canonical subject when read.
+    assert (maths.subject, maths.total, maths.correct) == ("Mathématiques", 6, 4)
     assert (maths.last7_total, maths.last7_correct, maths.prev7_total, maths.prev7_correct) == (3, 2, 2, 1)
     assert (french.subject, french.total, french.correct) == ("Français", 1, 0)
     text = format_progress(stats, "fr")
@@ -52,12 +53,14 @@ def test_latest_slot() -> None:
     assert paris == datetime(2026, 3, 8, 17, 0, tzinfo=UTC)
 
 
-async def test_results_without_a_subject_are_shown_under_a_name(unit_services: Services) -> None:
+async def test_results_without_a_known_subject_are_shown_under_other(unit_services: Services) -> None:
     user, _ = await make_student(unit_services)
     async with unit_services.sessions() as db:
         db.add(ExerciseResult(user_id=user.id, subject="  ", correct=True,
                               created_at=START - timedelta(hours=1)))
+        db.add(ExerciseResult(user_id=user.id, subject="Cuisine", correct=False,
+                              created_at=START - timedelta(hours=1)))
         await db.commit()
         stats = await subject_stats(db, user.id, START)
-    assert "• Divers : 1 question, 100 % justes" in format_progress(stats, "fr")
-    assert "• Other: 1 question, 100% right" in format_progress(stats, "en")
+    assert "• Autre : 2 questions, 50 % justes" in format_progress(stats, "fr")
+    assert "• Other: 2 questions, 50% right" in format_progress(stats, "en")

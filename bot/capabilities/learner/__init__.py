@@ -1,8 +1,19 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT)
-and when each quiz item comes back (FSRS); recording checked answers and review rounds."""
+and when each quiz item comes back (FSRS); recording checked answers and review rounds; what is known
+of a learner, read back (progress, the prompt's learner block) and the practice nudges."""
 
 from bot.capabilities.learner.items import due_count, due_items, recently_missed
 from bot.capabilities.learner.mastery import bkt_update, is_mastered, record_checked_answer
+from bot.capabilities.learner.nudges import nudge_jobs, send_review_nudges
+from bot.capabilities.learner.profile import (
+    LearnerView,
+    SkillView,
+    learner_block,
+    learner_view,
+    skill_views,
+    subject_name,
+    to_work_on,
+)
 from bot.capabilities.learner.record import (
     conversation_subject,
     find_item,
@@ -36,9 +47,45 @@ from bot.capabilities.learner.subjects import (
 )
 
 __all__ = [
-    "OTHER", "REVIEW_KIND", "ROUND_SIZE", "SUBJECTS", "Round", "bkt_update", "canonical_subject",
-    "conversation_subject", "due_count", "due_items", "find_item", "has_items", "is_mastered", "item_topic",
-    "keep_item", "known_subject", "new_round", "next_review", "pick_items", "recall_probability",
-    "recently_missed", "record_checked", "record_checked_answer", "record_reported", "round_from_menu",
-    "round_intro", "schedule", "score_line", "skill_key", "skill_label", "skill_of", "subject_for",
+    "OTHER",
+    "REVIEW_KIND",
+    "ROUND_SIZE",
+    "SUBJECTS",
+    "LearnerView",
+    "Round",
+    "SkillView",
+    "bkt_update",
+    "canonical_subject",
+    "conversation_subject",
+    "due_count",
+    "due_items",
+    "find_item",
+    "has_items",
+    "is_mastered",
+    "item_topic",
+    "keep_item",
+    "known_subject",
+    "learner_block",
+    "learner_view",
+    "new_round",
+    "next_review",
+    "nudge_jobs",
+    "pick_items",
+    "recall_probability",
+    "recently_missed",
+    "record_checked",
+    "record_checked_answer",
+    "record_reported",
+    "round_from_menu",
+    "round_intro",
+    "schedule",
+    "score_line",
+    "send_review_nudges",
+    "skill_key",
+    "skill_label",
+    "skill_of",
+    "skill_views",
+    "subject_for",
+    "subject_name",
+    "to_work_on",
 ]
