@@ -21,12 +21,14 @@ def chain() -> list[Handler]:
         credits_choice,
         email_commands,
         job_commands,
+        level,
         memory_commands,
         onboarding,
         optout,
         parents,
         progress,
         quiz_answer,
+        session_start,
         task_commands,
         turn,
         voice_commands,
@@ -43,6 +45,7 @@ def chain() -> list[Handler]:
         parents.handle,
         quiz_answer.handle,
         credits_choice.handle,
+        level.handle,  # CLASSE / LEVEL and the pending class menu
         # STATUT / ANNULER answer from the database at once, whatever else is going on.
         job_commands.handle,
         commands.handle,
@@ -52,6 +55,7 @@ def chain() -> list[Handler]:
         task_commands.handle,
         email_commands.handle,
         onboarding.handle,
+        session_start.handle,  # a session's first message: the answer, then the offers
         turn.handle,
     ]
 
