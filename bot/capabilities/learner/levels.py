@@ -56,8 +56,8 @@ def menu_text(language: str) -> str:
     """The class menu, numbered, a few levels a line: plain GSM-7 text (« é » is in it) that fits in
     two SMS segments."""
     items = [f"{n}) {level}" for n, level in enumerate(LEVELS, 1)]
-    rows = "\n".join(("  ".join(items[:6]), "  ".join(items[6:10]), "  ".join(items[10:13]),
-                      "  ".join(items[13:])))
+    rows = "\n".join((", ".join(items[:6]), ", ".join(items[6:10]), ", ".join(items[10:13]),
+                      ", ".join(items[13:])))
     if language == "en":
         return (f"Which class are you in? Reply with the number:\n{rows}\n"
                 "Or just ask your question. LEVEL changes it later.")

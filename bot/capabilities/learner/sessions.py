@@ -21,10 +21,10 @@ from bot.storage.models import Conversation, ExerciseResult, Message, QuizItem, 
 
 __all__ = ["NOTE_MAX_BYTES", "carried_note", "current_session", "is_idle", "start_session"]
 
-NOTE_MAX_BYTES = 400
+NOTE_MAX_BYTES = 500
 _MAX_SUBJECTS = 3
 _MAX_SKILLS = 3  # per subject
-_LABEL_CHARS = 40
+_LABEL_CHARS = 30
 
 
 def is_idle(conversation: Conversation, now: datetime, idle_s: int) -> bool:
@@ -64,22 +64,23 @@ def _subjects_text(worked: dict[str, dict[str, str]]) -> str:
 
 
 async def carried_note(db: AsyncSession, user_id: int, previous_id: int | None, now: datetime) -> str:
-    """What the new session starts with (in English: it is for the model), at most NOTE_MAX_BYTES."""
+    """What the new session starts with (in English: it is for the model), at most NOTE_MAX_BYTES:
+    the work done is shortened first, the due reviews always said."""
     worked = await _worked_on(db, user_id, previous_id) if previous_id is not None else {}
     due = await due_count(db, user_id, now)
-    text = "[Session] A new session started; the earlier messages are not shown (memories, tasks and " \
-           "files are kept). "
-    text += (f"Last session's work: {_subjects_text(worked)}. " if worked
-             else "No quiz or exercise in the last session. ")
+    head = "[Session] A new session; earlier messages not shown (memories, tasks and files kept). "
     if due:
-        text += (f"{due} quiz question{'s' if due > 1 else ''} due for review: offer once that the "
-                 "student sends REVISION (REVIEW in English) to practise them.")
+        tail = (f"{due} quiz question{'s' if due > 1 else ''} due for review: offer once to send "
+                "REVISION (REVIEW) to practise them.")
     else:
-        text += "No question due for review."
-    encoded = text.encode()
-    if len(encoded) <= NOTE_MAX_BYTES:
-        return text
-    return encoded[:NOTE_MAX_BYTES - 3].decode(errors="ignore") + "…"  # "…" is 3 bytes
+        tail = "No question due for review."
+    if not worked:
+        return f"{head}No quiz or exercise in the last session. {tail}"
+    room = NOTE_MAX_BYTES - len(f"{head}Last session's work: . {tail}".encode())
+    work = _subjects_text(worked)
+    if len(work.encode()) > room:
+        work = work.encode()[:room - 3].decode(errors="ignore") + "…"  # "…" is 3 bytes
+    return f"{head}Last session's work: {work}. {tail}"
 
 
 async def start_session(db: AsyncSession, user_id: int, now: datetime) -> Conversation:
