@@ -128,6 +128,7 @@ async def test_nouveau_opens_a_session_at_once_with_the_note(harness: Any) -> No
     await ask_quiz(h)
     [text] = await say(h, STUDENT, "NOUVEAU")
     assert text.startswith("Nouvelle conversation")
+    h.clock.advance(seconds=IDLE_S + 1)  # a session no message reached yet is not ended again
     h.llm.push_text("De quoi parlons-nous ?")
     await say(h, STUDENT, "Salut")
     request = h.llm.requests[-1]

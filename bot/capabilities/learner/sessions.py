@@ -28,8 +28,11 @@ _LABEL_CHARS = 30
 
 
 def is_idle(conversation: Conversation, now: datetime, idle_s: int) -> bool:
-    """True once the user has been silent for `idle_s` in this conversation (its creation counts
-    as the last message until one arrives: conversations from before sessions end too)."""
+    """True once the user has been silent for `idle_s` in this conversation. One that no message
+    reached yet (just opened by NOUVEAU) is kept, its note with it; one from before sessions has
+    no last message noted, so its creation counts."""
+    if conversation.last_user_message_at is None and not conversation.user_message_count:
+        return False
     last = conversation.last_user_message_at or conversation.created_at
     return last is not None and now - last >= timedelta(seconds=idle_s)
 
