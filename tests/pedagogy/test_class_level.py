@@ -48,6 +48,14 @@ async def test_a_new_student_is_asked_once_and_the_level_reaches_the_prompt(harn
     assert len(h.llm.requests) == 2 and await level_of(h) == ("4e", True)
 
 
+async def test_a_student_the_operator_enrolled_is_asked_with_the_welcome(harness: Any) -> None:
+    h = harness
+    await h.make_user(STUDENT, mode="child", onboarding_step="new")
+    [welcome] = await say(h, STUDENT, "Bonjour")
+    assert "Ton compte est prêt" in welcome and MENU_LINES in welcome
+    assert "classe 6e" in (await say(h, STUDENT, "6ème"))[0] and await level_of(h) == ("6e", True)
+
+
 async def test_skipping_the_menu_goes_to_the_tutor_and_it_is_never_asked_again(harness: Any) -> None:
     h = harness
     await new_student(h)
