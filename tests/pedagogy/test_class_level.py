@@ -4,6 +4,7 @@ changed with CLASSE / LEVEL, set by the operator with `python -m bot users set-l
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -61,6 +62,8 @@ async def test_skipping_the_menu_goes_to_the_tutor_and_it_is_never_asked_again(h
     await new_student(h)
     h.llm.push_text("Pas de souci.")
     assert await say(h, STUDENT, "je ne sais pas") == ["Pas de souci."]
+    assert "[Class] The student was just sent the class menu" in json.dumps(h.llm.requests[-1]["messages"],
+                                                                          ensure_ascii=False)
     h.llm.push_text("Trois quoi ?")
     assert await say(h, STUDENT, "3") == ["Trois quoi ?"]  # the menu was dropped
     assert await level_of(h) == (None, True)

@@ -15,7 +15,7 @@ from unidecode import unidecode
 
 from bot.capabilities.menus import set_menu
 from bot.services import Services
-from bot.storage.models import User
+from bot.storage.models import Message, User
 
 LEVELS = ("CP1", "CP2", "CE1", "CE2", "CM1", "CM2", "6e", "5e", "4e", "3e", "2nde", "1re", "Tle",
           "Université", "Autre")
@@ -72,4 +72,9 @@ async def offer_level_menu(services: Services, db: AsyncSession, user: User, con
     user.level_asked_at = now
     await set_menu(services, conversation_id, LEVEL_MENU_KIND, {"levels": list(LEVELS)},
                    services.settings.learning.session_idle_s, db=db)
+    # The tutor does not see the bot's own replies: without this, « je ne sais pas » would reach it
+    # out of the blue.
+    db.add(Message(conversation_id=conversation_id, role="note", created_at=now, content=(
+        "[Class] The student was just sent the class menu (CP1 … Tle, Université, Autre); a number "
+        "answers it without you. Not knowing or skipping it is fine; CLASSE (LEVEL) changes it later.")))
     return menu_text(user.language or "fr")
