@@ -241,144 +241,9 @@ async def _wait_done(services: Any, row_id: int) -> None:
         await asyncio.sleep(0.05)
 
 
-# --- users: the operator's console -------------------------------------------------------------
-
-
 def _usage_error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
-
-
-def _no_user(number: str, hint: str = "") -> int:
-    print(f"error: no user with the number {number}{hint}", file=sys.stderr)
-    return 1
-
-
-async def _users(settings: Settings, args: argparse.Namespace) -> int:
-    """`users …`: every argument is checked before the database is touched (exit 2, nothing changed)."""
-    from bot.capabilities import operator_credit
-    from bot.capabilities.accounts import AccountError
-    from bot.channel.inbound import normalise_phone
-    from bot.services import build_services
-
-    number = normalise_phone(args.phone)
-    if number is None:
-        return _usage_error(f"{args.phone!r} is not a phone number with its country code "
-                            "(e.g. +2250700000001)")
-    if args.users_command == "credit":
-        if args.amount == 0:
-            return _usage_error("N must be a whole number other than 0 (negative takes credits back)")
-        if args.reason is not None and not 0 < len(operator_credit.clean_note(args.reason) or "") <= 200:
-            return _usage_error("--reason must be 1 to 200 characters (control characters do not count)")
-    command = {"set-mode": _users_set_mode, "credit": _users_credit, "show": _users_show,
-               "export": _users_export, "forget": _users_forget}[args.users_command]
-    services = await build_services(settings)
-    try:
-        return await command(services, number, args)
-    except AccountError as exc:
-        return _usage_error(str(exc))
-    finally:
-        await services.close()
-
-
-async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) -> int:
-    from sqlalchemy.exc import IntegrityError
-
-    from bot.capabilities import accounts
-
-    for attempt in range(2):
-        try:
-            async with services.sessions() as db:
-                user, created, granted = await accounts.enrol(
-                    db, number, args.mode, services.settings.signup_credits, services.clock())
-                await db.commit()
-            break
-        except IntegrityError:
-            if attempt:  # the number was created by its own first message at that very moment
-                raise
-    what = [f"{number}: mode {user.mode}, role {user.role or '-'}"]
-    if created:
-        what.append("new user, ready to use")
-    if granted is not None:
-        what.append(f"signup credits +{services.settings.signup_credits}")
-    what.append(f"balance {granted if granted is not None else user.credit_balance}")
-    print("; ".join(what))
-    return 0
-
-
-async def _users_credit(services: Any, number: str, args: argparse.Namespace) -> int:
-    from bot.capabilities import accounts, operator_credit
-
-    async with services.sessions() as db:
-        user = await accounts.find_user(db, number)
-        if user is None:
-            return _no_user(number, " (enrol it first: users set-mode PHONE guest|child|pro)")
-        applied, balance = await operator_credit.credit(db, user, args.amount, args.reason)
-        await db.commit()
-    if applied == 0:
-        print("warning: nothing taken back: the balance is already 0 (it never goes below 0)",
-              file=sys.stderr)
-    elif applied != args.amount:
-        print(f"warning: only {-applied} of the {-args.amount} credits were taken back: a balance never "
-              "goes below 0", file=sys.stderr)
-    print(f"{number}: {applied:+d} credit{'s' if abs(applied) != 1 else ''}; balance {balance}")
-    return 0
-
-
-async def _users_show(services: Any, number: str, args: argparse.Namespace) -> int:
-    import json
-
-    from bot.capabilities import accounts
-
-    async with services.sessions() as db:
-        user = await accounts.find_user(db, number)
-        if user is None:
-            return _no_user(number)
-        info = await accounts.describe(db, user)
-    print(json.dumps(info, ensure_ascii=False, indent=2, default=str) if args.json
-          else accounts.describe_text(info))
-    return 0
-
-
-async def _users_export(services: Any, number: str, args: argparse.Namespace) -> int:
-    import json
-
-    from bot.capabilities import accounts
-
-    async with services.sessions() as db:
-        user = await accounts.find_user(db, number)
-        if user is None:
-            return _no_user(number)
-        document = await accounts.export(db, user, services.clock())
-    sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2, default=str) + "\n")
-    return 0
-
-
-async def _users_forget(services: Any, number: str, args: argparse.Namespace) -> int:
-    from bot.capabilities import accounts
-
-    try:
-        report = await accounts.forget_number(services, number)
-    except accounts.AccountBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if not report.anything:
-        return _no_user(number, "; nothing kept about it")
-    deleted = ", ".join(f"{n} {name}" for name, n in sorted(report.deleted.items()) if n) or "no rows"
-    who = f"user {report.user_id}" if report.user_id is not None else "no user, only records of the number"
-    print(f"{number}: erased ({who}): {deleted}; {report.files_deleted} stored file(s) deleted")
-    redacted = ", ".join(f"{n} {table}" for table, n in sorted(report.redacted.items()) if n)
-    if redacted:
-        print(f"  number removed from other people's records: {redacted}")
-    if report.kept:
-        print("  kept for accounting, now on anonymous placeholder user "
-              f"{report.placeholder_id}: " + ", ".join(f"{n} {k}" for k, n in report.kept.items())
-              + (f"; {report.written_off} unused credits written off" if report.written_off else ""))
-    if report.files_left:
-        print(f"error: {len(report.files_left)} stored file(s) could not be deleted: "
-              + ", ".join(report.files_left), file=sys.stderr)
-        return 1
-    return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -407,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     spool = sub.add_parser("spool", help="the inbound spool (DATA_DIR/spool)")
     spool.add_subparsers(dest="spool_command", required=True).add_parser(
         "retry", help="store the entries set aside in dead.jsonl; exit 1 if some stay")
-    users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget")
+    users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget, class")
     users_sub = users.add_subparsers(dest="users_command", required=True)
     set_mode = users_sub.add_parser("set-mode", help="enrol a number (ready to use) or change its mode")
     set_mode.add_argument("phone", help="with its country code, e.g. +2250700000001")
@@ -423,6 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("phone")
     forget = users_sub.add_parser("forget", help="erase the person (the anonymised ledger stays)")
     forget.add_argument("phone")
+    set_level = users_sub.add_parser("set-level", help="the student's class (CP1 … Tle, Université, Autre)")
+    set_level.add_argument("phone")
+    set_level.add_argument("level", help="e.g. 4e, CM2, Tle (as CLASSE 4e)")
     return parser
 
 
@@ -480,5 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings()
         # Only problems on stderr: stdout may be a JSON document (show --json, export).
         logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
-        return asyncio.run(_users(settings, args))
+        from bot.capabilities.operator_console import users
+
+        return asyncio.run(users(settings, args))
     return 0

@@ -21,6 +21,7 @@ def chain() -> list[Handler]:
         credits_choice,
         email_commands,
         job_commands,
+        level,
         memory_commands,
         onboarding,
         optout,
@@ -28,6 +29,7 @@ def chain() -> list[Handler]:
         progress,
         quiz_answer,
         review,
+        session_start,
         task_commands,
         turn,
         voice_commands,
@@ -44,6 +46,7 @@ def chain() -> list[Handler]:
         parents.handle,
         quiz_answer.handle,
         credits_choice.handle,
+        level.handle,  # CLASSE / LEVEL and the pending class menu
         # STATUT / ANNULER answer from the database at once, whatever else is going on.
         job_commands.handle,
         commands.handle,
@@ -54,6 +57,7 @@ def chain() -> list[Handler]:
         email_commands.handle,
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
+        session_start.handle,  # a session's first message: the answer, then the offers
         turn.handle,
     ]
 

@@ -1,10 +1,9 @@
-"""One-word commands: MENU (every command), NOUVEAU/NEW (a fresh conversation), CREDITS, LANGUE/LANGUAGE."""
+"""One-word commands: MENU (every command), NOUVEAU/NEW (a new session at once), CREDITS, LANGUE."""
 
 from __future__ import annotations
 
-from sqlalchemy import update
-
 from bot.capabilities import credits, menus
+from bot.capabilities.learner import start_session
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.storage.models import Conversation
@@ -54,6 +53,9 @@ def command_list(msg: Incoming, head: str) -> str:
     no `_` or single `*` that WhatsApp would turn into italics."""
     guest = is_guest(msg)
     lines = [head, profile_line(msg)] if guest else [head]
+    if msg.user.role == "student" and not guest:  # a guest's list has no room for it on SMS
+        lines.append(msg.t("REVISION : revoir tes erreurs ; CLASSE : ta classe",
+                           "REVIEW: go over past mistakes; LEVEL: your class"))
     lines.append(COMMANDS["en" if msg.lang == "en" else "fr"])
     if msg.user.role == "parent" and not guest:  # a guest's list has the profile line instead
         lines.append(msg.t("ENFANTS : progrès de ton enfant", "CHILDREN: your child's progress"))
@@ -82,15 +84,10 @@ async def show_commands(msg: Incoming, text: str) -> None:
 
 
 async def new_conversation(msg: Incoming) -> Conversation:
-    """Closes the active conversation and opens a fresh one (history starts again)."""
+    """Closes the active conversation and opens a fresh session at once (history starts again,
+    with the note carried over from the one closed: bot.capabilities.learner.sessions)."""
     old = msg.conversation
-    await msg.db.execute(
-        update(Conversation).where(Conversation.user_id == msg.user.id, Conversation.active.is_(True))
-        .values(active=False)
-    )
-    fresh = Conversation(user_id=msg.user.id, active=True, created_at=msg.services.clock())
-    msg.db.add(fresh)
-    await msg.db.flush()
+    fresh = await start_session(msg.db, msg.user.id, msg.services.clock())
     await menus.clear_menu(msg.services, old.id, db=msg.db)
     msg.conversation = fresh
     return fresh

@@ -16,15 +16,18 @@ guest chat (text only, no tools). The choice sets the mode:
   summaries) recognise them;
 - 3 Professionnel: role "pro", mode "pro" (all 24 tools).
 The signup credits are granted once, when the profile is chosen (the ledger's ref makes it so).
+A student is then asked their class once, as a numbered menu (handlers/level.py answers it; any
+other message skips it), as is a student the operator enrolled, after their welcome.
 """
 
 from __future__ import annotations
 
 import re
 
-from bot.capabilities import credits
+from bot.capabilities import credits, learner
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
+from bot.storage.models import User
 from handlers import turn
 
 PROFILES = {
@@ -120,10 +123,28 @@ async def first_contact(msg: Incoming) -> bool:
     question = not nothing_to_answer(msg)
     if question:
         await turn.handle(msg)
-    await msg.reply(await enrolled_welcome(msg) if enrolled else welcome(msg, answered=question))
+    text = await enrolled_welcome(msg) if enrolled else welcome(msg, answered=question)
+    level_menu = await level_question(msg) if enrolled else None
+    await msg.reply(f"{text}\n\n{level_menu}" if level_menu else text)
     user.onboarding_step = None if enrolled else "profile"
     await msg.db.flush()
     return True
+
+
+def needs_level(user: User) -> bool:
+    """A student whose class is not known and was never asked."""
+    return user.role == "student" and not user.school_level and user.level_asked_at is None
+
+
+async def level_question(msg: Incoming) -> str | None:
+    """The class menu, made the pending menu, for a student whose class is not known and was never
+    asked (None otherwise); committed, so that the reply carrying it can go."""
+    if not needs_level(msg.user):
+        return None
+    menu = await learner.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
+                                          msg.services.clock())
+    await msg.db.commit()
+    return menu
 
 
 async def choose_profile(msg: Incoming, role: str, mode: str) -> None:
@@ -132,7 +153,9 @@ async def choose_profile(msg: Incoming, role: str, mode: str) -> None:
     await msg.db.flush()
     granted = await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
                                   ref=f"signup:{user.id}")
-    await msg.reply(confirmation(msg, role, granted and msg.services.settings.signup_credits))
+    text = confirmation(msg, role, granted and msg.services.settings.signup_credits)
+    level_menu = await level_question(msg)
+    await msg.reply(f"{text}\n\n{level_menu}" if level_menu else text)
 
 
 async def handle(msg: Incoming) -> bool:

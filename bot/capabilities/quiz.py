@@ -196,8 +196,11 @@ async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int
             "quiz refused: never on the conversation's first message. Answer the student first; "
             "a quiz can come later in the conversation."
         )
+    idle_h = f"{services.settings.learning.session_idle_s / 3600:g}"
     raise QuizError(
-        f"quiz refused: this conversation already had {MAX_QUIZZES_PER_CONVERSATION} quizzes, the maximum. "
+        f"quiz refused: this session already had {MAX_QUIZZES_PER_CONVERSATION} quizzes, the maximum per "
+        "session (a session stays a short lesson, not a stream of quizzes). A new session starts after "
+        f"{idle_h} h without a message from the student, or at once when they send NOUVEAU (NEW). "
         "Continue without a quiz (ask a question in plain text if useful)."
     )
 

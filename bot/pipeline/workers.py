@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import exists, or_, select, update
 
 from bot import logs, metrics
+from bot.capabilities.learner import current_session
 from bot.channel.context import Incoming
 from bot.channel.outbound import SendKeys, inbound_outcome, run_outbox, send_to_user, sending
 from bot.clock import system_now
@@ -59,18 +60,10 @@ INTERRUPTED = (
 BUSY = -1  # _claim_next: the user's current message is still leased to a live worker
 
 
-async def active_conversation(db: Any, user: User, now: Any) -> Conversation:
-    conv = await db.scalar(
-        select(Conversation)
-        .where(Conversation.user_id == user.id, Conversation.active.is_(True))
-        .order_by(Conversation.id.desc())
-        .limit(1)
-    )
-    if conv is None:
-        conv = Conversation(user_id=user.id, active=True, created_at=now)
-        db.add(conv)
-        await db.flush()
-    return conv
+async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
+    """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
+    (bot.capabilities.learner.sessions), which starts with the carried-over note."""
+    return await current_session(db, user.id, now, idle_s)
 
 
 class Pipeline:
@@ -424,10 +417,11 @@ class _Messages:
         user = await db.get(User, row.user_id)
         assert user is not None
         now = services.clock()
-        conv = await active_conversation(db, user, now)
+        arrived = row.created_at or now
+        conv = await active_conversation(db, user, arrived, services.settings.learning.session_idle_s)
         logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
         conv.user_message_count = (conv.user_message_count or 0) + 1
-        arrived = row.created_at or now
+        conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)
         user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)
         if row.channel == "whatsapp":
             user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)

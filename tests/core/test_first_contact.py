@@ -236,8 +236,8 @@ async def test_every_listed_command_is_answered_by_a_command_not_the_model(harne
             commands += [w.strip() for w in head.split(",")]
         else:
             commands.append(" ".join(w for w in head.split() if w.isupper()))
-    assert commands == ["PROGRES", "TACHES", "MEMOIRE", "CREDITS", "ACHETER", "NOUVEAU", "LANGUE EN", "EMAIL",
-                        "PARENT", "SUPPRIMER", "STOP"]
+    assert commands == ["CLASSE", "PROGRES", "TACHES", "MEMOIRE", "CREDITS", "ACHETER", "NOUVEAU",
+                        "LANGUE EN", "EMAIL", "PARENT", "SUPPRIMER", "STOP"]
     follow_up = {"LANGUE EN": "LANGUE FR", "SUPPRIMER": "NON"}
     for command in commands:
         answer = await say(h, command)

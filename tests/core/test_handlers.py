@@ -124,9 +124,10 @@ async def test_onboarding_of_a_new_number(harness: Harness) -> None:
     assert user is not None
     assert (user.mode, user.role, user.onboarding_step) == ("child", "student", None)
     assert user.credit_balance == h.settings.signup_credits
-    # A second "1" is no longer a profile choice; the credits are given once.
-    h.llm.push_text("Un quoi ?")
-    await say(h, "1")
+    # A second "1" is no longer a profile choice (it answers the class menu shown with the
+    # confirmation); the credits are given once.
+    assert "Tu es en quelle classe" in done
+    assert "classe CP1" in (await say(h, "1"))[0]
     async with h.services.sessions() as db:
         entries = (await db.scalars(select(CreditEntry).where(CreditEntry.reason == "signup"))).all()
     assert len(entries) == 1

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.capabilities import library
 from bot.cli import registered_jobs
@@ -87,6 +87,9 @@ async def test_old_rows_and_bytes_go_recent_ones_stay_and_the_conversation_goes_
     async with h.services.sessions() as db:
         db.add(Message(conversation_id=conversation_id, role="tool", tool_call_id="call_old",
                        content='{"files": []}', created_at=h.clock()))
+        # « message recent » is the user's: the session is still open (no new one after SESSION_IDLE_S).
+        await db.execute(update(Conversation).where(Conversation.id == conversation_id)
+                         .values(last_user_message_at=h.clock()))
         await db.commit()
     await h.run_jobs("retention_purge")
 

@@ -1,8 +1,16 @@
-"""What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT)
-and when each quiz item comes back (FSRS); recording checked answers and review rounds; what is known
-of a learner, read back (progress, the prompt's learner block) and the practice nudges."""
+"""What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT),
+when each quiz item comes back (FSRS), the class level and the sessions; recording checked answers and
+review rounds; what is known of a learner, read back (progress, the prompt's learner block) and the
+practice nudges."""
 
 from bot.capabilities.learner.items import due_count, due_items, recently_missed
+from bot.capabilities.learner.levels import (
+    LEVEL_MENU_KIND,
+    LEVELS,
+    level_by_number,
+    offer_level_menu,
+    parse_level,
+)
 from bot.capabilities.learner.mastery import bkt_update, is_mastered, record_checked_answer
 from bot.capabilities.learner.nudges import nudge_jobs, send_review_nudges
 from bot.capabilities.learner.profile import (
@@ -37,6 +45,7 @@ from bot.capabilities.learner.rounds import (
     round_intro,
     score_line,
 )
+from bot.capabilities.learner.sessions import carried_note, current_session, start_session
 from bot.capabilities.learner.subjects import (
     OTHER,
     SUBJECTS,
@@ -47,6 +56,8 @@ from bot.capabilities.learner.subjects import (
 )
 
 __all__ = [
+    "LEVELS",
+    "LEVEL_MENU_KIND",
     "OTHER",
     "REVIEW_KIND",
     "ROUND_SIZE",
@@ -56,7 +67,9 @@ __all__ = [
     "SkillView",
     "bkt_update",
     "canonical_subject",
+    "carried_note",
     "conversation_subject",
+    "current_session",
     "due_count",
     "due_items",
     "find_item",
@@ -67,9 +80,12 @@ __all__ = [
     "known_subject",
     "learner_block",
     "learner_view",
+    "level_by_number",
     "new_round",
     "next_review",
     "nudge_jobs",
+    "offer_level_menu",
+    "parse_level",
     "pick_items",
     "recall_probability",
     "recently_missed",
@@ -85,6 +101,7 @@ __all__ = [
     "skill_label",
     "skill_of",
     "skill_views",
+    "start_session",
     "subject_for",
     "subject_name",
     "to_work_on",

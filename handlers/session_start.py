@@ -1,0 +1,29 @@
+"""The first message of a session (bot.capabilities.learner.sessions) when questions are due for
+review: answered by the agent turn as any other, then one line after the answer offers them
+(« 2 questions à revoir — écris REVISION »). After the answer, because the answer is what the person
+asked for, and only on the session's first message, so it is offered once a session and never in the
+middle of a lesson. The carried-over note tells the model the same.
+"""
+
+from __future__ import annotations
+
+from bot.capabilities import learner
+from bot.channel.context import Incoming
+from handlers import turn
+
+
+def review_offer(msg: Incoming, due: int) -> str:
+    line = msg.t(f"{due} question{'s' if due > 1 else ''} à revoir — écris REVISION",
+                 f"{due} question{'s' if due > 1 else ''} to review — send REVIEW")
+    return line if msg.channel == "sms" else f"📝 {line}"
+
+
+async def handle(msg: Incoming) -> bool:
+    if msg.conversation.user_message_count != 1 or (msg.user.mode or "guest") == "guest":
+        return False
+    due = await learner.due_count(msg.db, msg.user.id, msg.services.clock())
+    if not due:
+        return False
+    await turn.handle(msg)
+    await msg.reply(review_offer(msg, due))
+    return True
