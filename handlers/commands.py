@@ -54,8 +54,7 @@ def command_list(msg: Incoming, head: str) -> str:
     guest = is_guest(msg)
     lines = [head, profile_line(msg)] if guest else [head]
     if msg.user.role == "student" and not guest:  # a guest's list has no room for it on SMS
-        lines.append(msg.t("REVISION : revoir tes erreurs ; CLASSE : ta classe",
-                           "REVIEW: go over past mistakes; LEVEL: your class"))
+        lines.append(msg.t("REVISION, CLASSE : réviser, ta classe", "REVIEW, LEVEL: review, your class"))
     lines.append(COMMANDS["en" if msg.lang == "en" else "fr"])
     if msg.user.role == "parent" and not guest:  # a guest's list has the profile line instead
         lines.append(msg.t("ENFANTS : progrès de ton enfant", "CHILDREN: your child's progress"))

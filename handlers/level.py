@@ -68,6 +68,9 @@ async def _menu_answer(msg: Incoming) -> bool:
                               f"Reply with a number from 1 to {count}, or ask your question."))
         return True
     await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
+    # Committed now: a later handler's get_menu would otherwise find the row this transaction is
+    # deleting and put the menu back in the shared state.
+    await msg.db.commit()
     return False
 
 

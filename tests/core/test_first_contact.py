@@ -236,7 +236,7 @@ async def test_every_listed_command_is_answered_by_a_command_not_the_model(harne
             commands += [w.strip() for w in head.split(",")]
         else:
             commands.append(" ".join(w for w in head.split() if w.isupper()))
-    assert commands == ["CLASSE", "PROGRES", "TACHES", "MEMOIRE", "CREDITS", "ACHETER", "NOUVEAU",
+    assert commands == ["REVISION", "CLASSE", "PROGRES", "TACHES", "MEMOIRE", "CREDITS", "ACHETER", "NOUVEAU",
                         "LANGUE EN", "EMAIL", "PARENT", "SUPPRIMER", "STOP"]
     follow_up = {"LANGUE EN": "LANGUE FR", "SUPPRIMER": "NON"}
     for command in commands:

@@ -43,7 +43,7 @@ async def test_a_new_student_is_asked_once_and_the_level_reaches_the_prompt(harn
     assert h.llm.requests == []  # the menu is answered without the model
     h.llm.push_text("Allons-y.")
     await say(h, STUDENT, "Aide-moi en maths")
-    assert "Classe / niveau : 4e" in h.llm.requests[-1]["messages"][0]["content"]
+    assert "Classe : 4e" in json.dumps(h.llm.requests[-1]["messages"], ensure_ascii=False)
     # Answered: a number is an ordinary message again.
     await say(h, STUDENT, "3")
     assert len(h.llm.requests) == 2 and await level_of(h) == ("4e", True)
@@ -111,11 +111,12 @@ async def test_classe_shows_changes_and_refuses_an_unknown_level(harness: Any, l
     assert await say(h, STUDENT, "Classe grammaticale de « maison » ?") == ["Un nom commun."]
 
 
-async def test_menu_lists_classe_for_a_student(harness: Any) -> None:
+async def test_menu_lists_classe_and_revision_for_a_student(harness: Any) -> None:
     h = harness
     await h.make_user(STUDENT, mode="child")
     [menu] = await say(h, STUDENT, "MENU", "sms")
-    assert "CLASSE : ta classe (CLASSE 4e)" in menu and formatting.sms_segments(menu)[1] <= 2
+    assert "REVISION, CLASSE : réviser, ta classe" in menu
+    assert formatting.sms_segments(menu)[1] <= 2
 
 
 async def users(h: Any, *args: str) -> tuple[int, str, str]:

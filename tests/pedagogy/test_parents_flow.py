@@ -112,7 +112,7 @@ async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
     assert sum(sent) == 1
     summary = (await h.texts_to(PARENT))[-1]
     assert "Awa a répondu à 1 question, 100 % justes" in summary
-    assert "Mathématiques 1/1" in summary
+    assert "Maths 1/1" in summary
     # What STOP stops, exactly as handlers/optout.py does it, and how to come back.
     assert "STOP pour ne plus recevoir aucun message de Deblo" in summary
     assert "START pour reprendre" in summary
