@@ -1,4 +1,5 @@
-"""STATUT / STATUS: where the user's background job is; ANNULER / CANCEL: stop it.
+"""STATUT / STATUS: where the user's background job is (or, for a day after, how the last one
+ended: its status, files and link); ANNULER / CANCEL: stop it.
 
 Both answer at once from the database, without the model: a long job runs in the background and
 these are how the user follows or stops it from the chat. The whole message must be the word
@@ -9,15 +10,21 @@ request for the model, not a command.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from bot.capabilities import jobs
+from bot.capabilities.job_page import job_files
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.links import job_page_url
+from bot.storage.models import GenerationJob
 
 # Both words in both languages: « status » is what many French speakers type too.
 STATUS_WORDS = frozenset({"STATUT", "STATUS"})
 CANCEL_WORDS = frozenset({"ANNULER", "CANCEL"})
+# How long STATUT still shows a job that ended, when nothing runs: long enough to find its files
+# again the next day, not so long that an old job hides that nothing is going on.
+LAST_JOB_SHOWN = timedelta(days=1)
 
 
 def command_word(text: str) -> str:
@@ -41,14 +48,20 @@ def _others_line(msg: Incoming, others: int) -> str:
                  f"➕ {others} more waiting.")
 
 
+async def _file_names(msg: Incoming, job: GenerationJob) -> list[str]:
+    ids = [i for i in job.result_files or [] if isinstance(i, int)]
+    return [row.name for row in await job_files(msg.services, job, ids)]
+
+
 async def _status(msg: Incoming) -> None:
+    now = msg.services.clock()
     active = await jobs.active_jobs(msg.db, msg.user.id)
-    if not active:
+    job = active[0] if active else await jobs.last_ended_job(msg.db, msg.user.id, now - LAST_JOB_SHOWN)
+    if job is None:
         await msg.reply(msg.t("Aucun travail en cours.", "No work in progress."))
         return
-    job = active[0]
-    text = jobs.status_text(job, await jobs.events(msg.db, job.id), msg.lang, msg.services.clock(),
-                            job_page_url(msg.services.settings, job.id))
+    text = jobs.status_text(job, await jobs.events(msg.db, job.id), msg.lang, now,
+                            job_page_url(msg.services.settings, job.id), await _file_names(msg, job))
     if len(active) > 1:
         text += "\n" + _others_line(msg, len(active) - 1)
     await msg.reply(text)

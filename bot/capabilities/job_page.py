@@ -2,10 +2,10 @@
 GET /jobs/{id}/events?sig=… (server-sent events, bot.capabilities.job_stream, whose ROUTES
 bot/cli.py mounts).
 
-The link (bot.channel.links.job_page_url) is sent with STATUT and the long-work note; its `sig`
-opens that one job until it expires. The page is rendered whole on the server (it also works with
-script off, refreshing itself), then a few lines of inline script follow the event stream and grow
-the timeline in place (bot.capabilities.job_stream serves the stream).
+The link (bot.channel.links.job_page_url) is sent with STATUT, the long-work note and the job's
+answer; its `sig` opens that one job until it expires. The page is rendered whole on the server
+(it also works with script off, refreshing itself), then a few lines of inline script follow the
+event stream and grow the timeline in place (bot.capabilities.job_stream serves the stream).
 
 Everything from the user or the model is escaped; the script only sets `textContent`. The CSP
 allows this page's own inline style and script (a nonce per response) and the stream, nothing else.

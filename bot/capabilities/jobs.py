@@ -28,6 +28,9 @@ from bot.storage.state import is_unavailable
 log = logging.getLogger(__name__)
 
 QUEUED, RUNNING, COMPLETED, FAILED, CANCELLED = "queued", "running", "completed", "failed", "cancelled"
+# The row of a turn told it goes to the background while its tool still runs: it exists so that
+# the ⏳ note can carry the page's link; promotion makes it queued. Neither active nor ended.
+STARTING = "starting"
 ACTIVE = (QUEUED, RUNNING)
 ENDED = (COMPLETED, FAILED, CANCELLED)
 
@@ -41,10 +44,11 @@ def progress_channel(job_id: int) -> str:
 
 async def create_job(db: AsyncSession, *, user_id: int, conversation_id: int, inbound_id: int | None,
                      channel: str, request: str, state: dict[str, Any] | None,
-                     deadline_at: datetime | None, created_at: datetime | None = None) -> GenerationJob:
-    """A queued job; added and flushed (it has its id), the caller commits."""
+                     deadline_at: datetime | None, created_at: datetime | None = None,
+                     status: str = QUEUED) -> GenerationJob:
+    """A queued job (or STARTING); added and flushed (it has its id), the caller commits."""
     job = GenerationJob(user_id=user_id, conversation_id=conversation_id, inbound_id=inbound_id,
-                        channel=channel, request=request, status=QUEUED, state=state,
+                        channel=channel, request=request, status=status, state=state,
                         deadline_at=deadline_at, cancel_requested=False, attempts=0)
     if created_at is not None:
         job.created_at = created_at
@@ -66,6 +70,15 @@ async def active_job(db: AsyncSession, user_id: int) -> GenerationJob | None:
     """The job STATUT and ANNULER are about: the running one, else the oldest queued."""
     jobs = await active_jobs(db, user_id)
     return jobs[0] if jobs else None
+
+
+async def last_ended_job(db: AsyncSession, user_id: int, since: datetime) -> GenerationJob | None:
+    """The user's job that ended last, if it ended after `since`: what STATUT shows once idle."""
+    query = (select(GenerationJob)
+             .where(GenerationJob.user_id == user_id, GenerationJob.status.in_(ENDED),
+                    GenerationJob.finished_at >= since)
+             .order_by(GenerationJob.finished_at.desc(), GenerationJob.id.desc()).limit(1))
+    return (await db.scalars(query)).first()
 
 
 async def user_jobs_ahead(db: AsyncSession, job: GenerationJob) -> int:
@@ -277,10 +290,18 @@ def _elapsed_line(job: GenerationJob, now: datetime, lang: str) -> str:
     return f"⏱️ Running for {spent}" if en else f"⏱️ Depuis {spent}"
 
 
-def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now: datetime, link: str) -> str:
+def live_line(link: str, lang: str) -> str:
+    """The line that carries a job's page link, in STATUT, the ⏳ note and the job's answer."""
+    return f"🔗 Live: {link}" if lang == "en" else f"🔗 En direct : {link}"
+
+
+def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now: datetime, link: str,
+                files: Sequence[str] = ()) -> str:
     """The STATUT answer, for a phone screen or an SMS: where the job is, the steps done with
-    their durations, the time spent, and the live page's link. Each thing said once."""
+    their durations, the time spent, the files made, and the live page's link. Each thing said once."""
     steps, current = _steps(events, lang)
     lines = [*_head(job, current, lang), *_step_lines(steps, lang), _elapsed_line(job, now, lang)]
-    lines.append(f"🔗 Live: {link}" if lang == "en" else f"🔗 En direct : {link}")
+    if files:
+        lines.append(("📎 Files: " if lang == "en" else "📎 Fichiers : ") + ", ".join(files))
+    lines.append(live_line(link, lang))
     return "\n".join(lines)

@@ -114,7 +114,7 @@ def job_signature(settings: Settings, job_id: int, *, now: float | None = None,
 
 
 def job_page_url(settings: Settings, job_id: int, *, now: float | None = None) -> str:
-    """The public link to a job's live progress page, sent with STATUT and the long-work note."""
+    """The public link to a job's live progress page, sent with STATUT, the long-work note and the answer."""
     return f"{settings.public_base_url}/jobs/{job_id}?sig={job_signature(settings, job_id, now=now)}"
 
 

@@ -147,9 +147,11 @@ async def purge(services: Services, now: datetime) -> PurgeReport:
     report.deleted["outbound_messages"] = await _delete_old(services, OutboundMessage, cutoff)
     report.deleted["tool_effects"] = await _delete_old(services, ToolEffect, cutoff)
     report.deleted["job_events"] = await _delete_old(services, JobEvent, cutoff)
-    # A job still running is left alone, however old (it ends within AGENT_BACKGROUND_TIMEOUT_S).
+    # A job still running is left alone, however old (it ends within AGENT_BACKGROUND_TIMEOUT_S);
+    # a "starting" row that old is one whose turn died before promoting it.
     report.deleted["generation_jobs"] = await _delete_old(
-        services, GenerationJob, cutoff, GenerationJob.status.in_(("completed", "failed", "cancelled")))
+        services, GenerationJob, cutoff,
+        GenerationJob.status.in_(("completed", "failed", "cancelled", "starting")))
     if report.total or report.files_left:
         log.info("retention purge", extra={"cutoff": cutoff.isoformat(), **report.deleted,
                                            "files_left": len(report.files_left)})

@@ -248,6 +248,8 @@ async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]])
     _count_messages(msg, side)
     if outcome.exit_reason == PROMOTED and outcome.state is not None:
         await promote.promote(msg, outcome.state)
+    else:
+        await promote.drop_reserved(msg)
     return outcome
 
 

@@ -35,7 +35,7 @@ from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
 from handlers.turn import drive
-from handlers.turn.promote import in_language
+from handlers.turn.promote import in_language, with_link
 
 __all__ = ["run_job"]
 
@@ -277,7 +277,9 @@ async def _end(services: Services, job: GenerationJob, user: User, conversation:
     async with services.sessions() as db:
         if await db.get(GenerationJob, job.id) is None:
             return  # erased meanwhile: nothing is sent to a person who asked to be forgotten
-    sent = await _say(services, job, user, answer, "final")
+    # The answer carries the page's link: the files and steps stay findable there.
+    text = with_link(services, answer, job.id, user.language or "fr") if answer.strip() else answer
+    sent = await _say(services, job, user, text, "final")
     async with services.sessions() as db:
         await history.save(db, conversation.id, [{"role": "assistant", "content": answer}], job.inbound_id)
         await db.commit()

@@ -6,6 +6,10 @@ step; `promote` saves its `TurnState` in a `GenerationJob`, tells the user once,
 for a job worker (handlers/turn/job.py). A pro user who asks for it (« en arrière-plan ») is
 promoted before the first step. A tool still running when the budget passes is not cut: the user is
 told at once (`tell_long_work`), and the turn moves to the background before its next step.
+
+The note carries the link to the job's live page. When it goes while a tool still works, the job's
+row is made then (`jobs.STARTING`, which no worker runs) so that the link exists, and promotion
+fills it; a turn that ends without promotion drops it (`drop_reserved`).
 """
 
 from __future__ import annotations
@@ -15,15 +19,17 @@ import re
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.loop import TurnState
 from bot.capabilities import jobs
 from bot.channel.context import Incoming
+from bot.channel.links import job_page_url
 from bot.services import Services
 from bot.storage.models import GenerationJob
 
-__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "in_language", "promote",
-           "tell_long_work"]
+__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "drop_reserved", "in_language",
+           "promote", "tell_long_work", "with_link"]
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +46,17 @@ QUEUED_NOTE = (
     "everything when it's ready. Write STATUS to see where I am.",
 )
 _BACKGROUND_ASKED = re.compile(r"\b(en\s+arri[eè]re[\s-]plan|in\s+the\s+background)\b", re.IGNORECASE)
-
+_RESERVED = "long_work_job_id"  # msg.extra: the job row made for the note's link
 
 
 def in_language(lang: str, texts: tuple[str, str]) -> str:
     """The French text, or the English one for an English speaker."""
     return texts[1] if lang == "en" else texts[0]
+
+
+def with_link(services: Services, text: str, job_id: int, lang: str) -> str:
+    """`text` and, on a line of its own, the link to the job's live page."""
+    return f"{text}\n{jobs.live_line(job_page_url(services.settings, job_id), lang)}"
 
 
 def background_asked(msg: Incoming) -> bool:
@@ -59,17 +70,16 @@ async def promote(msg: Incoming, state: TurnState) -> GenerationJob:
     async with services.sessions() as db:
         ahead = await db.scalar(select(func.count(GenerationJob.id)).where(
             GenerationJob.user_id == user.id, GenerationJob.status.in_(jobs.ACTIVE)))
-        job = await jobs.create_job(
-            db, user_id=user.id, conversation_id=msg.conversation.id,
-            inbound_id=msg.inbound.id if msg.inbound is not None else None, channel=msg.channel,
-            request=(msg.text or "")[:2000], state=state.to_json(),
-            deadline_at=_at(state.deadline),
-        )
+        job = await db.get(GenerationJob, msg.extra[_RESERVED]) if _RESERVED in msg.extra else None
+        if job is None:
+            job = await _new_job(db, msg, jobs.QUEUED)
+        job.status, job.state, job.deadline_at = jobs.QUEUED, state.to_json(), _at(state.deadline)
         await db.commit()
     await _record_done_steps(services, job.id, state, user.language or "fr")
     if not msg.extra.get("long_work_told"):
         msg.extra["long_work_told"] = True
-        await msg.reply(in_language(msg.lang, QUEUED_NOTE if ahead else LONG_WORK_NOTE), kind="progress")
+        note = in_language(msg.lang, QUEUED_NOTE if ahead else LONG_WORK_NOTE)
+        await msg.reply(with_link(services, note, job.id, msg.lang), kind="progress")
     await services.jobs.aenqueue(job.id)
     log.info("turn promoted to a background job", extra={"user_id": user.id, "job_id": job.id})
     return job
@@ -80,7 +90,33 @@ async def tell_long_work(msg: Incoming) -> None:
     if msg.extra.get("long_work_told"):
         return
     msg.extra["long_work_told"] = True
-    await msg.reply(in_language(msg.lang, LONG_WORK_NOTE), kind="progress")
+    async with msg.services.sessions() as db:
+        job = await _new_job(db, msg, jobs.STARTING)
+        await db.commit()
+    msg.extra[_RESERVED] = job.id
+    note = with_link(msg.services, in_language(msg.lang, LONG_WORK_NOTE), job.id, msg.lang)
+    await msg.reply(note, kind="progress")
+
+
+async def drop_reserved(msg: Incoming) -> None:
+    """The turn ended without going to the background: the row made for the note's link goes."""
+    job_id = msg.extra.pop(_RESERVED, None)
+    if job_id is None:
+        return
+    async with msg.services.sessions() as db:
+        job = await db.get(GenerationJob, job_id)
+        if job is not None and job.status == jobs.STARTING:
+            await db.delete(job)
+            await db.commit()
+
+
+async def _new_job(db: AsyncSession, msg: Incoming, status: str) -> GenerationJob:
+    job = await jobs.create_job(
+        db, user_id=msg.user.id, conversation_id=msg.conversation.id,
+        inbound_id=msg.inbound.id if msg.inbound is not None else None, channel=msg.channel,
+        request=(msg.text or "")[:2000], state=None, deadline_at=None, status=status,
+    )
+    return job
 
 
 def _at(wall: float) -> datetime:

@@ -14,6 +14,7 @@ from bot.capabilities import credits
 from bot.storage.models import CreditEntry, GenerationJob, Memory, Message, TurnRecord
 from handlers.turn import LONG_WORK_NOTE
 from tests.support.agent_loop import ECHO, HANG, HUGE, offer
+from tests.support.background_turns import unlinked
 
 PHONE = "+2250700000001"
 
@@ -147,7 +148,7 @@ async def test_turn_deadline(make_harness: Any) -> None:
         await asyncio.sleep(0.05)
     assert job is not None and job.status == "completed"
     assert job.state["exit_reason"] == "forced_deadline" and job.state["iteration"] < 10
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts == [LONG_WORK_NOTE[0], job.result_text] and job.result_text
 
 

@@ -12,7 +12,7 @@ from bot.storage.models import Conversation, GenerationJob, JobEvent, TurnRecord
 from handlers.turn import LONG_WORK_NOTE
 from tests.fakes.llm import Step
 from tests.support.agent_loop import offer
-from tests.support.background_turns import SLOW, jobs, long_harness, script_steps, wait_job
+from tests.support.background_turns import SLOW, jobs, long_harness, script_steps, unlinked, wait_job
 
 PHONE = "+2250700000141"
 
@@ -24,7 +24,7 @@ async def test_a_turn_of_six_slow_steps_finishes_in_the_background(make_harness:
     await h.inbound(PHONE, "Recherche les normes SYSCOHADA et fais le bilan")
     await h.settle()  # the message is done once the turn is promoted; the job goes on
     job = await wait_job(h, "completed")
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts.count(LONG_WORK_NOTE[0]) == 1, texts
     assert texts.count("Voici le bilan complet.") == 1 and texts[-1] == "Voici le bilan complet."
     assert texts.index(LONG_WORK_NOTE[0]) < texts.index("Voici le bilan complet.")
@@ -82,7 +82,7 @@ async def test_asked_in_the_background_a_pro_turn_is_promoted_at_once(make_harne
     await h.inbound(PHONE, "Fais-moi le bilan en arrière-plan")
     await h.settle()
     await wait_job(h, "completed")
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts == [LONG_WORK_NOTE[0], "C'est prêt."]
 
 
@@ -100,7 +100,7 @@ async def test_a_second_long_request_waits_behind_the_first(make_harness: Any) -
     second = await wait_job(h, "completed", index=1)
     assert second.started_at is not None and first.finished_at is not None
     assert second.started_at >= first.finished_at
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts.index("Premier fini.") < texts.index("Second fini.")
 
 
@@ -114,7 +114,7 @@ async def test_a_job_resumed_by_another_worker_sends_nothing_twice(make_harness:
     await asyncio.sleep(1.0)
     await h.restart_job_workers()  # the running job is dropped mid-step, then taken up again
     job = await wait_job(h, "completed", timeout_s=60)
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts.count("Voici le bilan complet.") == 1 and texts.count(LONG_WORK_NOTE[0]) == 1
     assert job.attempts >= 2
 
@@ -134,12 +134,12 @@ async def test_a_shutting_down_worker_hands_the_job_back_after_its_step(make_har
     await asyncio.sleep(1.0)
     [job] = await jobs(h)
     assert job.state["iteration"] == steps_then and job.attempts == 1  # nothing runs meanwhile
-    assert "Voici le bilan complet." not in await h.texts_to(PHONE)
+    assert "Voici le bilan complet." not in unlinked(await h.texts_to(PHONE))
     h.services.jobs.draining = False
     await h.restart_job_workers()
     done = await wait_job(h, "completed")
     assert done.attempts == 2
-    assert (await h.texts_to(PHONE)).count("Voici le bilan complet.") == 1
+    assert unlinked(await h.texts_to(PHONE)).count("Voici le bilan complet.") == 1
 
 
 async def test_an_answer_outside_the_24h_window_goes_as_the_template(make_harness: Any) -> None:
@@ -198,7 +198,7 @@ async def test_a_background_job_is_charged_down_to_the_overdraft_not_below(make_
     await h.inbound(PHONE, "Recherche les normes et fais le bilan")
     await h.settle()
     job = await wait_job(h, "completed")
-    assert (await h.texts_to(PHONE))[-1] == "Voici le bilan."
+    assert unlinked(await h.texts_to(PHONE))[-1] == "Voici le bilan."
     async with h.services.sessions() as db:
         rows = (await db.execute(select(CreditEntry.delta, CreditEntry.ref).where(
             CreditEntry.user_id == user.id, CreditEntry.reason == "usage").order_by(CreditEntry.id))).all()

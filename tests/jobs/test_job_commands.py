@@ -116,7 +116,8 @@ async def test_annuler_a_queued_job_cancels_it_at_once(harness: Harness) -> None
     row = await stored_job(h, job.id)
     assert row.status == jobs.CANCELLED and row.finished_at is not None
     assert [e["type"] for e in await stored_events(h, job.id)] == ["status", "done"]
-    assert await say(h, "STATUT") == ["Aucun travail en cours."]
+    [status] = await say(h, "STATUT")  # nothing runs: the job just cancelled is shown
+    assert status.split("\n")[0] == "🛑 Annulé." and f"/jobs/{job.id}?sig=" in status
     assert h.llm.requests == []
 
 

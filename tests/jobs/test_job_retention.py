@@ -1,4 +1,5 @@
-"""Retention covers background jobs: ended ones older than RETENTION_DAYS go with their timeline."""
+"""Retention covers background jobs: ended ones older than RETENTION_DAYS go with their timeline,
+and so does a "starting" row whose turn died before promoting it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ async def test_old_ended_jobs_and_their_events_go_a_running_one_stays(harness: A
         db.add(conv)
         await db.flush()
         made = {}
-        for status in ("completed", "failed", "cancelled", "running"):
+        for status in ("completed", "failed", "cancelled", "starting", "running"):
             job = GenerationJob(user_id=user.id, conversation_id=conv.id, channel="whatsapp",
                                 request=f"old {status}", status=status, state={}, created_at=old)
             db.add(job)
@@ -32,7 +33,7 @@ async def test_old_ended_jobs_and_their_events_go_a_running_one_stays(harness: A
         db.add(young)
         await db.commit()
     report = await purge(h.services, h.clock())
-    assert report.deleted["generation_jobs"] == 3
+    assert report.deleted["generation_jobs"] == 4
     async with h.services.sessions() as db:
         left = set((await db.scalars(select(GenerationJob.id))).all())
     assert left == {made["running"], young.id}

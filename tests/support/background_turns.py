@@ -4,7 +4,9 @@ search tool, a scripted model that runs it a given number of times, and waiting 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
+from urllib.parse import urlparse
 
 from sqlalchemy import select
 
@@ -48,6 +50,29 @@ def script_steps(h: Any, steps: int, seconds: float, answer: str = "Voici le bil
         return Step("text", content=text)
 
     h.llm.responder = respond
+
+
+# The last line of the ⏳ note and of a job's answer: the link to the job's live page.
+_LINK_LINE = re.compile(r"\n🔗 (?:En direct :|Live:) (\S+)$")
+
+
+def job_link(text: str) -> str | None:
+    """The job page's link a message ends with, if it does."""
+    found = _LINK_LINE.search(text)
+    return found.group(1) if found else None
+
+
+def unlinked(texts: list[str]) -> list[str]:
+    """The messages without their job link line, to compare with the texts they carry."""
+    return [_LINK_LINE.sub("", t) for t in texts]
+
+
+async def open_link(h: Any, link: str) -> tuple[int, str]:
+    """GETs a job link through the harness's server: (status, the page's HTML)."""
+    assert link.startswith(h.settings.public_base_url), link
+    url = urlparse(link)
+    status, _, body = await h.get(f"{url.path}?{url.query}")
+    return status, body.decode()
 
 
 async def jobs(h: Any) -> list[GenerationJob]:

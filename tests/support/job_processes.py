@@ -18,6 +18,7 @@ from bot.storage.models import CreditEntry, GenerationJob, OutboundMessage
 from handlers.turn import LONG_WORK_NOTE
 from tests.fakes.llm import Step
 from tests.fakes.search import SlowSearch
+from tests.support.background_turns import unlinked
 from tests.support.harness import REDIS_URL, Harness, clear_redis
 from tests.support.processes import Deployment
 
@@ -95,7 +96,7 @@ async def _charged(h: Harness) -> int:
 
 
 async def assert_sent_once(h: Harness, job: GenerationJob) -> None:
-    texts = await h.texts_to(PHONE)
+    texts = unlinked(await h.texts_to(PHONE))
     assert texts.count(LONG_WORK_NOTE[0]) == 1 and texts.count(ANSWER) == 1, texts
     assert texts[-1] == ANSWER
     async with h.services.sessions() as db:

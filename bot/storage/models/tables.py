@@ -199,7 +199,7 @@ class GenerationJob(Base):
     channel: Mapped[str] = mapped_column(String(16))  # whatsapp | sms | cli
     request: Mapped[str] = mapped_column(Text, default="")  # the user's words, for STATUT and the page
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
-    # queued | running | completed | failed | cancelled
+    # queued | running | completed | failed | cancelled (starting: made for the ⏳ note, see jobs.STARTING)
     state: Mapped[dict[str, Any] | None]  # the saved TurnState (bot.agent.loop), after every step
     step: Mapped[str | None] = mapped_column(String(200))  # what it is doing now, as the user reads it
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
