@@ -163,14 +163,20 @@ def to_gsm7(text: str) -> str:
     text = gsm7_maths(text)
     text = re.sub(r"«\s*", '"', re.sub(r"\s*»", '"', text))
     out: list[str] = []
+    dropped_at_start = False  # an emoji that opened a line (« 🔗 En direct ») leaves no space behind
     for ch in text:
+        line_start = not out or out[-1].endswith("\n")
+        if ch == " " and dropped_at_start:
+            continue
+        dropped_at_start = False
         if ch in GSM7_BASIC or ch in GSM7_EXTENSION:
             out.append(ch)
         elif ch in _SMS_REPLACEMENTS:
             out.append(_SMS_REPLACEMENTS[ch])
         else:
-            plain = unidecode(ch)
-            out.append("".join(c for c in plain if c in GSM7_BASIC or c in GSM7_EXTENSION))
+            kept = "".join(c for c in unidecode(ch) if c in GSM7_BASIC or c in GSM7_EXTENSION)
+            dropped_at_start = line_start and not kept
+            out.append(kept)
     return re.sub(r"[ ]{2,}", " ", "".join(out))
 
 

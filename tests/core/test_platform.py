@@ -268,6 +268,11 @@ def test_french_transliteration_keeps_what_gsm7_has() -> None:
     assert formatting.sms_segments(source)[0] == "UCS-2"
 
 
+def test_an_emoji_that_opens_a_line_leaves_no_space_on_sms() -> None:
+    sms = formatting.to_gsm7("⏳ Je travaille.\n🔗 En direct : https://deblo.example/j/7\nA 🔗 b")
+    assert sms == "Je travaille.\nEn direct : https://deblo.example/j/7\nA b"
+
+
 def test_splitting_prefers_paragraphs_then_sentences() -> None:
     paragraph = "Une phrase courte. " * 50
     parts = formatting.split_text(f"{paragraph}\n\n{paragraph}", 1600)
