@@ -169,6 +169,7 @@ async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = No
 
     from bot.channel.console import ConsoleSink
     from bot.channel.inbound import normalise_phone
+    from bot.channel.locale import default_locale, locale_for
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
     from bot.storage.migrate import upgrade
@@ -205,7 +206,8 @@ async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = No
             async with services.sessions() as db:
                 user = await db.scalar(select(User).where(User.phone == number))
                 if user is None:
-                    user = User(phone=number, onboarding_step="new", mode="guest", created_at=now)
+                    user = User(phone=number, onboarding_step="new", mode="guest", created_at=now,
+                                **locale_for(number, default_locale(settings)).columns())
                     db.add(user)
                     await db.flush()
                 row = InboundMessage(
@@ -291,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     set_level = users_sub.add_parser("set-level", help="the student's class (CP1 … Tle, Université, Autre)")
     set_level.add_argument("phone")
     set_level.add_argument("level", help="e.g. 4e, CM2, Tle (as CLASSE 4e)")
+    set_timezone = users_sub.add_parser("set-timezone", help="the user's time zone (as FUSEAU Douala)")
+    set_timezone.add_argument("phone")
+    set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
     return parser
 
 

@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot.config_groups import TWILIO_DEFAULT_API as TWILIO_DEFAULT_API  # where callers have found it
-from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, learning_of
+from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, LocaleEnvironment
 from bot.config_values import (
     LOWERED,
     CreditPacks,
@@ -92,6 +92,7 @@ class Settings:
     parent_summary_hour: int
     reminder_lead_minutes: int
     default_timezone: str
+    default_language: str  # fr | en
     smtp_host: str
     smtp_port: int
     smtp_user: str
@@ -210,7 +211,7 @@ class Settings:
 _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
 
-class Environment(LearningEnvironment, ChannelEnvironment):
+class Environment(LearningEnvironment, ChannelEnvironment, LocaleEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -227,7 +228,7 @@ class Environment(LearningEnvironment, ChannelEnvironment):
     webhook_max_bytes: int = Field(64 * 1024, ge=1024)  # a POST's body at most (413 past it)
     secret_key: str = ""  # "" (the `chat` command) is a random key of this process
     log_level: Upper = "INFO"
-    # Twilio, and how WhatsApp answers leave: bot.config_groups.ChannelEnvironment.
+    # Twilio, how WhatsApp answers leave, new users' defaults: bot.config_groups's *Environment.
     # The model and the agent loop (AGENT_* and MAX_TOOL_CALLS_PER_RESPONSE make `Limits`).
     llm_base_url: Url = OPENROUTER_API
     llm_api_key: str = ""
@@ -290,7 +291,6 @@ class Environment(LearningEnvironment, ChannelEnvironment):
     parent_summary_hour: int = 18
     parent_digest_hour: Hour = 7  # local hour of a parent's digest
     reminder_lead_minutes: int = 60
-    default_timezone: str = "Africa/Abidjan"
     max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.capabilities.tasks)
     # Messages, payloads, outbound rows, tool effects and files older than this are purged.
     retention_days: int = Field(365, ge=1)
@@ -491,7 +491,7 @@ def _settings(read: Environment) -> Settings:
             background_timeout_s=read.agent_background_timeout_s,
             cached_tokens_factor=read.cached_tokens_factor,
         ),
-        "learning": learning_of(read),
+        "learning": read.learning(),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,
         "llm_vision_model": read.llm_vision_model or read.llm_model,

@@ -1,6 +1,7 @@
 """Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
 a learner (`Learning`, read from the variables `LearningEnvironment` declares), and the variables of
-the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave). bot.config builds them."""
+the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave), and a new user's defaults
+(`LocaleEnvironment`). bot.config builds them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pydantic_settings import BaseSettings
 from bot.config_values import LOWERED, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["TWILIO_DEFAULT_API", "ChannelEnvironment", "Learning", "LearningEnvironment", "Limits",
-           "learning_of"]
+           "LocaleEnvironment", "learning_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 
@@ -62,9 +63,20 @@ class LearningEnvironment(BaseSettings):
     bkt_p_slip: float = Field(0.1, ge=0, lt=0.3)
     bkt_mastered: float = Field(0.95, gt=0.5, lt=1)
 
+    def learning(self) -> Learning:
+        return learning_of(self)
+
 
 def learning_of(read: Any) -> Learning:
     return Learning(**{f.name: getattr(read, f.name) for f in fields(Learning)})
+
+
+class LocaleEnvironment(BaseSettings):
+    """A new user's time zone and language when their number's country says nothing about them
+    (bot.channel.locale): another country, or a WhatsApp user known only by a BSUID."""
+
+    default_timezone: str = "Africa/Abidjan"
+    default_language: Annotated[Literal["fr", "en"], LOWERED] = "fr"
 
 
 class ChannelEnvironment(BaseSettings):

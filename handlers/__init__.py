@@ -31,6 +31,7 @@ def chain() -> list[Handler]:
         review,
         session_start,
         task_commands,
+        timezone,
         turn,
         voice_commands,
         waiting_files,
@@ -54,6 +55,7 @@ def chain() -> list[Handler]:
         memory_commands.handle,
         voice_commands.handle,
         task_commands.handle,
+        timezone.handle,  # FUSEAU / TIMEZONE
         email_commands.handle,
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,

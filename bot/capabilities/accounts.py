@@ -78,8 +78,8 @@ def role_for(mode: str, current: str | None) -> str | None:
     return current
 
 
-async def enrol(db: AsyncSession, phone: str, mode: str, signup_credits: int,
-                now: datetime) -> tuple[User, bool, int | None]:
+async def enrol(db: AsyncSession, phone: str, mode: str, signup_credits: int, now: datetime,
+                place: dict[str, str]) -> tuple[User, bool, int | None]:
     """Sets the mode, creating the user ready to use if the number never wrote.
 
     child and pro skip onboarding and get the signup credits now. A guest keeps the profile menu
@@ -93,7 +93,7 @@ async def enrol(db: AsyncSession, phone: str, mode: str, signup_credits: int,
     user = await find_user(db, phone)
     created = user is None
     if user is None:
-        user = User(phone=phone, mode=mode, language="fr", timezone="Africa/Abidjan", email_verified=False,
+        user = User(phone=phone, mode=mode, **place, email_verified=False,  # Locale.columns()
                     opted_out=False, credit_balance=0, delivery_failures=0, created_at=now)
         db.add(user)
     user.mode = mode

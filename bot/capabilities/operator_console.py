@@ -28,6 +28,7 @@ async def users(settings: Settings, args: argparse.Namespace) -> int:
     from bot.capabilities import operator_credit
     from bot.capabilities.accounts import AccountError
     from bot.channel.inbound import normalise_phone
+    from bot.channel.locale import find_zone
     from bot.services import build_services
 
     number = normalise_phone(args.phone)
@@ -41,9 +42,11 @@ async def users(settings: Settings, args: argparse.Namespace) -> int:
             return _usage_error("--reason must be 1 to 200 characters (control characters do not count)")
     if args.users_command == "set-level" and parse_level(args.level) is None:
         return _usage_error(f"{args.level!r} is not a class; one of: {', '.join(LEVELS)}")
+    if args.users_command == "set-timezone" and find_zone(args.zone) is None:
+        return _usage_error(f"{args.zone!r} is not a time zone: an IANA name (Africa/Douala) or a city")
     command = {"set-mode": _users_set_mode, "credit": _users_credit, "show": _users_show,
                "export": _users_export, "forget": _users_forget,
-               "set-level": _users_set_level}[args.users_command]
+               "set-level": _users_set_level, "set-timezone": _users_set_timezone}[args.users_command]
     services = await build_services(settings)
     try:
         return await command(services, number, args)
@@ -57,12 +60,14 @@ async def _users_set_mode(services: Any, number: str, args: argparse.Namespace) 
     from sqlalchemy.exc import IntegrityError
 
     from bot.capabilities import accounts
+    from bot.channel.locale import default_locale, locale_for
 
     for attempt in range(2):
         try:
             async with services.sessions() as db:
+                place = locale_for(number, default_locale(services.settings)).columns()
                 user, created, granted = await accounts.enrol(
-                    db, number, args.mode, services.settings.signup_credits, services.clock())
+                    db, number, args.mode, services.settings.signup_credits, services.clock(), place)
                 await db.commit()
             break
         except IntegrityError:
@@ -109,6 +114,21 @@ async def _users_set_level(services: Any, number: str, args: argparse.Namespace)
         user.level_asked_at = user.level_asked_at or services.clock()
         await db.commit()
         print(f"{number}: class {user.school_level} (was {before or 'not set'})")
+    return 0
+
+
+async def _users_set_timezone(services: Any, number: str, args: argparse.Namespace) -> int:
+    """The user's time zone, as FUSEAU sets it: reminders and digests follow it from now on."""
+    from bot.capabilities import accounts
+    from bot.channel.locale import find_zone
+
+    async with services.sessions() as db:
+        user = await accounts.find_user(db, number)
+        if user is None:
+            return _no_user(number)
+        before, user.timezone = user.timezone, find_zone(args.zone) or user.timezone  # checked before
+        await db.commit()
+        print(f"{number}: time zone {user.timezone} (was {before or 'not set'})")
     return 0
 
 

@@ -30,6 +30,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.channel.keywords import is_stop
+from bot.channel.locale import Locale, locale_for
 from bot.storage.models import InboundMessage, User
 
 log = logging.getLogger("bot.channel.inbound")
@@ -160,11 +161,14 @@ class InboundWriter:
     Each webhook waits until its own row is committed before Twilio gets its 200, so nothing is
     acknowledged that could be lost; but requests arriving together share one transaction, which
     keeps the time to the 200 low under load (SQLite has one writer). Senders seen recently are
-    remembered (id, number, BSUID, name) so that a known user costs no lookup.
+    remembered (id, number, BSUID, name) so that a known user costs no lookup. A new number gets
+    its country's time zone and language, else `defaults` (bot.channel.locale).
     """
 
-    def __init__(self, engine: AsyncEngine, *, max_batch: int = 200, cache_size: int = 50_000) -> None:
+    def __init__(self, engine: AsyncEngine, *, defaults: Locale = Locale("Africa/Abidjan", "fr"),
+                 max_batch: int = 200, cache_size: int = 50_000) -> None:
         self.engine = engine
+        self.defaults = defaults
         self.max_batch = max_batch
         self.cache_size = cache_size
         self._known: OrderedDict[str, KnownUser] = OrderedDict()
@@ -282,9 +286,9 @@ class InboundWriter:
                     await conn.execute(
                         self._insert(users).values(
                             phone=p.phone, external_id=p.external_id, display_name=p.profile_name,
-                            onboarding_step="new", mode="guest", language="fr", timezone="Africa/Abidjan",
-                            email_verified=False, opted_out=False, credit_balance=0, delivery_failures=0,
-                            created_at=item.now,
+                            onboarding_step="new", mode="guest", email_verified=False, opted_out=False,
+                            credit_balance=0, delivery_failures=0, created_at=item.now,
+                            **locale_for(p.phone, self.defaults).columns(),
                         ).on_conflict_do_nothing()
                     )
                 await self._load(conn, {i.params.phone for i in new if i.params.phone},

@@ -9,6 +9,7 @@ goes to a new dead.jsonl, and what stays dead is appended to it.
 from __future__ import annotations
 
 from bot.channel.inbound import InboundWriter
+from bot.channel.locale import default_locale
 from bot.channel.spool import Spool
 from bot.channel.web import store_entry
 from bot.config import Settings
@@ -17,7 +18,7 @@ from bot.services import build_services
 
 async def retry(settings: Settings) -> int:
     services = await build_services(settings)
-    writer = InboundWriter(services.engine)
+    writer = InboundWriter(services.engine, defaults=default_locale(settings))
     try:
         spool = Spool(settings.data_dir / "spool", settings.spool_max_bytes, settings.spool_max_attempts)
         stored, dead = await spool.retry_dead(lambda entry: store_entry(services, writer, entry))

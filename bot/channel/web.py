@@ -32,6 +32,7 @@ from bot.channel import webhook_checks as checks
 from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, parse_params
 from bot.channel.links import ID_PATTERN, check_link
+from bot.channel.locale import default_locale
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry
 from bot.services import Services
@@ -429,7 +430,7 @@ def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.A
     # No POST this app takes (Twilio's forms, a payment provider's JSON) comes near WEBHOOK_MAX_BYTES.
     app = web.Application(client_max_size=services.settings.webhook_max_bytes, middlewares=[log_scope])
     app[SERVICES] = services
-    app[WRITER] = InboundWriter(services.engine)
+    app[WRITER] = InboundWriter(services.engine, defaults=default_locale(services.settings))
     app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes,
                        services.settings.spool_max_attempts)
     app[REPLAY_NOW] = asyncio.Event()

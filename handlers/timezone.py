@@ -1,0 +1,55 @@
+"""FUSEAU / TIMEZONE shows the user's time zone; « FUSEAU Douala », « TIMEZONE Africa/Lagos » sets it.
+
+The zone decides when reminders, digests and the daily limits fall (bot.clock.zone). A city is
+matched on the last part of the IANA names, accents and case ignored, plus a few French names
+(bot.channel.locale.find_zone); a name that matches none changes nothing and says so.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot import clock
+from bot.channel.context import Incoming
+from bot.channel.locale import find_zone
+
+_COMMAND = re.compile(r"^\s*(fuseau(?:\s+horaire)?|timezone|time\s+zone)\b\s*[:=]?\s*(.*?)[\s.!?]*$",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def _now_in(msg: Incoming, name: str) -> str:
+    local = msg.services.clock().astimezone(clock.zone(name, msg.services.settings.default_timezone))
+    return local.strftime("%H:%M")
+
+
+async def handle(msg: Incoming) -> bool:
+    match = _COMMAND.match(msg.text)
+    if match is None:
+        return False
+    wanted = match.group(2).strip()
+    current = msg.user.timezone or msg.services.settings.default_timezone
+    if not wanted:
+        await msg.reply(msg.t(
+            f"Ton fuseau horaire : {current} (il est {_now_in(msg, current)}). Pour le changer, envoie "
+            "FUSEAU suivi de ta ville, par exemple FUSEAU Douala.",
+            f"Your time zone: {current} (it is {_now_in(msg, current)}). To change it, send TIMEZONE and "
+            "your city, for example TIMEZONE Lagos.",
+        ))
+        return True
+    zone = find_zone(wanted)
+    if zone is None:
+        await msg.reply(msg.t(
+            f"Je ne connais pas le fuseau « {wanted} ». Envoie le nom d'une grande ville proche "
+            f"(FUSEAU Dakar, FUSEAU Kinshasa) ou un nom comme Africa/Douala. Ton fuseau reste {current}.",
+            f"I don't know the time zone \"{wanted}\". Send a nearby big city (TIMEZONE Accra, "
+            f"TIMEZONE Nairobi) or a name like Africa/Lagos. Your time zone stays {current}.",
+        ))
+        return True
+    msg.user.timezone = zone
+    await msg.db.flush()
+    await msg.reply(msg.t(
+        f"C'est noté : ton fuseau horaire est {zone} (il est {_now_in(msg, zone)}). Tes rappels suivent "
+        "cette heure.",
+        f"Done: your time zone is {zone} (it is {_now_in(msg, zone)}). Your reminders follow this time.",
+    ))
+    return True
