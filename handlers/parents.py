@@ -34,8 +34,10 @@ import phonenumbers
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.capabilities import credits
 from bot.capabilities.quiz import normalise
 from bot.channel.context import Incoming
+from bot.channel.locale import default_locale, locale_for
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, User
 
@@ -267,8 +269,10 @@ async def _new_parent_user(msg: Incoming, phone: str) -> User:
         async with msg.db.begin_nested():
             # A new number like any other ("new": welcomed and onboarded when they first write),
             # so that after OUI the parent can use the bot too.
+            # Its country's time zone; the student's language, which the family is likely to share.
+            zone = locale_for(phone, default_locale(msg.services.settings)).timezone
             parent = User(phone=phone, role="parent", mode="guest", onboarding_step="new",
-                          language=msg.user.language or "fr", last_channel="sms",
+                          language=msg.user.language or "fr", timezone=zone, last_channel="sms",
                           created_at=msg.services.clock())
             msg.db.add(parent)
             await msg.db.flush()
@@ -408,8 +412,8 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
                               "This request has already been answered."))
         return
     msg.user.parent_code_failures = 0
-    if confirm and msg.user.role is None:
-        msg.user.role = "parent"
+    if confirm:
+        await become_parent(msg)
     student = await msg.db.get(User, link.student_id)
     await msg.db.commit()
     who = _who(student.phone if student else None, msg.lang == "en")
@@ -427,6 +431,25 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
                               "Noted: you won't receive anything more about this request."))
     if student is not None:
         await _tell_student(msg, student, confirm)
+
+
+async def become_parent(msg: Incoming) -> None:
+    """A confirmed link makes a parent, as choosing 2 Parent in the profile menu does (role
+    "parent", mode "child", the signup credits once): MENU then lists ENFANTS and the profile menu
+    is not offered again. A pro keeps its profile and its tools. A number that never wrote before
+    its OUI stays "new": its first message is answered, then welcomed without the profile question
+    (handlers/onboarding.py, as for a number the operator enrolled)."""
+    user = msg.user
+    if user.role != "pro":
+        user.role = "parent"
+    if (user.mode or "guest") == "guest":
+        user.mode = "child"
+    if user.onboarding_step != "new":
+        user.onboarding_step = None
+    await msg.db.flush()
+    if msg.services.settings.signup_credits > 0:
+        await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
+                            ref=f"signup:{user.id}")
 
 
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:

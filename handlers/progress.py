@@ -1,4 +1,5 @@
-"""PROGRES / PROGRESS: the student's own summary. ENFANTS / CHILDREN: a parent's confirmed children.
+"""PROGRES / PROGRESS: the student's own summary (a parent is pointed to ENFANTS). ENFANTS /
+CHILDREN: a parent's confirmed children.
 
 Each user only ever sees their own results, and a parent only students linked to them by a link
 the parent confirmed (and did not stop).
@@ -40,8 +41,14 @@ async def own_progress(msg: Incoming) -> str:
     stats = await subject_stats(msg.db, msg.user.id, now)
     skills = await skill_views(msg.db, msg.user.id, learning)
     due = await due_count(msg.db, msg.user.id, now)
+    children = msg.t("Les progrès de votre enfant : envoyez ENFANTS.",
+                     "Your child's progress: send CHILDREN.")
+    if msg.user.role == "parent" and not stats and not skills:
+        return children  # a parent asks about their child: their own empty results would puzzle them
     text = format_progress(stats, msg.lang, skills=skills, due=due, compact=msg.channel == "sms")
-    if not stats and not skills:
+    if msg.user.role == "parent":
+        text += "\n" + children
+    elif not stats and not skills:
         text += "\n" + msg.t("Demande-moi un quiz pour commencer !", "Ask me for a quiz to get started!")
     return text
 

@@ -233,5 +233,7 @@ async def test_a_new_parent_is_onboarded_after_confirming(harness: Any) -> None:
     await confirm(h)
     parent = await h.user(PARENT)
     assert parent is not None and parent.onboarding_step == "new"
+    assert (parent.role, parent.mode) == ("parent", "child")
     welcome = await say(h, PARENT, "Bonjour", channel="sms")
-    assert any("Bienvenue" in t for t in welcome)
+    assert any("Bienvenue" in t and "profil Parent" in t for t in welcome)
+    assert not any("1 Élève" in t for t in welcome)  # a parent is not asked who they are
