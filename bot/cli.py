@@ -274,7 +274,8 @@ def build_parser() -> argparse.ArgumentParser:
     spool = sub.add_parser("spool", help="the inbound spool (DATA_DIR/spool)")
     spool.add_subparsers(dest="spool_command", required=True).add_parser(
         "retry", help="store the entries set aside in dead.jsonl; exit 1 if some stay")
-    users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget, class")
+    users = sub.add_parser("users", help="the operator's console: enrol, credit, show, export, forget, "
+                                         "class, time zone")
     users_sub = users.add_subparsers(dest="users_command", required=True)
     set_mode = users_sub.add_parser("set-mode", help="enrol a number (ready to use) or change its mode")
     set_mode.add_argument("phone", help="with its country code, e.g. +2250700000001")
