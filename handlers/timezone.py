@@ -2,7 +2,8 @@
 
 The zone decides when reminders, digests and the daily limits fall (bot.clock.zone). A city is
 matched on the last part of the IANA names, accents and case ignored, plus a few French names
-(bot.channel.locale.find_zone); a name that matches none changes nothing and says so.
+(bot.channel.locale.find_zone); a name that matches none changes nothing and says so, unless the
+message reads as a question, which goes on to the tutor.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ async def handle(msg: Incoming) -> bool:
         ))
         return True
     zone = find_zone(wanted)
+    if zone is None and ("?" in msg.text or len(wanted.split()) > 3):
+        return False  # a question about time zones (« fuseau horaire de Tokyo ? ») is for the tutor
     if zone is None:
         await msg.reply(msg.t(
             f"Je ne connais pas le fuseau « {wanted} ». Envoie le nom d'une grande ville proche "

@@ -78,6 +78,11 @@ async def test_fuseau_shows_and_changes_the_zone(harness: Harness) -> None:
     assert "Je ne connais pas" in unknown and "Africa/Lome" in unknown
     assert (await h.user(CAMEROON)).timezone == "Africa/Lome"  # type: ignore[union-attr]
     assert h.llm.requests == []  # answered without the model
+    # A question about time zones is the tutor's, and changes nothing.
+    h.llm.push_text("Tokyo est à UTC+9.")
+    [answer] = await say(h, CAMEROON, "Fuseau horaire de Tokyo par rapport à Douala ?")
+    assert answer == "Tokyo est à UTC+9." and len(h.llm.requests) == 1
+    assert (await h.user(CAMEROON)).timezone == "Africa/Lome"  # type: ignore[union-attr]
 
 
 async def test_timezone_in_english(harness: Harness) -> None:
