@@ -355,9 +355,10 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
 # --- databases: migrated once per session, then copied (SQLite) or truncated (PostgreSQL) ------
 
 
-async def create_postgres_database(admin_url: str, name_prefix: str, *, durable: bool = True) -> str:
-    """A new, migrated PostgreSQL database next to `admin_url`'s; its SQLAlchemy URL. Not `durable`:
-    commits do not wait for the disk (a throw-away database)."""
+async def create_postgres_database(admin_url: str, name_prefix: str, *, durable: bool = True,
+                                   revision: str = "head") -> str:
+    """A new PostgreSQL database next to `admin_url`'s, migrated to `revision`; its SQLAlchemy URL.
+    Not `durable`: commits do not wait for the disk (a throw-away database)."""
     import asyncpg
 
     from bot.storage.migrate import upgrade
@@ -375,7 +376,7 @@ async def create_postgres_database(admin_url: str, name_prefix: str, *, durable:
         await conn.close()
     host = admin_url.split("://", 1)[1].rsplit("/", 1)[0]
     url = f"postgresql+asyncpg://{host}/{name}"
-    await upgrade(url)
+    await upgrade(url, revision)
     return url
 
 

@@ -1,5 +1,5 @@
 """the learner: sessions that end, class asked once, quiz items for spaced review, mastery per skill,
-results the server did not check kept apart
+results the server did not check kept apart; numbers with a confirmed parent link made parents
 
 Revision ID: 0012
 Revises: 0011
@@ -76,6 +76,13 @@ def upgrade() -> None:
                                  ondelete="SET NULL")
     # What the model reported was never checked by the server.
     op.execute("UPDATE exercise_results SET verified = false WHERE source = 'report'")
+    # Numbers that confirmed a parent link are parents (as a link confirmed from now on makes them):
+    # MENU shows them ENFANTS, and the profile menu is not offered again.
+    op.execute(
+        "UPDATE users SET role = 'parent', mode = 'child', "
+        "onboarding_step = CASE WHEN onboarding_step = 'new' THEN 'new' ELSE NULL END "
+        "WHERE mode = 'guest' AND id IN (SELECT parent_id FROM parent_links WHERE status = 'confirmed')"
+    )
     # Students who already gave their class are not asked again.
     op.execute("UPDATE users SET level_asked_at = created_at WHERE school_level IS NOT NULL")
 

@@ -1,0 +1,76 @@
+"""Migration 0012 on a database that already has users: reported results become unverified, a
+student who gave their class is not asked again, a number with a confirmed parent link becomes a
+parent — on SQLite and on PostgreSQL, from revision 0011 with rows in it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from bot.storage.db import make_engine
+from bot.storage.migrate import upgrade
+from tests.support.harness import POSTGRES_ADMIN_URL, create_postgres_database, drop_postgres_database
+
+NOW = "2026-11-30 10:00:00"
+
+
+@pytest.fixture
+async def at_0011(tmp_path: Path) -> AsyncIterator[str]:
+    if os.environ.get("TEST_DATABASE", "sqlite").lower() == "postgres":
+        url = await create_postgres_database(POSTGRES_ADMIN_URL, "deblo_migration", durable=False,
+                                             revision="0011")
+        yield url
+        await drop_postgres_database(POSTGRES_ADMIN_URL, url)
+    else:
+        url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
+        await upgrade(url, "0011")
+        yield url
+
+
+def _sql(value: str | None) -> str:
+    return "NULL" if value is None else f"'{value}'"
+
+
+def _user(user_id: int, phone: str, mode: str, role: str | None, step: str | None,
+          level: str | None = None) -> str:
+    return ("INSERT INTO users (id, phone, mode, role, onboarding_step, school_level, language, timezone, "
+            "email_verified, opted_out, credit_balance, delivery_failures, created_at) VALUES "
+            f"({user_id}, '{phone}', '{mode}', {_sql(role)}, {_sql(step)}, {_sql(level)}, 'fr', "
+            f"'Africa/Abidjan', false, false, 0, 0, '{NOW}')")
+
+
+async def test_0012_carries_the_old_rows_over(at_0011: str) -> None:
+    engine = make_engine(at_0011)
+    try:
+        async with engine.begin() as conn:
+            for statement in (
+                _user(1, "+2250700000001", "child", "student", None, "4e"),
+                _user(2, "+2250700000002", "guest", "parent", "profile"),  # confirmed link: a parent
+                _user(3, "+2250700000003", "guest", "parent", "new"),  # confirmed, never wrote yet
+                _user(4, "+2250700000004", "guest", None, "profile"),  # pending link: unchanged
+                "INSERT INTO parent_links (student_id, parent_id, status, created_at) VALUES "
+                f"(1, 2, 'confirmed', '{NOW}'), (1, 3, 'confirmed', '{NOW}'), (1, 4, 'pending', '{NOW}')",
+                "INSERT INTO exercise_results (user_id, subject, topic, correct, source, created_at) VALUES "
+                f"(1, 'maths', 'fractions', true, 'quiz', '{NOW}'), (1, 'maths', 'x', true, 'report', '{NOW}')",
+            ):
+                await conn.execute(text(statement))
+        await upgrade(at_0011, engine=engine)
+        async with engine.connect() as conn:
+            users = (await conn.execute(text(
+                "SELECT id, mode, role, onboarding_step, level_asked_at IS NOT NULL, review_nudges "
+                "FROM users ORDER BY id"))).all()
+            results = (await conn.execute(text(
+                "SELECT source, verified, skill FROM exercise_results ORDER BY id"))).all()
+    finally:
+        await engine.dispose()
+    assert [tuple(u) for u in users] == [
+        (1, "child", "student", None, True, True),
+        (2, "child", "parent", None, False, True),
+        (3, "child", "parent", "new", False, True),
+        (4, "guest", None, "profile", False, True),
+    ]
+    assert [tuple(r) for r in results] == [("quiz", True, ""), ("report", False, "")]
