@@ -55,7 +55,8 @@ async def test_0012_carries_the_old_rows_over(at_0011: str) -> None:
                 "INSERT INTO parent_links (student_id, parent_id, status, created_at) VALUES "
                 f"(1, 2, 'confirmed', '{NOW}'), (1, 3, 'confirmed', '{NOW}'), (1, 4, 'pending', '{NOW}')",
                 "INSERT INTO exercise_results (user_id, subject, topic, correct, source, created_at) VALUES "
-                f"(1, 'maths', 'fractions', true, 'quiz', '{NOW}'), (1, 'maths', 'x', true, 'report', '{NOW}')",
+                f"(1, 'maths', 'fractions', true, 'quiz', '{NOW}'), "
+                f"(1, 'maths', 'x', true, 'report', '{NOW}')",
             ):
                 await conn.execute(text(statement))
         await upgrade(at_0011, engine=engine)
