@@ -24,7 +24,8 @@
   `variables`, `types` with `twilio/quick-reply` or `twilio/list-picker`; Basic auth; a body Twilio
   would refuse gets 400) → 201 with an `HX…` sid, kept in `.contents`; `GET /v1/Content/{sid}`.
   `fail_content("400" | "500")` fails the next creation. A message sent with `ContentSid` must name a
-  created content and carry `ContentVariables` as a JSON object; the fake records it in `.sent` with
+  known content (one created here, or any other HX… sid: a template approved in the console; not
+  one in `.deleted_contents`) and carry `ContentVariables` as a JSON object; `.sent` records it with
   `Rendered` (the types with the variables filled in) and refuses it (400, 63021) when a filled
   button title passes 20 characters, a list item 24 or a description 72.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
@@ -93,6 +94,7 @@ class FakeTwilio:
         self._typing_failures: deque[str] = deque()
         self.contents: dict[str, dict[str, Any]] = {}
         self.content_requests = 0
+        self.deleted_contents: set[str] = set()  # sids a send is refused for (21655)
         self._content_failures: deque[str] = deque()
         self._failures: deque[str] = deque()
         self._outage: tuple[str, Callable[[], bool]] | None = None
@@ -279,8 +281,10 @@ class FakeTwilio:
     def _render(self, fields: dict[str, Any]) -> web.Response | None:
         """Fills the content's variables into `fields["Rendered"]`; the refusal when it cannot."""
         content = self.contents.get(fields["ContentSid"])
-        if content is None:
+        if fields["ContentSid"] in self.deleted_contents or not fields["ContentSid"].startswith("HX"):
             return self._error(400, 21655, "The ContentSid is Invalid.")
+        if content is None:
+            return None  # a template approved in Twilio's console, not created here
         try:
             variables = json.loads(fields.get("ContentVariables") or "{}")
         except ValueError:

@@ -219,3 +219,19 @@ async def test_a_tap_after_the_quiz_expired_answers_nothing(harness: Any) -> Non
     [late] = await tap(h, actions[0]["id"], "Dakar")
     assert "Ce quiz a expiré" in late and len(h.llm.requests) == calls
     assert await results_of(h, (await h.user(STUDENT)).id) == []
+
+
+async def test_a_content_twilio_no_longer_knows_is_created_again(harness: Any) -> None:
+    h = harness
+    await h.make_user(STUDENT, mode="child")
+    await ask_quiz(h, args=SHORT_ARGS)
+    [first] = h.twilio.contents_sent()
+    await say(h, STUDENT, "1")
+    h.twilio.deleted_contents.add(first["ContentSid"])
+    texts = await ask_quiz(h, args=SHORT_ARGS, first=False)
+    assert "1️⃣ Dakar" in next(t for t in texts if "Sénégal" in t)  # refused (21655): numbered text
+    await say(h, STUDENT, "1")
+    await ask_quiz(h, args=SHORT_ARGS, first=False)
+    assert h.twilio.content_requests == 2
+    [_, again] = h.twilio.contents_sent()
+    assert again["ContentSid"] != first["ContentSid"]
