@@ -235,3 +235,23 @@ async def test_a_content_twilio_no_longer_knows_is_created_again(harness: Any) -
     assert h.twilio.content_requests == 2
     [_, again] = h.twilio.contents_sent()
     assert again["ContentSid"] != first["ContentSid"]
+
+
+async def test_credit_packs_are_a_list_and_a_tap_picks_the_pack(make_harness: Any) -> None:
+    from sqlalchemy import select
+
+    from bot.storage.models import Payment
+
+    h = await make_harness(PAYMENT_PROVIDER="local", PAYMENT_SECRET="local-secret")
+    user = await h.make_user(STUDENT, mode="child")
+    [shown] = await say(h, STUDENT, "ACHETER")
+    assert "FCFA" in shown and "réponds par un numéro" in shown
+    kind, items = choices(last_content(h))
+    assert kind == "twilio/list-picker"
+    assert all("crédits" in i["item"] and len(i["item"]) <= 24 for i in items)
+    calls = len(h.llm.requests)
+    await tap(h, items[1]["id"], items[1]["item"], field="ListId")
+    assert len(h.llm.requests) == calls
+    async with h.services.sessions() as db:
+        [payment] = (await db.scalars(select(Payment).where(Payment.user_id == user.id))).all()
+    assert payment.credits == int(items[1]["item"].split()[0])
