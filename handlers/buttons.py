@@ -4,19 +4,29 @@ Its id is `<menu id>:<number>` (bot.channel.buttons). When the menu is the conve
 one, the message's text becomes that number and goes on down the chain, so the menu's own handler
 (quiz, review…) checks it exactly as a typed « 2 », on the server and with no model call. An id of
 a menu no longer pending (answered, replaced or expired) gets a clear reply and nothing else: it
-never answers a newer menu, and never reaches the model.
+never answers a newer menu, and never reaches the model. A bare « Réponse 2 » (a list item's short
+title) counts as « 2 ».
 """
 
 from __future__ import annotations
+
+import re
 
 from bot.capabilities.menus import get_menu
 from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
 
+# A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its
+# title alone: the number it stands for.
+_ITEM_TITLE = re.compile(r"^(?:r[ée]ponse|answer)\s+([1-9][0-9]?)$", re.IGNORECASE)
+
 
 async def handle(msg: Incoming) -> bool:
     picked = tapped(msg.inbound.params or {})
     if picked is None:
+        title = _ITEM_TITLE.match(msg.text)
+        if title is not None and await get_menu(msg.services, msg.conversation.id) is not None:
+            msg.text = title.group(1)
         return False
     menu_id, number = picked
     menu = await get_menu(msg.services, msg.conversation.id)

@@ -37,8 +37,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import json
-import re
 import secrets
 import time
 from collections import deque
@@ -51,13 +49,10 @@ from aiohttp import web
 from twilio.request_validator import RequestValidator
 
 from bot.clock import system_now
+from tests.fakes.twilio_content import content_problem, render
 
 _MESSAGE_SIDS = itertools.count(1)
 _CONTENT_SIDS = itertools.count(1)
-_VARIABLE = re.compile(r"\{\{(\w+)\}\}")
-# Per content type: the list of choices, and each field's limit once the variables are filled in.
-_CHOICES = {"twilio/quick-reply": ("actions", {"title": 20, "id": 200}),
-            "twilio/list-picker": ("items", {"item": 24, "id": 200, "description": 72})}
 
 
 # Messages of the refusals tests ask for (REST API error codes).
@@ -280,54 +275,15 @@ class FakeTwilio:
 
     def _render(self, fields: dict[str, Any]) -> web.Response | None:
         """Fills the content's variables into `fields["Rendered"]`; the refusal when it cannot."""
-        content = self.contents.get(fields["ContentSid"])
-        if fields["ContentSid"] in self.deleted_contents or not fields["ContentSid"].startswith("HX"):
+        sid = fields["ContentSid"]
+        if sid in self.deleted_contents or not sid.startswith("HX"):
             return self._error(400, 21655, "The ContentSid is Invalid.")
-        if content is None:
+        if sid not in self.contents:
             return None  # a template approved in Twilio's console, not created here
-        try:
-            variables = json.loads(fields.get("ContentVariables") or "{}")
-        except ValueError:
-            variables = None
-        if not isinstance(variables, dict):
-            return self._error(400, 21656, REFUSALS[21656])
-        values = {**content.get("variables", {}), **{str(k): str(v) for k, v in variables.items()}}
-        rendered = json.loads(_VARIABLE.sub(lambda m: json.dumps(values.get(m.group(1), ""))[1:-1],
-                                            json.dumps(content["types"])))
-        for kind, (key, limits) in _CHOICES.items():
-            for choice in rendered.get(kind, {}).get(key, []):
-                if any(len(str(choice.get(name, ""))) > limit for name, limit in limits.items()):
-                    return self._error(400, 63021, f"Invalid content: a {kind} choice is too long")
+        rendered = render(self.contents[sid], fields.get("ContentVariables") or "{}")
+        if isinstance(rendered, tuple):
+            return self._error(400, *rendered)
         fields["Rendered"] = rendered
-        return None
-
-    @staticmethod
-    def _content_problem(body: Any) -> str | None:
-        """Why Twilio would refuse this content's creation, or None."""
-        if not isinstance(body, dict) or not isinstance(body.get("language"), str):
-            return "language is required"
-        types = body.get("types")
-        if not isinstance(types, dict) or not types:
-            return "types is required"
-        for kind, spec in types.items():
-            if kind not in (*_CHOICES, "twilio/text") or not isinstance(spec, dict):
-                return f"unknown content type {kind}"
-            if not isinstance(spec.get("body"), str) or not spec["body"]:
-                return f"{kind}: body is required"
-            if kind == "twilio/text":
-                continue
-            key, limits = _CHOICES[kind]
-            choices = spec.get(key)
-            if not isinstance(choices, list) or not 1 <= len(choices) <= 10:
-                return f"{kind}: {key} must hold 1 to 10 entries"
-            required = [name for name in limits if name != "description"]
-            for choice in choices:
-                if not isinstance(choice, dict) or not all(choice.get(name) for name in required):
-                    return f"{kind}: every entry needs {' and '.join(required)}"
-                if any(len(str(choice.get(name, ""))) > limit for name, limit in limits.items()):
-                    return f"{kind}: an entry is too long"
-            if kind == "twilio/list-picker" and not spec.get("button"):
-                return "twilio/list-picker: button is required"
         return None
 
     async def _create_content(self, request: web.Request) -> web.Response:
@@ -347,7 +303,7 @@ class FakeTwilio:
             body = await request.json()
         except ValueError:
             return self._error(400, 20001, "The body must be JSON")
-        problem = self._content_problem(body)
+        problem = content_problem(body)
         if problem is not None:
             return self._error(400, 20001, problem)
         sid = f"HX{next(_CONTENT_SIDS):032x}"

@@ -114,6 +114,15 @@ async def test_three_short_options_are_buttons_and_long_ones_a_list_within_limit
     assert verdict.startswith("✅")
 
 
+async def test_a_list_reply_with_only_its_short_title_counts_as_its_number(harness: Any) -> None:
+    h = harness
+    await h.make_user(STUDENT, mode="child")
+    await ask_quiz(h, args=LONG_ARGS)
+    calls = len(h.llm.requests)
+    [verdict] = await say(h, STUDENT, "Réponse 1")
+    assert verdict.startswith("✅") and len(h.llm.requests) == calls
+
+
 async def test_a_tap_on_an_older_quiz_does_not_answer_the_newer_one(harness: Any) -> None:
     h = harness
     await h.make_user(STUDENT, mode="child")
