@@ -172,6 +172,7 @@ class Settings:
     file_link_sms_ttl_s: int
     twilio_template_link_variable: str
     whatsapp_stream: str  # auto | paragraphs | whole
+    whatsapp_buttons: bool
     delivery_block_after: int
     redis_key_prefix: str
     llm_vision: bool
@@ -261,8 +262,7 @@ class Environment(LearningEnvironment, ChannelEnvironment, LocaleEnvironment):
     requeue_delay_s: float = 0.25
     max_attempts: int = 3
     jobs_enabled: bool = True
-    # On SIGTERM: how long webhooks and turns in flight, and jobs' current steps, have to end before the
-    # rest is cancelled (recovered by another worker); under docker-compose.yml's 30 s stop_grace_period.
+    # On SIGTERM: time for work in flight to end before the rest is cancelled (under the 30 s grace).
     shutdown_grace_s: float = Field(25.0, gt=0)
     # /metrics (`serve` and `worker`) on this port of HOST (0: none); never on PORT but with the token.
     metrics_port: int = Field(0, ge=0, le=65535)

@@ -96,3 +96,6 @@ class ChannelEnvironment(BaseSettings):
     # paragraph at once and the rest in as few messages of 1,600 characters as it takes; paragraphs,
     # each paragraph as it completes; whole, all of it at the end.
     whatsapp_stream: Annotated[Literal["auto", "paragraphs", "whole"], LOWERED] = "auto"
+    # Menus (quiz, review) as WhatsApp buttons or lists through Twilio's Content API
+    # (bot.channel.buttons); the numbered text stays in the message, and SMS gets only that.
+    whatsapp_buttons: bool = True

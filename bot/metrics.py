@@ -77,6 +77,10 @@ TWILIO_SENDS = Counter(
     "(Twilio's code, else the HTTP status, else none)",
     ["channel", "outcome", "code"],
 )
+MENUS = Counter(
+    "deblo_menus_total", "WhatsApp menus (bot.channel.buttons) sent as buttons or list, or refused by "
+    "Twilio and sent as numbered text (refused_create, refused_send)", ["result"],
+)
 TWILIO_DELIVERY_ERRORS = Counter(
     "deblo_twilio_delivery_errors_total", "Status callbacks reporting a failure, by status and ErrorCode",
     ["status", "code"],

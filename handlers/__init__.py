@@ -17,6 +17,7 @@ Handler = Callable[[Incoming], Awaitable[bool]]
 def chain() -> list[Handler]:
     from handlers import (
         account,
+        buttons,
         commands,
         credits_choice,
         email_commands,
@@ -42,6 +43,8 @@ def chain() -> list[Handler]:
         # Files that waited for this message (WhatsApp's window was closed) go out first; the
         # message then goes on down the chain.
         waiting_files.handle,
+        # A tapped button or list item: its number for the pending menu, or « no longer valid ».
+        buttons.handle,
         # Before parents: OUI confirms the user's own deletion request when one is pending.
         account.handle,
         parents.handle,

@@ -26,7 +26,7 @@ async def handle(msg: Incoming) -> bool:
                 )
             )
         else:
-            await msg.reply(await payments.show_menu(msg.services, msg.conversation.id, msg.lang))
+            await msg.reply(menu=await payments.show_menu(msg.services, msg.conversation.id, msg.lang))
         return True
     number = _NUMBER.match(text)
     if number is None:

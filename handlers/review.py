@@ -34,6 +34,7 @@ from bot.capabilities.quiz import (
     number_in,
     option_label,
     parse_answer,
+    quiz_menu,
     render_quiz,
     render_verdict,
 )
@@ -139,11 +140,12 @@ async def _start(msg: Incoming) -> None:
         return
     current = new_round(msg.user.id, msg.conversation.id, items, now)
     ttl_s = msg.services.settings.quiz_ttl_s
-    first = render_question(msg, item_quiz(items[0], msg.conversation.id, now, ttl_s), 1, len(items))
-    intro = round_intro(len(items), due, msg.lang)
-    await set_menu(msg.services, msg.conversation.id, REVIEW_KIND, current.to_menu(), ttl_s, db=msg.db)
+    quiz = item_quiz(items[0], msg.conversation.id, now, ttl_s)
+    text = f"{round_intro(len(items), due, msg.lang)}\n\n{render_question(msg, quiz, 1, len(items))}"
+    menu_id = await set_menu(msg.services, msg.conversation.id, REVIEW_KIND, current.to_menu(), ttl_s,
+                             db=msg.db)
     await msg.db.commit()
-    await msg.reply(f"{intro}\n\n{first}")
+    await msg.reply(menu=quiz_menu(quiz, text, msg.lang, menu_id))
 
 
 async def _answer(msg: Incoming, current: Round) -> bool:
@@ -182,25 +184,30 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     msg.db.add(Message(conversation_id=msg.conversation.id, role="note", content=review_note(quiz, chosen),
                        inbound_id=msg.inbound.id, created_at=now))
     following = current.answered(correct, msg.inbound.id, "", now)
-    reply = f"{render_verdict(quiz, chosen, msg.lang, msg.channel)}\n\n{await _next(msg, following, now)}"
+    after, question = await _next(msg, following, now)
+    reply = f"{render_verdict(quiz, chosen, msg.lang, msg.channel)}\n\n{after}"
     following = replace(following, last_reply=reply)
     # The round's next state is written in the same transaction as the answer's records.
-    await set_menu(services, msg.conversation.id, REVIEW_KIND, following.to_menu(), ttl_s, db=msg.db)
+    menu_id = await set_menu(services, msg.conversation.id, REVIEW_KIND, following.to_menu(), ttl_s,
+                             db=msg.db)
     await msg.db.commit()
-    await msg.reply(reply)
+    if question is None:
+        await msg.reply(reply)
+    else:
+        await msg.reply(menu=quiz_menu(question, reply, msg.lang, menu_id))
     return True
 
 
-async def _next(msg: Incoming, following: Round, now: datetime) -> str:
-    """The next question, or the round's score once it is over."""
+async def _next(msg: Incoming, following: Round, now: datetime) -> tuple[str, Quiz | None]:
+    """The next question and its quiz, or the round's score once it is over (and None)."""
     total = len(following.items)
     if following.done:
-        return score_line(following.right, total, msg.lang)
+        return score_line(following.right, total, msg.lang), None
     item = await msg.db.get(QuizItem, following.item_id)
     if item is None:
-        return score_line(following.right, total, msg.lang)
+        return score_line(following.right, total, msg.lang), None
     quiz = item_quiz(item, msg.conversation.id, now, msg.services.settings.quiz_ttl_s)
-    return render_question(msg, quiz, following.index + 1, total)
+    return render_question(msg, quiz, following.index + 1, total), quiz
 
 
 async def _noted(msg: Incoming) -> bool:

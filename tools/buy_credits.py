@@ -19,8 +19,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     offered = payments.packs(settings)
     choice = args.get("pack")
     if choice is None:
-        text = await payments.show_menu(ctx.services, ctx.conversation_id, ctx.language)
-        await ctx.send(text=text)
+        menu = await payments.show_menu(ctx.services, ctx.conversation_id, ctx.language)
+        await ctx.send(text=menu.body, menu=menu)
         return {
             "success": True,
             "menu_sent": True,

@@ -42,10 +42,13 @@ class ToolContext:
     turn: TurnSources | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    async def send(self, text: str = "", media: UserFile | None = None) -> Any:
-        """The outbound result (`ok`, `reason`, `for_model()`), or None when there is no channel."""
+    async def send(self, text: str = "", media: UserFile | None = None, menu: Any = None) -> Any:
+        """The outbound result (`ok`, `reason`, `for_model()`), or None when there is no channel.
+        `menu` (a bot.channel.buttons.Menu, its body the text) may go as buttons on WhatsApp."""
         if self.deliver is None:
             return None
+        if menu is not None:
+            return await self.deliver(text=text, media=media, menu=menu)
         return await self.deliver(text=text, media=media)
 
 

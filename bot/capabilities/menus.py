@@ -1,8 +1,9 @@
 """The one pending numbered menu of a conversation (a quiz, the credit packs…).
 
-WhatsApp has no buttons here, so a menu is numbered text and the user answers with a number.
-Only one menu is pending per conversation: a new one replaces the previous, so "2" always means
-the last menu the user saw.
+A menu is numbered text and the user answers with a number; on WhatsApp it may also come as buttons
+or a list (bot.channel.buttons) whose ids carry the menu's `menu_id`, so that a tap on an older menu
+is told apart from an answer to this one (handlers/buttons.py). Only one menu is pending per
+conversation: a new one replaces the previous, so "2" always means the last menu the user saw.
 
 A menu lives in the shared state (read at every message) and in the database (`pending_menus`):
 when the state loses it (Redis restarted, or the process holding the in-process state), the row
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,8 +56,10 @@ async def _session(services: Services, db: AsyncSession | None) -> AsyncIterator
 
 
 async def set_menu(services: Services, conversation_id: int, kind: str, data: dict[str, Any],
-                   ttl_s: float, *, db: AsyncSession | None = None) -> None:
-    payload = {"kind": kind, **data}
+                   ttl_s: float, *, db: AsyncSession | None = None, menu_id: str | None = None) -> str:
+    """Makes this the conversation's pending menu; returns its id (new each time, unless given)."""
+    menu_id = menu_id or secrets.token_hex(6)
+    payload = {"kind": kind, **data, "menu_id": menu_id}
     now = _now()
     async with _session(services, db) as session:
         await session.execute(delete(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
@@ -65,6 +69,7 @@ async def set_menu(services: Services, conversation_id: int, kind: str, data: di
     await services.state.kv_set(_key(conversation_id), json.dumps(payload, ensure_ascii=False), ttl_s)
     # Remembered longer than the menu itself, so that a late answer gets a hint, not silence.
     await services.state.kv_set(_expired_key(conversation_id), kind, ttl_s * HINT_FACTOR)
+    return menu_id
 
 
 async def _row(services: Services, conversation_id: int) -> PendingMenu | None:

@@ -27,6 +27,7 @@ from unidecode import unidecode
 from bot.agent.toolspec import ToolContext, tool_error
 from bot.capabilities.learner import keep_item, subject_for
 from bot.capabilities.menus import get_menu, set_menu
+from bot.channel.buttons import Menu
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation
@@ -243,7 +244,7 @@ async def store_quiz(
                         correct_index=correct_index, explanation=explanation, subject=quiz.subject,
                         topic=topic, now=now)
         await db.commit()
-    await set_menu(services, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s)
+    await set_menu(services, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s, menu_id=quiz.quiz_id)
     return quiz
 
 
@@ -285,7 +286,8 @@ async def ask(
         subject=subject,
         topic=topic,
     )
-    await ctx.send(render_quiz(quiz, ctx.channel, ctx.language))
+    text = render_quiz(quiz, ctx.channel, ctx.language)
+    await ctx.send(text, menu=quiz_menu(quiz, text, ctx.language))
     return sanitised_result(quiz)
 
 
@@ -358,6 +360,12 @@ def render_quiz(quiz: Quiz, channel: str, language: str) -> str:
            f"Reply with the number of your answer ({numbers} or {last}).")
     )
     return "\n".join(lines)
+
+
+def quiz_menu(quiz: Quiz, text: str, language: str, menu_id: str | None = None) -> Menu:
+    """The quiz as a menu of buttons or a list (bot.channel.buttons), `text` its numbered body."""
+    labels = true_false_labels(language) if quiz.quiz_type == TRUE_FALSE else quiz.options
+    return Menu(menu_id=menu_id or quiz.quiz_id, body=text, options=tuple(labels), language=language)
 
 
 def option_label(quiz: Quiz, index: int, language: str) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.channel.buttons import Menu, send_menu
 from bot.channel.outbound import SendResult, send_to_user
 from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, User, UserFile
@@ -32,10 +33,16 @@ class Incoming:
         return en if self.lang == "en" else fr
 
     async def reply(self, text: str = "", *, media: UserFile | None = None,
-                    kind: str = "reply") -> SendResult:
-        """Sends to this user on this channel (bot.channel.outbound); returns what the send did."""
+                    kind: str = "reply", menu: Menu | None = None) -> SendResult:
+        """Sends to this user on this channel (bot.channel.outbound); returns what the send did.
+        A `menu` goes as buttons or a list where it can (bot.channel.buttons), its body the text."""
+        if menu is not None:
+            text = menu.body
         prefix = self.extra.pop("reply_prefix", "") if text.strip() else ""
         if prefix:  # the first reply to a voice note starts with what was heard
             text = f"{prefix}\n\n{text}"
+        if menu is not None and media is None:
+            return await send_menu(self.services, self.user, replace(menu, body=text), channel=self.channel,
+                                   kind=kind)
         return await send_to_user(self.services, self.user, text=text, media=media, channel=self.channel,
                                   kind=kind)

@@ -26,6 +26,7 @@ from bot.agent.loop import PROMOTED, Budget, TurnState, new_state
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities import credits, speech
+from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.streaming import StreamedReply, message_count
 from bot.services import Services
@@ -115,8 +116,8 @@ class _DirectTurn:
     def streams(self) -> bool:
         return self.stream is not None
 
-    async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
-        return await self.msg.reply(text, kind="tool", media=media)
+    async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
+        return await self.msg.reply(text, kind="tool", media=media, menu=menu)
 
     async def progress(self, note: str) -> None:
         """One short note per turn at most, sent before whatever the tool sends next."""

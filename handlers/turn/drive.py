@@ -20,6 +20,7 @@ from bot.agent.loop import Budget, LoopSide, TurnSetup, TurnState, run_turn
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.capabilities.quiz import redact_tool_arguments
+from bot.channel.buttons import Menu
 from bot.services import Services
 from bot.storage.models import User, UserFile
 
@@ -47,8 +48,8 @@ class TurnSide(LoopSide, Protocol):
     @property
     def context_extra(self) -> dict[str, Any]: ...  # the ids a tool's context carries
 
-    async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
-        """Sends what a tool sends (text and/or a file); returns the outbound result."""
+    async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
+        """Sends what a tool sends (text and/or a file, or a menu); returns the outbound result."""
         ...
 
     async def on_event(self, event: LoopEvent) -> None: ...

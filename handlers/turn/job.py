@@ -29,6 +29,7 @@ from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import ToolContext
 from bot.capabilities import credits, jobs
+from bot.channel.buttons import Menu, send_menu
 from bot.channel.outbound import SendKeys, send_to_user, sending
 from bot.clock import system_now
 from bot.services import Services
@@ -166,7 +167,9 @@ class _JobTurn:
         self.answer = ""
         self._step = contextlib.ExitStack()  # the running step's send keys
 
-    async def deliver(self, text: str = "", media: UserFile | None = None) -> Any:
+    async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
+        if menu is not None and media is None:
+            return await send_menu(self.services, self.user, menu, channel=self.job.channel, kind="tool")
         result = await send_to_user(self.services, self.user, text=text, media=media,
                                     channel=self.job.channel, kind="tool")
         if media is not None:

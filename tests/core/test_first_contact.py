@@ -31,7 +31,7 @@ async def say(h: Harness, body: str, channel: str = "whatsapp", phone: str = PHO
     status, _ = await h.inbound(phone, body, channel=channel, **kw)
     assert status == 200
     await h.settle()
-    return [m.get("Body", "") for m in h.twilio.to(phone)[before:]]
+    return [h.twilio.shown(m) for m in h.twilio.to(phone)[before:]]
 
 
 async def signup_entries(h: Harness) -> list[CreditEntry]:

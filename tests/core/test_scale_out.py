@@ -379,7 +379,7 @@ async def test_same_traffic_with_redis_restarted(scale_run: Run) -> None:
 
 def quiz_pending(run: Run) -> bool:
     """User 45 has their quiz and has not answered it yet."""
-    got = [label(m.get("Body", "")) for m in run.h.twilio.to(phone(LATE_QUIZ_USER))]
+    got = [label(run.h.twilio.shown(m)) for m in run.h.twilio.to(phone(LATE_QUIZ_USER))]
     assert "right" not in got
     return "menu" in got
 

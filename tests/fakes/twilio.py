@@ -20,6 +20,14 @@
   `{"success": true}`. Accepted calls are recorded in `.typing` (fields plus "at", monotonic time),
   every call counted in `.typing_requests`; `fail_typing("500" | "400" | "403")` fails the next
   one, `typing_delay_s` makes it answer late. Outages and refused connections apply to it too.
+- The Content API (content.twilio.com's paths): `POST /v1/Content` (JSON `friendly_name`, `language`,
+  `variables`, `types` with `twilio/quick-reply` or `twilio/list-picker`; Basic auth; a body Twilio
+  would refuse gets 400) → 201 with an `HX…` sid, kept in `.contents`; `GET /v1/Content/{sid}`.
+  `fail_content("400" | "500")` fails the next creation. A message sent with `ContentSid` must name a
+  known content (one created here, or any other HX… sid: a template approved in the console; not
+  one in `.deleted_contents`) and carry `ContentVariables` as a JSON object; `.sent` records it with
+  `Rendered` (the types with the variables filled in) and refuses it (400, 63021) when a filled
+  button title passes 20 characters, a list item 24 or a description 72.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
   redirects to the file.
 """
@@ -41,8 +49,10 @@ from aiohttp import web
 from twilio.request_validator import RequestValidator
 
 from bot.clock import system_now
+from tests.fakes.twilio_content import content_problem, render
 
 _MESSAGE_SIDS = itertools.count(1)
+_CONTENT_SIDS = itertools.count(1)
 
 
 # Messages of the refusals tests ask for (REST API error codes).
@@ -77,6 +87,10 @@ class FakeTwilio:
         self.typing_requests = 0
         self.typing_delay_s = 0.0
         self._typing_failures: deque[str] = deque()
+        self.contents: dict[str, dict[str, Any]] = {}
+        self.content_requests = 0
+        self.deleted_contents: set[str] = set()  # sids a send is refused for (21655)
+        self._content_failures: deque[str] = deque()
         self._failures: deque[str] = deque()
         self._outage: tuple[str, Callable[[], bool]] | None = None
         self._refusing = False
@@ -96,6 +110,14 @@ class FakeTwilio:
     def fail_typing(self, kind: str, times: int = 1) -> None:
         """The next typing indicator calls fail: "500", "400" or "403" (the beta not enabled)."""
         self._typing_failures.extend([kind] * times)
+
+    def fail_content(self, kind: str, times: int = 1) -> None:
+        """The next content creations fail: "400" (refused) or "500"."""
+        self._content_failures.extend([kind] * times)
+
+    def contents_sent(self) -> list[dict[str, Any]]:
+        """The messages sent with a ContentSid (each with its `Rendered` types)."""
+        return [m for m in self.sent if m.get("ContentSid")]
 
     def fail_while(self, kind: str, condition: Callable[[], bool]) -> None:
         """Every API request fails with `kind` ("500", "503", "429") while `condition()` holds."""
@@ -149,7 +171,13 @@ class FakeTwilio:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     def bodies(self) -> list[str]:
-        return [m.get("Body", "") for m in self.sent]
+        return [self.shown(m) for m in self.sent]
+
+    @staticmethod
+    def shown(message: dict[str, Any]) -> str:
+        """The text the user reads: the Body, or a content's body with its variables filled in."""
+        rendered = message.get("Rendered") or {}
+        return str(message.get("Body") or next((t.get("body", "") for t in rendered.values()), ""))
 
     def to(self, address: str) -> list[dict[str, Any]]:
         return [m for m in self.sent if m.get("To") in (address, f"whatsapp:{address}")]
@@ -225,6 +253,10 @@ class FakeTwilio:
             return self._error(400, 21602, "Message body is required.")
         if len(fields.get("Body", "")) > 1600:
             return self._error(400, 21617, "The concatenated message body exceeds the 1600 character limit.")
+        if fields.get("ContentSid"):
+            refused = self._render(fields)
+            if refused is not None:
+                return refused
         sid = f"SM{next(self._counter):032x}"
         fields["Sid"] = sid
         self.sent.append(fields)
@@ -240,6 +272,56 @@ class FakeTwilio:
             request.transport.close()
             return web.Response(status=500)
         return web.json_response(self.messages[sid], status=201)
+
+    def _render(self, fields: dict[str, Any]) -> web.Response | None:
+        """Fills the content's variables into `fields["Rendered"]`; the refusal when it cannot."""
+        sid = fields["ContentSid"]
+        if sid in self.deleted_contents or not sid.startswith("HX"):
+            return self._error(400, 21655, "The ContentSid is Invalid.")
+        if sid not in self.contents:
+            return None  # a template approved in Twilio's console, not created here
+        rendered = render(self.contents[sid], fields.get("ContentVariables") or "{}")
+        if isinstance(rendered, tuple):
+            return self._error(400, *rendered)
+        fields["Rendered"] = rendered
+        return None
+
+    async def _create_content(self, request: web.Request) -> web.Response:
+        self.content_requests += 1
+        if not self._authorised(request):
+            self.unauthorised += 1
+            return self._error(401, 20003, "Authenticate")
+        unavailable = self._unavailable(request)
+        if unavailable is not None:
+            return unavailable
+        failure = self._content_failures.popleft() if self._content_failures else None
+        if failure == "500":
+            return self._error(500, 20500, "Internal Server Error")
+        if failure == "400":
+            return self._error(400, 20001, "Invalid content")
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._error(400, 20001, "The body must be JSON")
+        problem = content_problem(body)
+        if problem is not None:
+            return self._error(400, 20001, problem)
+        sid = f"HX{next(_CONTENT_SIDS):032x}"
+        now = format_datetime(system_now(), usegmt=True)
+        self.contents[sid] = {
+            "sid": sid, "account_sid": self.account_sid, "friendly_name": body.get("friendly_name", ""),
+            "language": body["language"], "variables": body.get("variables") or {}, "types": body["types"],
+            "date_created": now, "date_updated": now, "url": f"{self.url}/v1/Content/{sid}", "links": {},
+        }
+        return web.json_response(self.contents[sid], status=201)
+
+    async def _fetch_content(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return self._error(401, 20003, "Authenticate")
+        content = self.contents.get(request.match_info["sid"])
+        if content is None:
+            return self._error(404, 20404, "The requested resource was not found")
+        return web.json_response(content)
 
     async def _list(self, request: web.Request) -> web.Response:
         if not self._authorised(request):
@@ -366,6 +448,8 @@ class FakeTwilio:
         app.router.add_get("/2010-04-01/Accounts/{account}/Messages/{msg}/Media/{media}", self._serve_media)
         app.router.add_get("/storage/{media}", self._storage)
         app.router.add_post("/v2/Indicators/Typing.json", self._typing_indicator)
+        app.router.add_post("/v1/Content", self._create_content)
+        app.router.add_get("/v1/Content/{sid}", self._fetch_content)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)

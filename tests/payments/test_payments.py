@@ -186,7 +186,7 @@ async def test_tool_shows_the_menu_then_the_link(h, paystack) -> None:
     conv = await conversation_id(h, user.id)
     sent: list[str] = []
 
-    async def deliver(text: str = "", media: object = None) -> None:
+    async def deliver(text: str = "", media: object = None, menu: object = None) -> None:
         sent.append(text)
 
     ctx = ToolContext(

@@ -29,7 +29,7 @@ def is_wrong(verdict: str) -> bool:
 
 
 def all_sent_bodies(h: Any) -> str:
-    return "\n".join(str(m.get("Body", "")) for m in h.twilio.sent)
+    return "\n".join(h.twilio.shown(m) for m in h.twilio.sent)
 
 
 def assert_secret_kept(h: Any) -> None:

@@ -215,8 +215,8 @@ class Harness:
             return await db.scalar(select(User).where(User.phone == phone))
 
     async def texts_to(self, phone: str) -> list[str]:
-        """Bodies sent to `phone` on any channel, in order."""
-        return [m.get("Body", "") for m in self.twilio.to(phone)]
+        """Bodies sent to `phone` on any channel, in order (a content's body as the user reads it)."""
+        return [self.twilio.shown(m) for m in self.twilio.to(phone)]
 
     # --- jobs and workers --------------------------------------------------------------------
     async def run_jobs(self, *names: str) -> None:

@@ -96,8 +96,8 @@ async def make_student(services: Services, phone: str = "+2250701020304", *, use
 
 def context(services: Services, user_id: int, conversation_id: int, sent: list[str],
             channel: str = "whatsapp", language: str = "fr") -> ToolContext:
-    async def deliver(text: str = "", media: Any = None) -> None:
-        sent.append(text)
+    async def deliver(text: str = "", media: Any = None, menu: Any = None) -> None:
+        sent.append(menu.body if menu is not None else text)
 
     return ToolContext(services=services, user_id=user_id, conversation_id=conversation_id, channel=channel,
                        mode="child", language=language, tool_call_id="call_1", deliver=deliver)

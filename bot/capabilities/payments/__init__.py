@@ -18,6 +18,7 @@ from sqlalchemy import select, update
 
 from bot.capabilities import credits
 from bot.capabilities.payments.provider import BadSignature, Checkout, PaymentError, Provider
+from bot.channel.buttons import Menu
 from bot.config import Settings
 from bot.services import Services
 from bot.storage.db import rowcount
@@ -80,13 +81,22 @@ def menu_text(settings: Settings, language: str) -> str:
     return "\n".join(lines)
 
 
-async def show_menu(services: Services, conversation_id: int, language: str) -> str:
-    """Makes the packs the pending numbered menu of the conversation; returns its text."""
+def pack_label(pack: Pack, language: str) -> str:
+    """A pack on a button or a list item: « 100 crédits — 500 FCFA »."""
+    word = "credits" if language == "en" else "crédits"
+    return f"{pack.credits} {word} — {price_text(pack)}"
+
+
+async def show_menu(services: Services, conversation_id: int, language: str) -> Menu:
+    """Makes the packs the pending numbered menu of the conversation; returns it (its body the
+    numbered text, its options the packs, for buttons or a list on WhatsApp)."""
     from bot.capabilities.menus import set_menu
 
-    data = {"packs": [[p.credits, p.price] for p in packs(services.settings)]}
-    await set_menu(services, conversation_id, "credits", data, MENU_TTL_S)
-    return menu_text(services.settings, language)
+    offered = packs(services.settings)
+    data = {"packs": [[p.credits, p.price] for p in offered]}
+    menu_id = await set_menu(services, conversation_id, "credits", data, MENU_TTL_S)
+    return Menu(menu_id=menu_id, body=menu_text(services.settings, language),
+                options=tuple(pack_label(p, language) for p in offered), language=language)
 
 
 def new_reference(user_id: int) -> str:

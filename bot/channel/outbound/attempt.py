@@ -111,7 +111,7 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
     fields = _fields(services, to, from_, message)
     keys = current_keys.get()
     key = keys.next() if keys is not None else None
-    outbox = kind in DIRECT_KINDS
+    outbox = kind in DIRECT_KINDS and not message.get("no_outbox")
     await commit_turn()
     async with services.sessions() as db:
         if key is not None:
@@ -149,7 +149,7 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
                 await retry_later(services, db, row, exc)
                 return Attempt(exc=exc, queued=True)
             await record_failure(services, db, row, channel, exc)
-            if kind not in TOLD_KINDS or kind == "tool":
+            if kind not in TOLD_KINDS or kind == "tool" or message.get("no_outbox"):
                 # The caller has the result (a tool's result tells the model): nothing to tell later.
                 row.failure_told_at = services.clock()
                 await db.commit()

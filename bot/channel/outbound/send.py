@@ -73,8 +73,13 @@ async def send_to_user(
     media: UserFile | None = None,
     channel: str | None = None,
     kind: str = "reply",
+    content: tuple[str, str] | None = None,
 ) -> SendResult:
-    """Sends `text` (Markdown) and/or one file to `user` on `channel` (default: their last one)."""
+    """Sends `text` (Markdown) and/or one file to `user` on `channel` (default: their last one).
+
+    `content` (a content sid and its variables as JSON, bot.channel.buttons) goes instead of the
+    text on WhatsApp inside the window, `text` kept as its record; never queued for a retry: the
+    caller sends the text when it is not taken at once."""
     if user.opted_out and kind not in OPT_OUT_KINDS:
         log.info("not sent: user opted out", extra={"user_id": user.id, "kind": kind})
         return SendResult(channel=channel, skipped="opted_out")
@@ -97,6 +102,9 @@ async def send_to_user(
         if to is None:
             return SendResult(channel=channel, skipped="no_address")
         if in_whatsapp_window(services, user):
+            if content is not None and media is None:
+                return await _send_parts(services, user.id, "whatsapp", to, settings.twilio_whatsapp_from,
+                                         [_content_message(content, text)], kind)
             return await _send_whatsapp(services, user.id, to, text, media, kind)
         return await _outside_window(services, user, to, text, media, kind)
     if not user.phone:
@@ -211,6 +219,12 @@ async def _send_sms(services: Services, user_id: int | None, phone: str, text: s
     result = await _send_parts(services, user_id, "sms", phone, settings.twilio_sms_from, messages, kind)
     result.file_as_link = media is not None and result.accepted
     return result
+
+
+def _content_message(content: tuple[str, str], text: str) -> dict[str, Any]:
+    sid, variables = content
+    return {"body": "", "content_sid": sid, "content_variables": variables,
+            "record_body": formatting.to_whatsapp(text), "no_outbox": True}
 
 
 def _template_text(text: str) -> str:

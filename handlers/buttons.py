@@ -1,0 +1,44 @@
+"""A tapped button or list item (WhatsApp): answers the pending menu as typing its number does.
+
+Its id is `<menu id>:<number>` (bot.channel.buttons). When the menu is the conversation's pending
+one, the message's text becomes that number and goes on down the chain, so the menu's own handler
+(quiz, review…) checks it exactly as a typed « 2 », on the server and with no model call. An id of
+a menu no longer pending (answered, replaced or expired) gets a clear reply and nothing else: it
+never answers a newer menu, and never reaches the model. A bare « Réponse 2 » (a list item's short
+title) counts as « 2 ».
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.capabilities.menus import get_menu
+from bot.channel.buttons import tapped
+from bot.channel.context import Incoming
+
+# A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its
+# title alone: the number it stands for.
+_ITEM_TITLE = re.compile(r"^(?:r[ée]ponse|answer)\s+([1-9][0-9]?)$", re.IGNORECASE)
+
+
+async def handle(msg: Incoming) -> bool:
+    picked = tapped(msg.inbound.params or {})
+    if picked is None:
+        title = _ITEM_TITLE.match(msg.text)
+        if title is not None and await get_menu(msg.services, msg.conversation.id) is not None:
+            msg.text = title.group(1)
+        return False
+    menu_id, number = picked
+    menu = await get_menu(msg.services, msg.conversation.id)
+    if menu is not None and (menu.get("menu_id") == menu_id or menu.get("last_inbound") == msg.inbound.id):
+        # A retried delivery of a tap already answered finds the next question pending: the menu's
+        # handler sends the same reply again (its `last_inbound`).
+        msg.text = str(number)
+        return False
+    await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
+    stale = msg.t("Ce choix n'est plus valable : ce menu a déjà reçu une réponse ou a expiré. "
+                  "Réponds au dernier message, ou écris-moi ta question.",
+                  "This choice is no longer valid: that menu was already answered or has expired. "
+                  "Answer the latest message, or write me your question.")
+    await msg.reply(stale if msg.channel == "sms" else f"⌛ {stale}")
+    return True
