@@ -7,12 +7,7 @@ after it, no row anywhere holds the person's id or number, and no byte of their 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,31 +26,11 @@ from bot.storage.models import (
 )
 from bot.storage.state import lock_key, make_state
 from tests.support.accounts import PARENT, PHONE, leftovers, rich_user, say
+from tests.support.console import users
 from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
-ROOT = Path(__file__).resolve().parents[2]
 DIGITS = PHONE.removeprefix("+")
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-async def users(h: Harness, *args: str) -> Run:
-    """`python -m bot users ARGS` with the harness's database, file store and shared state."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
-           "PYTHONPATH": str(ROOT), "LOG_LEVEL": "INFO"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "users", *args, env=env, cwd=str(ROOT),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return Run(proc.returncode, out.decode(), err.decode())
 
 
 async def snapshot(h: Harness) -> dict[str, list[tuple[Any, ...]]]:

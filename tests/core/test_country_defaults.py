@@ -3,18 +3,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from pathlib import Path
-
 from sqlalchemy import select
 
 from bot.storage.models import User
+from tests.support.console import users
 from tests.support.harness import Harness
 from tests.support.pedagogy import say
 
-ROOT = Path(__file__).resolve().parents[2]
 GHANA = "+233201234567"
 SENEGAL = "+221771234567"
 FRANCE = "+33612345678"
@@ -94,29 +89,18 @@ async def test_timezone_in_english(harness: Harness) -> None:
     assert "I don't know the time zone" in unknown
 
 
-async def console(h: Harness, *args: str) -> tuple[int, str, str]:
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
-           "PYTHONPATH": str(ROOT), "LOG_LEVEL": "INFO"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "users", *args, env=env, cwd=str(ROOT),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
-
-
 async def test_the_operator_sets_a_zone_and_enrols_with_the_countrys(harness: Harness) -> None:
     h = harness
     await h.make_user(CAMEROON, timezone="Africa/Abidjan")
-    code, out, _ = await console(h, "set-timezone", CAMEROON, "Douala")
+    code, out, _ = await users(h, "set-timezone", CAMEROON, "Douala")
     assert code == 0 and "Africa/Douala" in out and "Africa/Abidjan" in out
     assert (await h.user(CAMEROON)).timezone == "Africa/Douala"  # type: ignore[union-attr]
-    code, out, err = await console(h, "set-timezone", CAMEROON, "Atlantide")
+    code, out, err = await users(h, "set-timezone", CAMEROON, "Atlantide")
     assert code == 2 and "not a time zone" in err
     assert (await h.user(CAMEROON)).timezone == "Africa/Douala"  # type: ignore[union-attr]
-    code, _, err = await console(h, "set-timezone", "+2250799999999", "Dakar")
+    code, _, err = await users(h, "set-timezone", "+2250799999999", "Dakar")
     assert code == 1 and "no user" in err
-    code, _, _ = await console(h, "set-mode", GHANA, "child")
+    code, _, _ = await users(h, "set-mode", GHANA, "child")
     ghanaian = await h.user(GHANA)
     assert code == 0 and ghanaian is not None
     assert (ghanaian.timezone, ghanaian.language) == ("Africa/Accra", "en")

@@ -3,19 +3,15 @@ changed with CLASSE / LEVEL, set by the operator with `python -m bot users set-l
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.channel import formatting
+from tests.support.console import users
 from tests.support.pedagogy import STUDENT, say
 
-ROOT = Path(__file__).resolve().parents[2]
 MENU_LINES = ("1) CP1, 2) CP2, 3) CE1, 4) CE2, 5) CM1, 6) CM2\n7) 6e, 8) 5e, 9) 4e, 10) 3e\n"
               "11) 2nde, 12) 1re, 13) Tle\n14) Université, 15) Autre")
 
@@ -117,18 +113,6 @@ async def test_menu_lists_classe_and_revision_for_a_student(harness: Any) -> Non
     [menu] = await say(h, STUDENT, "MENU", "sms")
     assert "REVISION, CLASSE : réviser, ta classe" in menu
     assert formatting.sms_segments(menu)[1] <= 2
-
-
-async def users(h: Any, *args: str) -> tuple[int, str, str]:
-    """`python -m bot users ARGS` as the operator runs it, on the harness's database."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
-           "PYTHONPATH": str(ROOT)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "users", *args, env=env, cwd=str(ROOT),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, err = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def test_the_operator_sets_the_level(harness: Any) -> None:
