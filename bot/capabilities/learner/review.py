@@ -14,9 +14,14 @@ from fsrs import Card, Rating, Scheduler
 _SCHEDULER = Scheduler(learning_steps=(), relearning_steps=(), enable_fuzzing=False)
 
 
+def _card(stored: dict[str, Any]) -> Card:
+    # fsrs types the argument as its CardDict TypedDict; the stored JSON is what to_dict() gave.
+    return Card.from_dict(stored)  # type: ignore[arg-type]  # a plain dict of CardDict's shape
+
+
 def next_review(card: dict[str, Any] | None, correct: bool, now: datetime) -> tuple[dict[str, Any], datetime]:
     """The item's card after one answer, and when it is due again."""
-    current = Card() if card is None else Card.from_dict(card)  # type: ignore[arg-type]
+    current = Card() if card is None else _card(card)
     rating = Rating.Good if correct else Rating.Again
     updated, _log = _SCHEDULER.review_card(current, rating, now.astimezone(UTC))
     return dict(updated.to_dict()), updated.due
@@ -26,4 +31,4 @@ def recall_probability(card: dict[str, Any] | None, now: datetime) -> float:
     """The chance the student still knows the item now (0 for one never answered)."""
     if card is None:
         return 0.0
-    return float(_SCHEDULER.get_card_retrievability(Card.from_dict(card), now.astimezone(UTC)))  # type: ignore[arg-type]
+    return float(_SCHEDULER.get_card_retrievability(_card(card), now.astimezone(UTC)))

@@ -5,6 +5,14 @@ from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
 from bot.storage.models.learner import QuizItem, SkillMastery
+from bot.storage.models.school import (
+    Cohort,
+    CohortMember,
+    Operator,
+    OperatorCohort,
+    OperatorSession,
+    SafetyFlag,
+)
 from bot.storage.models.tables import (
     USER_FILES_SEARCH_DDL,
     USER_FILES_SEARCH_DROP,
@@ -34,6 +42,8 @@ __all__ = [
     "USER_FILES_SEARCH_DDL",
     "USER_FILES_SEARCH_DROP",
     "Base",
+    "Cohort",
+    "CohortMember",
     "Conversation",
     "CreditEntry",
     "ExerciseResult",
@@ -42,12 +52,16 @@ __all__ = [
     "JobEvent",
     "Memory",
     "Message",
+    "Operator",
+    "OperatorCohort",
+    "OperatorSession",
     "OutboundMessage",
     "ParentLink",
     "Payment",
     "PendingDelivery",
     "PendingMenu",
     "QuizItem",
+    "SafetyFlag",
     "ScheduledSend",
     "SkillMastery",
     "Task",

@@ -1,0 +1,92 @@
+"""What a school or NGO running the bot sees: classes (cohorts) of students, the people who log in to
+the dashboard (operators: admins and teachers, a teacher bound to their classes), their sessions, and
+the distress flags raised on a child's message that a person must acknowledge."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.storage.models.base import PK, Base, utcnow
+
+
+class Cohort(Base):
+    """A class: `python -m bot cohorts create NAME`, filled by `cohorts import NAME FILE.csv`."""
+
+    __tablename__ = "cohorts"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class CohortMember(Base):
+    """A student in a class; removed with the student (`users forget`) by the cascade."""
+
+    __tablename__ = "cohort_members"
+    __table_args__ = (Index("ix_cohort_members_user", "user_id"),)
+
+    cohort_id: Mapped[int] = mapped_column(ForeignKey("cohorts.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    joined_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Operator(Base):
+    """A person who logs in at /admin/: role admin (sees everything) or teacher (their classes only).
+    `password_hash` is an Argon2id hash; `last_summary_at` when the weekly class summary last went out."""
+
+    __tablename__ = "operators"
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)  # stored lower-cased
+    role: Mapped[str] = mapped_column(String(16))  # admin | teacher
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_login_at: Mapped[datetime | None]
+    last_summary_at: Mapped[datetime | None]
+
+
+class OperatorCohort(Base):
+    """Which classes a teacher sees."""
+
+    __tablename__ = "operator_cohorts"
+
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"), primary_key=True)
+    cohort_id: Mapped[int] = mapped_column(ForeignKey("cohorts.id", ondelete="CASCADE"), primary_key=True)
+
+
+class OperatorSession(Base):
+    """A dashboard login: the cookie carries a random token, the table keeps only its SHA-256
+    (`token_hash`), so a leaked table opens no session. Logout deletes the row."""
+
+    __tablename__ = "operator_sessions"
+    __table_args__ = (Index("ix_operator_sessions_expires", "expires_at"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+
+
+class SafetyFlag(Base):
+    """A child's message that signalled distress: answered first with a helpline, then shown to the
+    class's teacher and the operator until a person acknowledges it. `source` says what raised it
+    (phrases | moderation), `category` what it is (self_harm | abuse | violence); `excerpt` is shown
+    to admins only, never to teachers or parents."""
+
+    __tablename__ = "safety_flags"
+    __table_args__ = (Index("ix_safety_flags_open", "acknowledged_at", "created_at"),
+                      Index("ix_safety_flags_user", "user_id"))
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    message_id: Mapped[int | None] = mapped_column(ForeignKey("messages.id", ondelete="SET NULL"))
+    category: Mapped[str] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(16))
+    excerpt: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    acknowledged_at: Mapped[datetime | None]
+    acknowledged_by: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
