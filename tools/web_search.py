@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from bot import credentials
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
 from tools.modes import modes_for
@@ -68,6 +69,8 @@ async def search_tavily(http: httpx.AsyncClient, settings: Settings, query: str)
         raise SearchFailed("Tavily did not answer in time") from None
     except httpx.HTTPError as exc:
         raise SearchFailed(f"Tavily cannot be reached ({type(exc).__name__})") from None
+    if response.status_code in (401, 403):
+        credentials.refused("Tavily", "TAVILY_API_KEY", f"HTTP {response.status_code}")
     if response.status_code != 200:
         raise SearchFailed(f"Tavily answered {response.status_code}: {_error_detail(response)}")
     try:

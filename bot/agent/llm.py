@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import aiohttp
 import orjson
 
-from bot import metrics
+from bot import credentials, metrics
 from bot.agent import vision
 from bot.agent.prompts import PERSONAL_HEADING
 from bot.agent.sse import Assembler, SSEParser, StreamResult, ToolCall
@@ -239,6 +239,9 @@ class LLMClient:
                 async with self._http().post(self.url, data=payload, headers=self._headers) as resp:
                     if resp.status != 200:
                         detail = (await resp.read())[:300].decode("utf-8", "replace")
+                        if resp.status in (401, 403):
+                            credentials.refused("the model's API", "LLM_API_KEY (and LLM_BASE_URL)",
+                                                f"HTTP {resp.status}: {detail}")
                         same = resp.status in RETRYABLE_STATUS
                         raise _Retryable(f"HTTP {resp.status}: {detail}", _retry_after(resp.headers), same)
                     async for raw in resp.content.iter_any():

@@ -30,7 +30,7 @@ BAD = "#D55E00"
 ACCENT = "#0072B2"
 MUTED = "#8A8A8A"
 
-_STYLE = {
+matplotlib.rcParams.update({
     "font.family": "DejaVu Sans",  # installed with the bot (fonts-dejavu-core): accents, no download
     "font.size": 12,
     "axes.spines.top": False,
@@ -39,8 +39,7 @@ _STYLE = {
     "axes.titlesize": 14,
     "svg.fonttype": "none",  # text stays text in the SVG: searchable, selectable, small
     "svg.hashsalt": "deblo",  # stable ids, so one chart's SVG is the same bytes twice
-}
-matplotlib.rcParams.update(_STYLE)
+})
 
 
 def new_figure(width_in: float, height_in: float) -> Figure:

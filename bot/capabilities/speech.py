@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from bot import credentials
 from bot.agent import vision
 from bot.capabilities import credits
 from bot.channel.context import Incoming
@@ -156,6 +157,8 @@ async def transcribe(services: Any, data: bytes, mime: str, language: str) -> Tr
         )
     except httpx.HTTPError as exc:
         raise SpeechError("failed", f"transcription request: {exc!r}") from exc
+    if resp.status_code in (401, 403):
+        credentials.refused("transcription", "TRANSCRIBE_API_KEY", f"HTTP {resp.status_code}")
     if resp.status_code != 200:
         raise SpeechError("failed", f"transcription HTTP {resp.status_code}: {resp.text[:200]}")
     try:
@@ -181,6 +184,8 @@ async def synthesize(services: Any, text: str) -> bytes:
                                         timeout=settings.speech_timeout_s)
     except httpx.HTTPError as exc:
         raise SpeechError("failed", f"speech request: {exc!r}") from exc
+    if resp.status_code in (401, 403):
+        credentials.refused("speech", "TTS_API_KEY", f"HTTP {resp.status_code}")
     if resp.status_code != 200 or not resp.content:
         raise SpeechError("failed", f"speech HTTP {resp.status_code}: {resp.text[:200]}")
     # Whatever the provider returned (mp3, or opus in another container), WhatsApp wants OGG/Opus.

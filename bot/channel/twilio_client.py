@@ -24,6 +24,7 @@ from twilio.base.exceptions import TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
+from bot import credentials
 from bot.config import TWILIO_DEFAULT_API, Settings
 
 log = logging.getLogger("bot.twilio")
@@ -105,6 +106,9 @@ class TwilioClient:
                     log.warning("twilio rate limited", extra={"attempt": attempt + 1, "code": exc.code})
                     last_error = TwilioSendError(str(exc.msg), status=exc.status, code=exc.code)
                     continue
+                if exc.status in (401, 403) or exc.code == 20003:
+                    credentials.refused("Twilio", "TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN",
+                                        f"HTTP {exc.status}, error {exc.code}: {exc.msg}")
                 if exc.status >= 500:
                     last_error = TwilioSendError(
                         str(exc.msg), status=exc.status, code=exc.code, ambiguous=True

@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from bot import credentials
 from bot.capabilities.payments.provider import (
     BadSignature,
     Checkout,
@@ -74,6 +75,8 @@ async def _call(services: Services, method: str, path: str, json: dict | None = 
         data = response.json()
     except ValueError:
         raise PaymentError(f"Paystack answered {response.status_code} without JSON") from None
+    if response.status_code in (401, 403):
+        credentials.refused("Paystack", "PAYMENT_SECRET", f"HTTP {response.status_code}")
     if response.status_code >= 400 or not isinstance(data, dict) or not data.get("status"):
         message = data.get("message") if isinstance(data, dict) else None
         raise PaymentError(f"Paystack refused ({response.status_code}): {message or 'no message'}")
