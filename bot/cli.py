@@ -64,7 +64,9 @@ def startup_checks(settings: Settings) -> None:
     """Says at start-up what is off, so an operator is not surprised by a missing tool."""
     from bot.capabilities import speech
     from bot.capabilities.sandbox import log_availability
+    from bot.doctor import log_summary
 
+    log_summary(settings)  # settings, tools and disk, as `doctor` shows them (providers not asked)
     log_availability(settings)
     speech.log_availability(settings)  # Tesseract and ffmpeg: photos read as text, voice notes
     if settings.browse_allow_private or settings.browse_test_allow:
@@ -297,6 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone = users_sub.add_parser("set-timezone", help="the user's time zone (as FUSEAU Douala)")
     set_timezone.add_argument("phone")
     set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
+    sub.add_parser("doctor", help="check every setting and dependency: OK / OFF / FAIL, with the fix")
     return parser
 
 
@@ -357,4 +360,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot.capabilities.operator_console import users
 
         return asyncio.run(users(settings, args))
+    elif args.command == "doctor":
+        return _doctor()
     return 0
+
+
+def _doctor() -> int:
+    """Prints the table; exit 1 when a check FAILs (2 when the settings cannot even be read)."""
+    from bot import doctor, logs
+
+    settings = _settings()
+    try:
+        load_settings(require=REQUIRED_FOR_SERVE)
+        missing = None
+    except ConfigError as exc:
+        missing = str(exc)
+    logs.setup("ERROR")  # the table says it all; the checks' own warnings would repeat it
+    checks = asyncio.run(doctor.run_checks(settings, missing))
+    print(doctor.table(checks))
+    return 1 if doctor.failed(checks) else 0

@@ -106,6 +106,8 @@ ALLOWED: dict[str, set[str]] = {
     "bot.capabilities": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.agent",
                                 "bot.pipeline.scheduler"},
     "bot.pipeline": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.capabilities"},
+    # The operator's checks look at everything below the composition root, and at nothing above it.
+    "bot.doctor": BASE | {"bot.storage", "bot.capabilities"},
     # The composition root wires everything, handlers and tools included.
     "bot.cli": {"bot", "handlers", "tools"},
     "bot.__main__": {"bot.cli"},

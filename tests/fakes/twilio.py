@@ -28,6 +28,9 @@
   one in `.deleted_contents`) and carry `ContentVariables` as a JSON object; `.sent` records it with
   `Rendered` (the types with the variables filled in) and refuses it (400, 63021) when a filled
   button title passes 20 characters, a list item 24 or a description 72.
+- The account, as `doctor` reads it: `GET /2010-04-01/Accounts/{sid}.json` (`account_status`),
+  `GET …/IncomingPhoneNumbers.json?PhoneNumber=` (`phone_numbers`) and messaging.twilio.com's
+  `GET /v2/Channels/Senders?Channel=whatsapp` (`whatsapp_senders`); Basic auth, 401/20003 otherwise.
 - Inbound media like Twilio's: `add_media(data, content_type)` gives a Basic-auth-protected URL that
   redirects to the file.
 """
@@ -102,6 +105,10 @@ class FakeTwilio:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self.url = ""
+        # What `doctor` asks about: the account's status, its numbers, its WhatsApp senders.
+        self.account_status = "active"
+        self.phone_numbers: set[str] = set()
+        self.whatsapp_senders: dict[str, str] = {}  # "whatsapp:+…" → ONLINE | OFFLINE | …
 
     # --- scripting -------------------------------------------------------------------------
     def fail_next(self, kind: str, times: int = 1) -> None:
@@ -440,6 +447,27 @@ class FakeTwilio:
             return web.Response(status=404)
         return web.Response(body=item[0], headers={"Content-Type": item[1]})
 
+    # --- the account (what `python -m bot doctor` reads) -----------------------------------
+    async def _account(self, request: web.Request) -> web.Response:
+        if not self._authorised(request) or request.match_info["account"].removesuffix(".json") != self.account_sid:
+            return self._error(401, 20003, "Authenticate")
+        return web.json_response({"sid": self.account_sid, "status": self.account_status, "type": "Full"})
+
+    async def _numbers(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return self._error(401, 20003, "Authenticate")
+        wanted = request.query.get("PhoneNumber")
+        found = [{"phone_number": n, "sid": "PN" + n.strip("+").ljust(32, "0")}
+                 for n in sorted(self.phone_numbers) if wanted in (None, n)]
+        return web.json_response({"incoming_phone_numbers": found, "page": 0})
+
+    async def _senders(self, request: web.Request) -> web.Response:
+        if not self._authorised(request):
+            return self._error(401, 20003, "Authenticate")
+        senders = [{"sid": f"XE{i:032d}", "sender_id": sid, "status": status}
+                   for i, (sid, status) in enumerate(sorted(self.whatsapp_senders.items()))]
+        return web.json_response({"senders": senders, "meta": {"page": 0, "page_size": 50}})
+
     # --- server ----------------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         app = web.Application()
@@ -450,6 +478,9 @@ class FakeTwilio:
         app.router.add_post("/v2/Indicators/Typing.json", self._typing_indicator)
         app.router.add_post("/v1/Content", self._create_content)
         app.router.add_get("/v1/Content/{sid}", self._fetch_content)
+        app.router.add_get("/2010-04-01/Accounts/{account}", self._account)
+        app.router.add_get("/2010-04-01/Accounts/{account}/IncomingPhoneNumbers.json", self._numbers)
+        app.router.add_get("/v2/Channels/Senders", self._senders)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.capabilities.payments import handle_webhook
+from bot.capabilities.payments import handle_webhook, local_page
 
 MAX_BODY = 256 * 1024
 PATH = "/payments/webhook/{provider}"
@@ -58,4 +58,5 @@ async def payment_done(_request: web.Request) -> web.Response:
     return web.Response(text=_DONE_PAGE, content_type="text/html")
 
 
-ROUTES: list[web.RouteDef] = [web.post(PATH, payment_webhook), web.get("/payments/done", payment_done)]
+ROUTES: list[web.RouteDef] = [web.post(PATH, payment_webhook), web.get("/payments/done", payment_done),
+                              *local_page.ROUTES]  # /pay/…: only with PAYMENT_PROVIDER=local

@@ -1,0 +1,120 @@
+"""Checks that need no provider: the settings themselves, the tools on this machine, the disk."""
+
+from __future__ import annotations
+
+import shutil
+from urllib.parse import urlsplit
+
+from bot.capabilities import speech
+from bot.capabilities.email import smtp_configured
+from bot.capabilities.sandbox import unavailable_reason
+from bot.config import Settings
+from bot.doctor.report import Check, fail, off, ok
+
+# .env.example's values an operator may have kept by copying the file.
+PLACEHOLDER_HOSTS = ("example.org", "example.com", "example.net")
+SANDBOX_WHATSAPP = "+14155238886"  # Twilio's WhatsApp sandbox: only numbers that joined it can write
+MIN_FREE_BYTES = 1 << 30
+
+
+def public_url(settings: Settings) -> Check:
+    host = (urlsplit(settings.public_base_url).hostname or "").lower()
+    if any(host == p or host.endswith("." + p) for p in PLACEHOLDER_HOSTS):
+        return fail("public URL", f"PUBLIC_BASE_URL is the placeholder {settings.public_base_url}",
+                    "set PUBLIC_BASE_URL to the https address Twilio reaches this bot at")
+    if host in ("localhost", "127.0.0.1", "::1", ""):
+        return fail("public URL", f"PUBLIC_BASE_URL is {settings.public_base_url}: Twilio cannot reach it",
+                    "set PUBLIC_BASE_URL to the bot's public https address (a tunnel while trying it)")
+    if not settings.public_base_url.startswith("https://"):
+        # Twilio calls and fetches plain http too, but webhooks and file links then travel in clear.
+        return ok("public URL", f"{settings.public_base_url} (not https: prefer TLS in production)")
+    return ok("public URL", settings.public_base_url)
+
+
+def whatsapp_sender(settings: Settings) -> Check:
+    number = settings.twilio_whatsapp_from.removeprefix("whatsapp:")
+    if not number:
+        return off("WhatsApp sender", "TWILIO_WHATSAPP_FROM is not set: SMS only",
+                   "set TWILIO_WHATSAPP_FROM=whatsapp:+… to a WhatsApp sender of the account")
+    if number == SANDBOX_WHATSAPP:
+        return fail("WhatsApp sender", "TWILIO_WHATSAPP_FROM is Twilio's sandbox number: only numbers "
+                    "that joined the sandbox can write, and it leaves it after 3 days",
+                    "register a WhatsApp sender of your own (Twilio console, Messaging → Senders)")
+    return ok("WhatsApp sender", number)
+
+
+def required(settings: Settings, missing: str | None) -> Check:
+    """`missing`: what load_settings said of the variables `serve` requires (None: all set)."""
+    if missing:
+        return fail("settings", missing, "fill them in .env (see .env.example)")
+    if len(settings.secret_key) < 32:
+        return fail("settings", "SECRET_KEY is shorter than 32 characters",
+                    "SECRET_KEY=$(openssl rand -hex 32)")
+    return ok("settings", "every variable serve requires is set")
+
+
+def email(settings: Settings) -> Check | None:
+    """None when SMTP is configured: the probe then says whether the server answers."""
+    reason = smtp_configured(settings)
+    if reason:
+        return off("e-mail", f"{reason}: EMAIL, e-mailed files and summaries are off",
+                   "set SMTP_HOST, SMTP_PORT, SMTP_FROM (and SMTP_USER/SMTP_PASSWORD)")
+    return None
+
+
+def web_search(settings: Settings) -> Check:
+    if settings.tavily_api_key:
+        return ok("web search", "Tavily key set (not called here: each search is billed)")
+    if settings.searxng_url:
+        return ok("web search", f"SearXNG at {settings.searxng_url}")
+    return off("web search", "no TAVILY_API_KEY nor SEARXNG_URL: web_search is not offered",
+               "set TAVILY_API_KEY (or SEARXNG_URL for a SearXNG of your own)")
+
+
+def payments(settings: Settings) -> Check:
+    provider = settings.payment_provider
+    if not provider:
+        return off("payments", "PAYMENT_PROVIDER is not set: credits are given by the operator only",
+                   "PAYMENT_PROVIDER=paystack with PAYMENT_SECRET")
+    if provider == "local":
+        return ok("payments", "local: no money moves; /pay/… confirms a payment, for trying the bot")
+    if not settings.payment_secret:
+        return fail("payments", f"PAYMENT_PROVIDER={provider} without PAYMENT_SECRET", "set PAYMENT_SECRET")
+    return ok("payments", f"{provider} (not called here)")
+
+
+def tools(settings: Settings) -> list[Check]:
+    found = []
+    reason = unavailable_reason(settings)
+    found.append(off("bubblewrap sandbox", f"bash_execute is not offered: {reason}",
+                     "apt-get install bubblewrap util-linux (and see SANDBOX_* settings)")
+                 if reason else ok("bubblewrap sandbox", "bash_execute offered"))
+    found.append(ok("Tesseract", shutil.which("tesseract") or "")
+                 if shutil.which("tesseract") else
+                 off("Tesseract", "not installed: photos are not read as text",
+                     "apt-get install tesseract-ocr tesseract-ocr-fra"))
+    missing = speech.ffmpeg_missing()
+    found.append(off("ffmpeg", f"{missing}: voice notes are not heard", "apt-get install ffmpeg")
+                 if missing else ok("ffmpeg", shutil.which("ffmpeg") or ""))
+    return found
+
+
+def disk(settings: Settings) -> Check:
+    path = settings.data_dir
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(path).free
+    except OSError as exc:
+        return fail("disk", f"DATA_DIR {path}: {exc.strerror or exc}", "make DATA_DIR writable by the bot")
+    gib = free / (1 << 30)
+    if free < MIN_FREE_BYTES:
+        return fail("disk", f"{gib:.1f} GiB free in DATA_DIR {path}", "free space or move DATA_DIR")
+    return ok("disk", f"{gib:.1f} GiB free in DATA_DIR {path}")
+
+
+def local_checks(settings: Settings, missing: str | None = None) -> list[Check]:
+    found = [required(settings, missing), public_url(settings), whatsapp_sender(settings)]
+    mail = email(settings)
+    if mail is not None:
+        found.append(mail)
+    return [*found, web_search(settings), payments(settings), *tools(settings), disk(settings)]

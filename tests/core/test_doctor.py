@@ -1,0 +1,190 @@
+"""`python -m bot doctor` and what an operator must see: each dependency OK / OFF / FAIL with the
+variable to fix, against stand-ins that answer 200, 401, 404 or not at all; placeholders copied
+from .env.example flagged; credentials a provider refuses logged once a minute and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiohttp import web
+
+from bot import credentials
+from bot.config import load_settings
+from bot.doctor import Status, local, providers
+from bot.storage.migrate import upgrade
+from tests.fakes.llm import FakeLLM
+from tests.fakes.twilio import FakeTwilio
+from tests.support.outreach import smtp_server  # noqa: F401  (a fixture)
+from tests.support.ports import free_port
+
+pytestmark = pytest.mark.single_pass  # stand-ins and a SQLite file of its own: nothing shared
+
+ROOT = Path(__file__).resolve().parents[2]
+SMS = "+2250700000099"
+WHATSAPP = "+2250700000098"
+
+
+@pytest.fixture
+async def stand_ins() -> AsyncIterator[tuple[FakeTwilio, FakeLLM]]:
+    twilio, llm = FakeTwilio(), FakeLLM()
+    await twilio.start()
+    await llm.start()
+    twilio.phone_numbers.add(SMS)
+    twilio.whatsapp_senders[f"whatsapp:{WHATSAPP}"] = "ONLINE"
+    yield twilio, llm
+    await twilio.stop()
+    await llm.stop()
+
+
+def _env(twilio: FakeTwilio, llm: FakeLLM, **extra: str) -> dict[str, str]:
+    return {"TWILIO_ACCOUNT_SID": twilio.account_sid, "TWILIO_AUTH_TOKEN": twilio.auth_token,
+            "TWILIO_API_BASE_URL": twilio.url, "TWILIO_SMS_FROM": SMS,
+            "TWILIO_WHATSAPP_FROM": f"whatsapp:{WHATSAPP}", "LLM_BASE_URL": llm.url, "LLM_API_KEY": "k",
+            "SECRET_KEY": "s" * 64, **extra}
+
+
+def _by_name(checks: list[Any]) -> dict[str, Any]:
+    return {c.name: c for c in checks}
+
+
+def test_placeholders_from_env_example_are_flagged(tmp_path: Path) -> None:
+    settings = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": "https://bot.example.org",
+                              "TWILIO_WHATSAPP_FROM": "whatsapp:+14155238886"})
+    found = _by_name(local.local_checks(settings, "missing required setting TWILIO_ACCOUNT_SID"))
+    assert found["public URL"].status is Status.FAIL and "placeholder" in found["public URL"].reason
+    assert "PUBLIC_BASE_URL" in found["public URL"].fix
+    assert found["WhatsApp sender"].status is Status.FAIL and "sandbox" in found["WhatsApp sender"].reason
+    assert found["settings"].status is Status.FAIL and "TWILIO_ACCOUNT_SID" in found["settings"].reason
+    # What is merely not configured is OFF and says what it costs, not FAIL.
+    assert found["e-mail"].status is Status.OFF and "SMTP_HOST" in found["e-mail"].reason
+    assert found["payments"].status is Status.OFF and found["web search"].status is Status.OFF
+    unreachable = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": "http://localhost:8080"})
+    assert local.public_url(unreachable).status is Status.FAIL
+    real = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": "https://bot.deblo.ci"})
+    assert local.public_url(real).status is Status.OK
+
+
+async def test_the_model_api_named_by_what_it_answers(stand_ins: tuple[FakeTwilio, FakeLLM],
+                                                       tmp_path: Path) -> None:
+    twilio, llm = stand_ins
+    settings = load_settings({"DATA_DIR": str(tmp_path), **_env(twilio, llm)})
+    async with httpx.AsyncClient() as http:
+        assert (await providers.model_api(http, settings)).status is Status.OK
+        llm.push_status(401, '{"error": {"message": "Invalid API key"}}')
+        bad_key = await providers.model_api(http, settings)
+        llm.push_status(404, '{"error": {"message": "The model does not exist"}}')
+        bad_model = await providers.model_api(http, settings)
+        llm.push_hang(5)
+        silent = await providers.model_api(http, settings, timeout_s=0.3)
+    assert bad_key.status is Status.FAIL and "LLM_API_KEY" in bad_key.fix and "401" in bad_key.reason
+    assert bad_model.status is Status.FAIL and "LLM_MODEL" in bad_model.fix
+    assert silent.status is Status.FAIL and "no answer" in silent.reason
+    assert llm.requests[0]["max_tokens"] == 1  # the cheapest question
+
+
+async def test_twilio_account_numbers_and_sender(stand_ins: tuple[FakeTwilio, FakeLLM],
+                                                  tmp_path: Path) -> None:
+    twilio, llm = stand_ins
+    here = {"DATA_DIR": str(tmp_path)}
+    settings = load_settings({**here, **_env(twilio, llm)})
+    wrong = load_settings({**here, **_env(twilio, llm, TWILIO_AUTH_TOKEN="old")})
+    unknown = load_settings({**here, **_env(twilio, llm, TWILIO_SMS_FROM="+2250700000001")})
+    async with httpx.AsyncClient() as http:
+        assert (await providers.twilio_account(http, settings)).status is Status.OK
+        assert (await providers.sms_number(http, settings)).status is Status.OK
+        sender = await providers.whatsapp_sender(http, settings)
+        refused = await providers.twilio_account(http, wrong)
+        not_ours = await providers.sms_number(http, unknown)
+        twilio.whatsapp_senders[f"whatsapp:{WHATSAPP}"] = "OFFLINE"
+        offline = await providers.whatsapp_sender(http, settings)
+    assert sender is not None and sender.status is Status.OK
+    assert refused.status is Status.FAIL and "20003" in refused.reason and "TWILIO_AUTH_TOKEN" in refused.fix
+    assert not_ours.status is Status.FAIL and "not a number of this account" in not_ours.reason
+    assert offline is not None and offline.status is Status.FAIL and "OFFLINE" in offline.reason
+
+
+async def _healthz_on_lan() -> tuple[web.AppRunner, str]:
+    """A /healthz that answers on this machine's own network address (not loopback)."""
+    app = web.Application()
+    app.router.add_get("/healthz", lambda _r: web.json_response({"ok": True}))
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "0.0.0.0", port).start()
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the outgoing interface
+    address = probe.getsockname()[0]
+    probe.close()
+    assert not address.startswith("127."), "the machine needs a non-loopback address for this test"
+    return runner, f"http://{address}:{port}"
+
+
+async def _doctor(env: dict[str, str]) -> tuple[int, str]:
+    full = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **env,
+            "PYTHONPATH": str(ROOT)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot", "doctor", env=full, cwd=str(ROOT),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode() + err.decode()
+
+
+async def test_doctor_exit_code_is_zero_only_without_a_fail(stand_ins: tuple[FakeTwilio, FakeLLM],
+                                                            smtp_server: Any,  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    twilio, llm = stand_ins
+    runner, public = await _healthz_on_lan()
+    mail = smtp_server()
+    database = f"sqlite+aiosqlite:///{tmp_path / 'deblo.db'}"
+    env = {**_env(twilio, llm), **mail.env(), "DATA_DIR": str(tmp_path), "DATABASE_URL": database,
+           "PUBLIC_BASE_URL": public, "REDIS_URL": ""}
+    try:
+        code, out = await _doctor(env)
+        assert code == 1 and "migrations at none" in out and "python -m bot db upgrade" in out
+        await upgrade(database)
+        code, out = await _doctor(env)
+        assert code == 0, out
+        lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(" ")}
+        assert "OK" in lines["Twilio"] and "OK" in lines["database"] and "OFF" in lines["Redis"]
+        assert "answers EHLO" in out and "/healthz answers from here" in out
+        llm.push_status(401, '{"error": {"message": "Invalid API key"}}')
+        code, out = await _doctor(env)
+        assert code == 1 and "fix: check LLM_API_KEY" in out
+    finally:
+        await runner.cleanup()
+
+
+async def test_refused_credentials_logged_once_a_minute_and_counted(
+        stand_ins: tuple[FakeTwilio, FakeLLM], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from bot.agent.llm import LLMClient, LLMError
+
+    _twilio, llm = stand_ins
+    settings = load_settings({"DATA_DIR": str(tmp_path), "LLM_BASE_URL": llm.url, "LLM_API_KEY": "old",
+                              "LLM_MAX_RETRIES": "0"})
+    before = credentials.REFUSED.labels("the model's API")._value.get()
+    credentials._last_logged.clear()
+    client = LLMClient(settings)
+    caplog.set_level(logging.ERROR, logger="bot.credentials")
+    try:
+        for _ in range(3):
+            llm.push_status(401, '{"error": {"message": "Invalid API key"}}')
+            with pytest.raises(LLMError):
+                await client.chat([{"role": "user", "content": "bonjour"}])
+    finally:
+        await client.close()
+    errors = [r for r in caplog.records if r.name == "bot.credentials"]
+    assert len(errors) == 1 and "LLM_API_KEY" in errors[0].getMessage()
+    assert credentials.REFUSED.labels("the model's API")._value.get() - before == 3
+    # A minute later the operator is told again.
+    assert credentials.refused("the model's API", "LLM_API_KEY", "HTTP 401",
+                               now=lambda: errors[0].created + 3600)
