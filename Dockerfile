@@ -1,24 +1,36 @@
-FROM python:3.11-slim
+# syntax=docker/dockerfile:1
+# The bot's image, from a plain Debian base with Debian's own Python 3.11: the base can be made from
+# Debian's packages where no registry is reachable (scripts/image-test does so with debootstrap).
+ARG BASE_IMAGE=debian:bookworm-slim
+FROM ${BASE_IMAGE}
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-# bubblewrap runs the code sandbox of the pro mode; DejaVu renders French text in PDFs and Symbola
-# their emoji; Tesseract (with French data) reads photos' text; ffmpeg converts voice notes and
-# makes spoken replies.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap fonts-dejavu-core fonts-symbola \
-       tesseract-ocr tesseract-ocr-fra ffmpeg \
-    && rm -rf /var/lib/apt/lists/*
+ENV DEBIAN_FRONTEND=noninteractive PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PATH=/opt/venv/bin:$PATH
+# bubblewrap (and util-linux's prlimit) runs the code sandbox of the pro mode; DejaVu renders French
+# text in PDFs and Symbola their emoji; Tesseract (with French data) reads photos' text; ffmpeg
+# converts voice notes and makes spoken replies; tini is PID 1 when run without --init.
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates bubblewrap \
+       util-linux fonts-dejavu-core fonts-symbola tesseract-ocr tesseract-ocr-fra ffmpeg tini \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv
 
 WORKDIR /app
 # The pinned versions first (requirements/run.txt, made by scripts/lock, checked against their
-# hashes): a layer that changes only when they do.
+# hashes): a layer that changes only when they do. Behind a TLS-intercepting proxy, pass its CA
+# bundle as the build secret `ca` (scripts/image-test passes the host's).
 COPY requirements/run.txt ./requirements/run.txt
-RUN pip install --disable-pip-version-check --require-hashes -r requirements/run.txt
+RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca \
+    if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
+    && pip install --require-hashes -r requirements/run.txt
 COPY pyproject.toml ./
 COPY bot ./bot
 COPY handlers ./handlers
 COPY tools ./tools
-RUN pip install --disable-pip-version-check --no-deps .
+RUN --mount=type=secret,id=ca if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
+    && pip install --no-cache-dir --no-deps . && rm -rf build *.egg-info
 
 RUN useradd --create-home --uid 10001 deblo && mkdir -p /data && chown deblo /data
 USER deblo

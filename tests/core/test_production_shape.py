@@ -129,6 +129,28 @@ def test_docker_compose_validates_the_file(tmp_path: Path) -> None:
     assert services["worker"]["command"] == ["worker"] and services["worker"]["init"] is True
 
 
+def test_podman_compose_reads_the_file_as_docker_compose_does(tmp_path: Path) -> None:
+    """The same file under podman-compose (its `config`, which resolves variables and merges)."""
+    shutil.copy(ROOT / "docker-compose.yml", tmp_path / "docker-compose.yml")
+    shutil.copy(ROOT / ".env.example", tmp_path / ".env")
+    binary = Path(sys.executable).parent / "podman-compose"
+    assert shutil.which("podman"), "podman-compose runs podman: apt-get install podman"
+
+    def config(**env: str) -> subprocess.CompletedProcess[str]:
+        clean = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), **env}
+        return subprocess.run([str(binary), "config"], cwd=tmp_path, env=clean, capture_output=True,
+                              text=True, timeout=60)
+
+    missing = config()
+    assert missing.returncode != 0 and "set POSTGRES_PASSWORD in .env" in missing.stderr, missing
+    checked = config(POSTGRES_PASSWORD="s3cret")
+    assert checked.returncode == 0, checked.stderr
+    services = yaml.safe_load(checked.stdout)["services"]
+    assert set(services) >= {"postgres", "redis", "migrate", "serve", "worker"}
+    assert services["serve"]["environment"]["DATABASE_URL"] == "postgresql+asyncpg://deblo:s3cret@postgres:5432/deblo"
+    assert services["worker"]["command"] == ["worker"] and services["worker"]["stop_grace_period"] == "30s"
+
+
 def test_with_workers_needs_workers(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "bot", "serve", "--with-workers", "--workers", "0"],
                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},

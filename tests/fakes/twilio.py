@@ -449,7 +449,8 @@ class FakeTwilio:
 
     # --- the account (what `python -m bot doctor` reads) -----------------------------------
     async def _account(self, request: web.Request) -> web.Response:
-        if not self._authorised(request) or request.match_info["account"].removesuffix(".json") != self.account_sid:
+        account = request.match_info["account"].removesuffix(".json")
+        if not self._authorised(request) or account != self.account_sid:
             return self._error(401, 20003, "Authenticate")
         return web.json_response({"sid": self.account_sid, "status": self.account_status, "type": "Full"})
 

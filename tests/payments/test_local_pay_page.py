@@ -30,7 +30,8 @@ async def test_the_pay_page_confirms_a_local_payment_once(make_harness) -> None:
     status, headers, body = await h.get(path)
     page = body.decode()
     assert status == 200 and "Confirmer le paiement d’essai" in page and "500 XOF" in page
-    assert "default-src 'none'" in headers["Content-Security-Policy"] and headers["Cache-Control"] == "no-store"
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert headers["Cache-Control"] == "no-store"
     token = re.search(r'name="token" value="([0-9a-f]+)"', page).group(1)
     # A form posted from elsewhere has no token, or a wrong one: nothing is credited.
     assert (await _post(h, path, {}))[0] == 403
