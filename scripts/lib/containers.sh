@@ -68,7 +68,9 @@ _base_image() {
   echo "making $image with debootstrap from $(debian_mirror)" >&2
   debootstrap --variant=minbase bookworm "$root" "$(debian_mirror)" >/dev/null || { rm -rf "$root"; return 1; }
   # The host's apt sources (same mirror) so that apt-get inside finds security updates too.
-  cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null || true
+  if cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null; then
+    rm -f "$root/etc/apt/sources.list"  # the same mirror, listed once
+  fi
   rm -rf "$root/var/cache/apt/archives/"*.deb "$root/var/lib/apt/lists/"*
   tar -C "$root" -c . | "$ENGINE" import - "$image" >/dev/null
   local rc=$?
