@@ -13,6 +13,7 @@ from bot.storage.models import SafetyFlag
 from tests.fakes.llm import Step
 from tests.fakes.moderation import FakeModeration
 from tests.support.harness import new_sid
+from tests.support.pedagogy import PARENT, STUDENT, confirm, say
 from tests.support.safety import BENINESE, CAMEROONIAN, DISTRESS, IVORIAN, add_operator, enrol, flags
 
 
@@ -115,6 +116,9 @@ async def test_teachers_and_admins_are_emailed_teachers_without_the_words(make_h
         body = by_address[admin].get_body(("plain",)).get_content()  # type: ignore[union-attr]
         assert DISTRESS in body and link in body
     assert flag.source == "phrases"
+    await h.inbound(IVORIAN, DISTRESS)  # said again while the flag is open: no e-mail more
+    await h.settle()
+    assert len(smtp.received) == 3 and len(await flags(h)) == 1
 
 
 async def test_an_email_smtp_refuses_is_logged_as_not_sent(make_harness: Any, caplog: Any) -> None:
@@ -184,3 +188,15 @@ async def test_acknowledged_flag_lets_a_new_one_be_raised(harness: Any) -> None:
     await h.inbound(IVORIAN, DISTRESS)
     await h.settle()
     assert len(await flags(h)) == 2
+
+
+@pytest.mark.parametrize("tell", [False, True])
+async def test_parents_hear_of_a_flag_only_when_the_operator_chose(make_harness: Any, tell: bool) -> None:
+    h = await make_harness(**({"SAFETY_TELL_PARENTS": "true"} if tell else {}))
+    await h.make_user(STUDENT, mode="child", display_name="Awa")
+    await say(h, STUDENT, f"PARENT {PARENT}")
+    await confirm(h)
+    await say(h, STUDENT, DISTRESS)
+    [children] = await say(h, PARENT, "ENFANTS", channel="sms")
+    assert "Awa" in children and "en finir" not in children  # never the child's words
+    assert ("nous a inquiétés" in children) is tell
