@@ -145,12 +145,14 @@ async def test_the_moderation_endpoint_catches_what_the_phrases_miss(make_harnes
     await h.inbound(IVORIAN, "Je ne sers à rien, tout le monde serait mieux sans moi")
     await h.inbound(IVORIAN, "Quelle est la capitale du Sénégal ?")
     await h.inbound(IVORIAN, "Je veux mourir")  # the phrases know it: the endpoint is not asked
+    await h.inbound(IVORIAN, "Merci beaucoup")  # too short to ask it
     await h.settle()
     assert [r["input"] for r in moderation.requests] == [
         "Je ne sers à rien, tout le monde serait mieux sans moi", "Quelle est la capitale du Sénégal ?"]
     assert moderation.requests[0]["model"] == "omni-moderation-latest"
     texts = await h.texts_to(IVORIAN)
     assert "116" in texts[0] and texts[2] == h.llm.default_text and "116" in texts[3]
+    assert texts[5] == h.llm.default_text and len(texts) == 6
     [flag] = await flags(h)  # the second self_harm message finds the first flag open
     assert (flag.category, flag.source) == ("self_harm", "moderation")
 

@@ -23,9 +23,14 @@ from bot.config import Settings
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "Detection", "Recipients", "assess", "caring_reply", "concerned",
-           "fold", "helpline_of", "load_phrases", "moderate", "notify", "open_flags", "parent_note",
-           "raise_flag", "read_result", "recipients"]
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "MODERATION_MIN_WORDS", "Detection", "Recipients", "assess",
+           "caring_reply", "concerned", "fold", "helpline_of", "load_phrases", "moderate", "notify",
+           "open_flags", "parent_note", "raise_flag", "read_result", "recipients"]
+
+
+# Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no
+# endpoint call, so menus and commands answer as fast as before.
+MODERATION_MIN_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ async def assess(services: Services, text: str) -> Detection | None:
     category = load_phrases(services.settings.safety.safety_phrases_file).match(text)
     if category is not None:
         return Detection(category, "phrases")
+    if len(fold(text).split()) < MODERATION_MIN_WORDS:
+        return None
     category = await moderate(services, text)
     return Detection(category, "moderation") if category is not None else None
 

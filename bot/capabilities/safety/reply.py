@@ -30,7 +30,7 @@ def caring_reply(safety: Safety, user: User) -> str:
                 "talk or keep working.")
     call = (f"Tu peux appeler gratuitement le {number} : des personnes y écoutent les enfants et les "
             "jeunes, sans juger. " if number else "")
-    return ("Merci de me l'avoir dit. Ce que tu ressens compte, et tu n'as pas à vivre ça sans aide. "
+    return ("Merci de me l'avoir dit. Ce que tu ressens compte, et tu n'as pas à vivre cela sans aide. "
             f"{call}Parle aussi à un adulte de confiance (un parent, un enseignant). Si tu es en danger "
             "maintenant, appelle les secours. Je suis toujours là si tu veux parler ou continuer à "
             "travailler.")
