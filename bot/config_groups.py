@@ -104,7 +104,7 @@ class ChannelEnvironment(BaseSettings):
 
 # Child helplines by country (ISO 3166), free to call. The operator must check them for the
 # countries they serve before going live: numbers change, and some need a mobile operator's support.
-# 116 is the number the African Union's members agreed on for children; Bénin's is 138, Togo's
+# 116 is the number Africa's child helplines harmonised on; Bénin's is 138, Togo's
 # « Allô 1011 », Madagascar's 147; France's 119 (Allô Enfance en Danger), Belgium's 103.
 DEFAULT_HELPLINES = (
     ("CI", "116"), ("SN", "116"), ("CM", "116"), ("BF", "116"), ("GN", "116"), ("CD", "116"),

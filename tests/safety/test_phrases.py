@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.capabilities.safety import fold, load_phrases, read_result
+from bot.capabilities.safety import caring_reply, fold, load_phrases, read_result
+from bot.channel.formatting import is_gsm7
 from bot.config import ConfigError, load_settings
+from bot.storage.models import User
 from tests.fakes.moderation import CATEGORIES
 
 pytestmark = pytest.mark.single_pass
@@ -86,3 +88,13 @@ def test_helplines_setting_is_checked_and_named() -> None:
         load_settings({"SAFETY_HELPLINES": "CI:116"})
     with pytest.raises(ConfigError, match="MODERATION_BASE_URL must start with http"):
         load_settings({"MODERATION_BASE_URL": "moderation.local"})
+
+
+def test_the_caring_reply_fits_sms_and_never_makes_up_a_number() -> None:
+    safety = load_settings({}).safety
+    for phone, number in (("+2250700000101", "116"), ("+2290190000103", "138"), ("+22890000104", "1011")):
+        for language in ("fr", "en"):
+            text = caring_reply(safety, User(phone=phone, language=language))
+            assert number in text and is_gsm7(text), (phone, language)
+    unknown = caring_reply(safety, User(phone="+5511987654321", language="fr"))
+    assert "appeler gratuitement" not in unknown and "adulte de confiance" in unknown
