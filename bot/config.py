@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from bot import config_groups as groups  # the group of the safety of minors: groups.Safety
 from bot.config_groups import TWILIO_DEFAULT_API as TWILIO_DEFAULT_API  # where callers have found it
 from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, LocaleEnvironment
 from bot.config_values import (
@@ -42,13 +43,8 @@ class ConfigError(Exception):
 OPENROUTER_API = "https://openrouter.ai/api/v1"
 
 # Settings the bot cannot serve without. The CLI `chat` command runs without Twilio ones.
-REQUIRED_FOR_SERVE = (
-    "PUBLIC_BASE_URL",
-    "TWILIO_ACCOUNT_SID",
-    "TWILIO_AUTH_TOKEN",
-    "LLM_API_KEY",
-    "SECRET_KEY",
-)
+REQUIRED_FOR_SERVE = ("PUBLIC_BASE_URL", "TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "LLM_API_KEY",
+                      "SECRET_KEY")
 
 
 @dataclass(frozen=True)
@@ -76,6 +72,7 @@ class Settings:
     llm_timeout_s: float
     limits: Limits
     learning: Learning
+    safety: groups.Safety
     worker_concurrency: int
     outbound_part_wait_s: float
     media_max_bytes: int
@@ -212,7 +209,7 @@ class Settings:
 _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
 
-class Environment(LearningEnvironment, ChannelEnvironment, LocaleEnvironment):
+class Environment(LearningEnvironment, ChannelEnvironment, LocaleEnvironment, groups.SafetyEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -491,7 +488,7 @@ def _settings(read: Environment) -> Settings:
             background_timeout_s=read.agent_background_timeout_s,
             cached_tokens_factor=read.cached_tokens_factor,
         ),
-        "learning": read.learning(),
+        "learning": read.learning(), "safety": read.safety(),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,
         "llm_vision_model": read.llm_vision_model or read.llm_model,

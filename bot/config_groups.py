@@ -1,20 +1,21 @@
 """Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
 a learner (`Learning`, read from the variables `LearningEnvironment` declares), and the variables of
-the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave), and a new user's defaults
-(`LocaleEnvironment`). bot.config builds them."""
+the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave), a new user's defaults
+(`LocaleEnvironment`), and how a child's distress is noticed and answered (`Safety`, read from the
+variables `SafetyEnvironment` declares). bot.config builds them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings
+from pydantic import BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_values import LOWERED, TemplateVariable, Url, WhatsAppFrom
+from bot.config_values import LOWERED, Names, TemplateVariable, Url, WhatsAppFrom
 
-__all__ = ["TWILIO_DEFAULT_API", "ChannelEnvironment", "Learning", "LearningEnvironment", "Limits",
-           "LocaleEnvironment", "learning_of"]
+__all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Learning", "LearningEnvironment",
+           "Limits", "LocaleEnvironment", "Safety", "SafetyEnvironment", "learning_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 
@@ -99,3 +100,66 @@ class ChannelEnvironment(BaseSettings):
     # Menus (quiz, review) as WhatsApp buttons or lists through Twilio's Content API
     # (bot.channel.buttons); the numbered text stays in the message, and SMS gets only that.
     whatsapp_buttons: bool = True
+
+
+# Child helplines by country (ISO 3166), free to call. The operator must check them for the
+# countries they serve before going live: numbers change, and some need a mobile operator's support.
+# 116 is the number Africa's child helplines harmonised on; Bénin's is 138, Togo's
+# « Allô 1011 », Madagascar's 147; France's 119 (Allô Enfance en Danger), Belgium's 103.
+DEFAULT_HELPLINES = (
+    ("CI", "116"), ("SN", "116"), ("CM", "116"), ("BF", "116"), ("GN", "116"), ("CD", "116"),
+    ("BJ", "138"), ("TG", "1011"), ("MG", "147"), ("KE", "116"), ("UG", "116"), ("TZ", "116"),
+    ("RW", "116"), ("ZA", "116"), ("ZM", "116"), ("NG", "0800 800 8001"), ("FR", "119"), ("BE", "103"),
+    ("GB", "0800 1111"),
+)
+
+
+def _helplines(value: Any) -> Any:
+    """SAFETY_HELPLINES="CI=116,BJ=138": a country code (ISO 3166) and the number to call, per pair."""
+    if not isinstance(value, str):
+        return value
+    pairs: list[tuple[str, str]] = []
+    for item in value.split(","):
+        country, _, number = item.strip().partition("=")
+        country, number = country.strip().upper(), number.strip()
+        if len(country) != 2 or not country.isalpha() or not number or len(number) > 40:
+            raise ValueError(f"must look like CI=116,BJ=138 (country code=number), got {item.strip()!r}")
+        pairs.append((country, number))
+    return tuple(pairs)
+
+
+Helplines = Annotated[tuple[tuple[str, str], ...], NoDecode, BeforeValidator(_helplines)]
+
+
+@dataclass(frozen=True)
+class Safety:
+    """Distress in a child's message (bot.capabilities.safety); each field is the variable of its name."""
+
+    safety_helplines: tuple[tuple[str, str], ...] = DEFAULT_HELPLINES
+    safety_phrases_file: str = ""  # more phrases, one a line: `category: phrase` (self_harm, abuse, violence)
+    safety_alert_emails: tuple[str, ...] = ()  # told of every flag as admins are, text included
+    safety_tell_parents: bool = False  # ENFANTS says that a flag is open on the child
+    moderation_base_url: str = ""  # "" : the phrase list alone
+    moderation_api_key: str = field(default="", repr=False)  # "" : LLM_API_KEY
+    moderation_model: str = "omni-moderation-latest"
+    moderation_timeout_s: float = 3.0
+
+    def helpline(self, country: str | None) -> str | None:
+        return dict(self.safety_helplines).get(country or "")
+
+
+class SafetyEnvironment(BaseSettings):
+    """The variables of `Safety` (bot.config.Environment inherits them)."""
+
+    safety_helplines: Helplines = DEFAULT_HELPLINES
+    safety_phrases_file: str = ""
+    safety_alert_emails: Names = ()
+    safety_tell_parents: bool = False
+    moderation_base_url: Url = ""
+    moderation_api_key: str = ""
+    moderation_model: str = "omni-moderation-latest"
+    # Past this the message is judged by the phrase list alone: the child's answer does not wait.
+    moderation_timeout_s: float = Field(3.0, gt=0, le=30)
+
+    def safety(self) -> Safety:
+        return Safety(**{f.name: getattr(self, f.name) for f in fields(Safety)})

@@ -1,6 +1,7 @@
 """What to do with one inbound message: the first handler that takes it wins.
 
 Order matters: opt-out keywords come before everything (a user who said STOP hears nothing more),
+then a child's distress (answered first, then passed on),
 a parent's confirmation and the answer to a pending menu (quiz, credit packs) before commands,
 commands before onboarding, and the agent turn takes whatever is left.
 """
@@ -30,6 +31,7 @@ def chain() -> list[Handler]:
         progress,
         quiz_answer,
         review,
+        safety,
         session_start,
         task_commands,
         timezone,
@@ -40,6 +42,9 @@ def chain() -> list[Handler]:
 
     return [
         optout.handle,
+        # Distress from a child: the caring reply and the helpline before anything else; the
+        # message then goes on down the chain (the tutor still answers it).
+        safety.handle,
         # Files that waited for this message (WhatsApp's window was closed) go out first; the
         # message then goes on down the chain.
         waiting_files.handle,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from bot.capabilities import safety
 from bot.capabilities.learner import due_count, skill_views
 from bot.capabilities.progress import format_progress, struggles, student_name, subject_stats
 from bot.capabilities.quiz import normalise
@@ -73,6 +74,9 @@ async def children_progress(msg: Incoming) -> str:
     for child in children:
         stats = await subject_stats(msg.db, child.id, now)
         weak = await struggles(msg.db, msg.services.settings.learning, child.id)
-        parts.append(format_progress(stats, msg.lang, name=student_name(child, msg.lang), work_on=weak,
-                                     compact=msg.channel == "sms"))
+        text = format_progress(stats, msg.lang, name=student_name(child, msg.lang), work_on=weak,
+                               compact=msg.channel == "sms")
+        # Distress flags stay out of a parent's view unless the operator chose (SAFETY_TELL_PARENTS).
+        note = await safety.parent_note(msg.db, msg.services.settings, child.id, msg.lang)
+        parts.append(f"{text}\n{note}" if note else text)
     return "\n\n".join(parts)
