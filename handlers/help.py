@@ -69,17 +69,22 @@ def find(word: str) -> Command | None:
     return None
 
 
-# « Aide-moi », « help me »: a request for the tutor, not a command to look up.
-_NOT_COMMANDS = frozenset({"MOI", "ME", "NOUS", "US", "SVP", "STP", "PLEASE", "PLZ", "PLS", "URGENT"})
+# How close a mistyped word must be to a command's spelling to be taken for it (STATU, REVISON,
+# CLASE are; MATHS, DEVOIRS, ANGLAIS are not).
+_CLOSE = 0.6
+
+
+def _spellings() -> dict[str, Command]:
+    return {spelling: command for command in CATALOGUE for spelling in command.words()}
 
 
 def is_request(rest: str) -> bool:
-    """Whether what follows AIDE / MENU asks for the help (nothing, a page, a command, or one
-    unknown word), rather than being a sentence (« aide moi à faire mes devoirs ») for the tutor."""
+    """Whether what follows AIDE / MENU asks for the help (nothing, a page, a command, or one word
+    close to a command's), rather than the tutor's help (« aide maths », « aide moi à faire… »)."""
     rest = keyword(rest)
     if not rest or _PAGE.match(rest) or find(rest) is not None:
         return True
-    return len(rest.split(" ")) == 1 and rest not in _NOT_COMMANDS and rest.isalpha()
+    return " " not in rest and bool(difflib.get_close_matches(rest, list(_spellings()), n=1, cutoff=_CLOSE))
 
 
 def lookup(word: str, language: str) -> str:
@@ -87,8 +92,8 @@ def lookup(word: str, language: str) -> str:
     command = find(word)
     if command is not None:
         return explain(command, language)
-    spellings = {spelling: command for command in CATALOGUE for spelling in command.words()}
-    close = difflib.get_close_matches(keyword(word), list(spellings), n=6, cutoff=0.5)
+    spellings = _spellings()
+    close = difflib.get_close_matches(keyword(word), list(spellings), n=6, cutoff=_CLOSE)
     if not close:
         close = difflib.get_close_matches(keyword(word), list(spellings), n=6, cutoff=0.0)
     nearest = list(dict.fromkeys(spellings[spelling].word.get(language) for spelling in close))[:3]

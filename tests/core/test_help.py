@@ -132,9 +132,11 @@ async def test_aide_mot_explains_one_command_and_an_unknown_word_gets_the_neares
     [nearest] = await say(h, GUEST, "help memry")
     assert nearest.startswith('I don\'t know the command "MEMRY"') and "MEMORY" in nearest
     assert h.llm.requests == []
-    # A request for help in a sentence is a question for the tutor, not a command.
+    # A request for help in a sentence, or with a subject, is for the tutor, not a command.
     h.llm.push_text("Bien sûr, montre-moi l'exercice.")
     assert await say(h, STUDENT, "Aide moi à faire mes devoirs") == ["Bien sûr, montre-moi l'exercice."]
+    h.llm.push_text("Avec plaisir : quel chapitre de maths ?")
+    assert await say(h, STUDENT, "Aide maths") == ["Avec plaisir : quel chapitre de maths ?"]
 
 
 # --- SMS -------------------------------------------------------------------------------------
