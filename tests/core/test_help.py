@@ -164,6 +164,9 @@ async def test_sms_pages_stay_within_two_segments_and_end_with_the_next_page(har
     everything = "\n".join(texts)
     for word in help.words_offered("child", language):
         assert re.search(rf"(^|\n){word}\b", everything), word
+    # MENU's first page (another head) is cut where AIDE's is: « AIDE 2 » goes on from it.
+    [menu] = await say(h, STUDENT, "MENU", channel="sms")
+    assert menu.split("\n")[1:] == texts[0].split("\n")[1:]
     assert h.llm.requests == []
 
 
