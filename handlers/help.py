@@ -70,8 +70,11 @@ def find(word: str) -> Command | None:
 
 
 # How close a mistyped word must be to a command's spelling to be taken for it (STATU, REVISON,
-# CLASE are; MATHS, DEVOIRS, ANGLAIS are not).
-_CLOSE = 0.6
+# CLASE, LANG are; MATHS, DEVOIRS, ANGLAIS, MOI are not).
+_CLOSE = 0.7
+# « Aide stp », « help me »: asking the tutor, however close the word is to a command (STP, STOP).
+_NOT_COMMANDS = frozenset({"MOI", "ME", "NOUS", "US", "SVP", "STP", "SVPP", "PLEASE", "PLZ", "PLS", "VITE",
+                           "URGENT"})
 
 
 def _spellings() -> dict[str, Command]:
@@ -84,7 +87,9 @@ def is_request(rest: str) -> bool:
     rest = keyword(rest)
     if not rest or _PAGE.match(rest) or find(rest) is not None:
         return True
-    return " " not in rest and bool(difflib.get_close_matches(rest, list(_spellings()), n=1, cutoff=_CLOSE))
+    if " " in rest or rest in _NOT_COMMANDS:
+        return False
+    return bool(difflib.get_close_matches(rest, list(_spellings()), n=1, cutoff=_CLOSE))
 
 
 def lookup(word: str, language: str) -> str:

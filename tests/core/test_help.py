@@ -135,8 +135,9 @@ async def test_aide_mot_explains_one_command_and_an_unknown_word_gets_the_neares
     # A request for help in a sentence, or with a subject, is for the tutor, not a command.
     h.llm.push_text("Bien sûr, montre-moi l'exercice.")
     assert await say(h, STUDENT, "Aide moi à faire mes devoirs") == ["Bien sûr, montre-moi l'exercice."]
-    h.llm.push_text("Avec plaisir : quel chapitre de maths ?")
-    assert await say(h, STUDENT, "Aide maths") == ["Avec plaisir : quel chapitre de maths ?"]
+    for ask in ("Aide maths", "Aide moi", "aide stp !"):
+        h.llm.push_text("Avec plaisir : sur quel chapitre ?")
+        assert await say(h, STUDENT, ask) == ["Avec plaisir : sur quel chapitre ?"], ask
 
 
 # --- SMS -------------------------------------------------------------------------------------
