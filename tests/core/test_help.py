@@ -85,6 +85,17 @@ async def test_aide_is_a_list_of_commands_and_a_tap_explains_one_without_the_mod
     assert h.llm.requests == []
 
 
+async def test_with_buttons_off_the_text_still_names_every_command(make_harness: Any) -> None:
+    h = await make_harness(WHATSAPP_BUTTONS="false")
+    await h.make_user(STUDENT, mode="child", language="en")
+    [text] = await say(h, STUDENT, "HELP")
+    assert h.twilio.contents_sent() == [] and "HELP STATUS" in text
+    for word in help.words_offered("child", "en"):
+        assert re.search(rf"(^|[\s,]){word}\b", text), word
+    [explained] = await say(h, STUDENT, "HELP CANCEL")
+    assert explained.startswith("*CANCEL*:") and h.llm.requests == []
+
+
 async def test_a_forged_or_outdated_help_tap_is_told_to_ask_again(harness: Any) -> None:
     h = harness
     await h.make_user(STUDENT, mode="child")
