@@ -5,7 +5,7 @@ one, the message's text becomes that number and goes on down the chain, so the m
 (quiz, review…) checks it exactly as a typed « 2 », on the server and with no model call. An id of
 a menu no longer pending (answered, replaced or expired) gets a clear reply and nothing else: it
 never answers a newer menu, and never reaches the model. A bare « Réponse 2 » (a list item's short
-title) counts as « 2 ».
+title) counts as « 2 ». A tap on a help list (AIDE / MENU) explains its command (handlers.help).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from bot.capabilities.menus import get_menu
 from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
+from handlers import help
 
 # A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its
 # title alone: the number it stands for.
@@ -29,6 +30,10 @@ async def handle(msg: Incoming) -> bool:
             msg.text = title.group(1)
         return False
     menu_id, number = picked
+    if help.is_help_menu(menu_id):  # a help list sets no pending menu: it is known by its id
+        await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
+        await help.answer_tap(msg, menu_id, number)
+        return True
     menu = await get_menu(msg.services, msg.conversation.id)
     if menu is not None and (menu.get("menu_id") == menu_id or menu.get("last_inbound") == msg.inbound.id):
         # A retried delivery of a tap already answered finds the next question pending: the menu's

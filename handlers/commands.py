@@ -1,38 +1,20 @@
-"""One-word commands: MENU (every command), NOUVEAU/NEW (a new session at once), CREDITS, LANGUE."""
+"""One-word commands: MENU / AIDE (every command, handlers.help; « AIDE MOT », « AIDE 2 »),
+NOUVEAU/NEW (a new session at once), CREDITS, LANGUE."""
 
 from __future__ import annotations
 
 from bot.capabilities import credits, menus
 from bot.capabilities.learner import start_session
+from bot.channel import formatting
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.storage.models import Conversation
+from handlers import help
 
-MENU_WORDS = frozenset({"MENU"})
 NEW_WORDS = frozenset({"NOUVEAU", "NEW", "NOUVELLE CONVERSATION", "NEW CHAT"})
 CREDIT_WORDS = frozenset({"CREDITS", "CREDIT", "SOLDE", "BALANCE"})
 LANGUAGE_WORDS = ("LANGUE", "LANGUAGE")
 LANGUAGES = {"FR": "fr", "FRANCAIS": "fr", "FRENCH": "fr", "EN": "en", "ENGLISH": "en", "ANGLAIS": "en"}
-
-
-# Every command a user can send, in the user's language, for MENU and AIDE/HELP. Kept short so
-# that the list, once transliterated to GSM-7, is one SMS of at most two segments (306 characters).
-COMMANDS = {
-    "fr": ("PROGRES, TACHES, MEMOIRE, CREDITS, ACHETER\n"
-           "NOUVEAU : autre sujet\n"
-           "LANGUE EN : anglais\n"
-           "EMAIL adresse : tes fichiers\n"
-           "PARENT numéro : lier un parent\n"
-           "SUPPRIMER : tes données\n"
-           "STOP : plus de messages"),
-    "en": ("PROGRESS, TASKS, MEMORY, CREDITS, BUY\n"
-           "NEW: new topic\n"
-           "LANGUAGE FR: French\n"
-           "EMAIL address: your files\n"
-           "PARENT number: link a parent\n"
-           "DELETE: erase your data\n"
-           "STOP: no more messages"),
-}
 
 
 def profile_line(msg: Incoming) -> str:
@@ -48,38 +30,30 @@ def is_guest(msg: Incoming) -> bool:
     return (msg.user.mode or "guest") == "guest"
 
 
-def command_list(msg: Incoming, head: str) -> str:
-    """`head`, the profile choice for a guest, then the commands. Plain words and `**bold**` only:
-    no `_` or single `*` that WhatsApp would turn into italics."""
-    guest = is_guest(msg)
-    lines = [head, profile_line(msg)] if guest else [head]
-    if msg.user.role == "student" and not guest:  # a guest's list has no room for it on SMS
-        lines.append(msg.t("REVISION, CLASSE : réviser, ta classe", "REVIEW, LEVEL: review, your class"))
-    lines.append(COMMANDS["en" if msg.lang == "en" else "fr"])
-    if msg.user.role == "parent" and not guest:  # a guest's list has the profile line instead
-        lines.append(msg.t("ENFANTS : progrès de ton enfant", "CHILDREN: your child's progress"))
-    return "\n".join(lines)
+def heads(msg: Incoming, word: str) -> list[str]:
+    """The first lines of MENU or AIDE: what Deblo is, and the profile choice for a guest. Plain
+    words and `**bold**` only: no `_` or single `*` that WhatsApp would turn into italics."""
+    if word in help.MENU_WORDS:
+        head = msg.t("**Menu Deblo** : pose ta question ou envoie une photo.",
+                     "**Deblo menu**: ask your question or send a photo.")
+    else:
+        head = msg.t("Deblo t'aide à l'école et au travail. Pose ta question !",
+                     "Deblo helps with school and work. Ask your question!")
+    return [head, profile_line(msg)] if is_guest(msg) else [head]
 
 
-def menu_text(msg: Incoming) -> str:
-    return command_list(msg, msg.t("**Menu Deblo** : pose ta question ou envoie une photo.",
-                                   "**Deblo menu**: ask your question or send a photo."))
-
-
-def help_text(msg: Incoming) -> str:
-    return command_list(msg, msg.t("Deblo t'aide à l'école et au travail. Pose ta question !",
-                                   "Deblo helps with school and work. Ask your question!"))
-
-
-async def show_commands(msg: Incoming, text: str) -> None:
-    """A guest now sees the profile choice: a pending numbered menu (credit packs) would take the
-    « 1 » they are told to send, so it is put aside, and the first-contact welcome is not needed."""
-    if is_guest(msg):
+async def show_commands(msg: Incoming, word: str, rest: str = "") -> None:
+    """MENU / AIDE, a later page or one command explained (handlers.help). A guest now sees the
+    profile choice: a pending numbered menu (credit packs) would take the « 1 » they are told to
+    send, so it is put aside, and the first-contact welcome is not needed."""
+    if is_guest(msg) and not rest:
         await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
         if msg.user.onboarding_step == "new":
             msg.user.onboarding_step = "profile"
             await msg.db.flush()
-    await msg.reply(text)
+    longest = max((heads(msg, w) for w in ("MENU", "AIDE")),
+                  key=lambda lines: len(formatting.to_sms("\n".join(lines))))
+    await help.show_help(msg, heads(msg, word), rest, cut_with=longest)
 
 
 async def new_conversation(msg: Incoming) -> Conversation:
@@ -94,8 +68,9 @@ async def new_conversation(msg: Incoming) -> Conversation:
 
 async def handle(msg: Incoming) -> bool:
     word = keyword(msg.text)
-    if word in MENU_WORDS:
-        await show_commands(msg, menu_text(msg))
+    first, _, rest = word.partition(" ")
+    if first in help.MENU_WORDS | help.HELP_WORDS and help.is_request(rest):
+        await show_commands(msg, first, rest)
         return True
     if word in NEW_WORDS:
         await new_conversation(msg)

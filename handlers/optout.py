@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from bot.channel.context import Incoming
 from bot.channel.keywords import START_WORDS, STOP_WORDS, keyword
-from handlers.commands import help_text, show_commands
-
-HELP_WORDS = frozenset({"HELP", "AIDE"})
+from handlers.commands import show_commands
+from handlers.help import HELP_WORDS
 
 
 async def handle(msg: Incoming) -> bool:
@@ -41,6 +40,6 @@ async def handle(msg: Incoming) -> bool:
         # Anything else from someone who opted out is received and kept, but never answered.
         return True
     if word in HELP_WORDS:
-        await show_commands(msg, help_text(msg))
+        await show_commands(msg, word)
         return True
     return False

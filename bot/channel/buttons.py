@@ -4,9 +4,9 @@ A menu is a question (its numbered text, which stays in the message so that a ty
 works) and its options. On WhatsApp inside the 24 h window, with WHATSAPP_BUTTONS on:
 - up to 3 options whose labels fit 20 characters (true/false: Vrai / Faux) go as a
   `twilio/quick-reply`, one button per option;
-- otherwise (4 options, longer labels) as a `twilio/list-picker`: an item of at most 24
-  characters, a description of at most 72; a label too long for an item goes in the description
-  under a short title (« Réponse 1 »).
+- otherwise (4 options, longer labels, or options with descriptions) as a `twilio/list-picker`:
+  an item of at most 24 characters, a description of at most 72; a label too long for an item goes
+  in the description under a short title (« Réponse 1 »).
 
 The contents are created once per shape (type and number of options) with every text a variable
 (`{{1}}`…), kept in the shared state, and filled per menu with `ContentVariables`. Each button or
@@ -50,12 +50,14 @@ _GONE = frozenset({21655, 20404})  # the content sid is not known (any more)
 
 @dataclass(frozen=True)
 class Menu:
-    """What to show: `body` (Markdown, numbered) and the options' labels in number order."""
+    """What to show: `body` (Markdown, numbered) and the options' labels in number order; a list's
+    items may carry their own `descriptions` (one per option, in the same order)."""
 
     menu_id: str
     body: str
     options: tuple[str, ...]
     language: str = "fr"
+    descriptions: tuple[str, ...] = ()
 
 
 def option_id(menu_id: str, number: int) -> str:
@@ -77,7 +79,7 @@ def content_kind(menu: Menu) -> str | None:
     if not 1 <= count <= LIST_MAX:
         return None
     short = all(len(label) <= TITLE_MAX for label in menu.options)
-    if count <= QUICK_REPLY_MAX and short and len(set(menu.options)) == count:
+    if count <= QUICK_REPLY_MAX and short and len(set(menu.options)) == count and not menu.descriptions:
         return QUICK_REPLY
     return LIST_PICKER
 
@@ -91,9 +93,14 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _list_entry(label: str, number: int, language: str) -> tuple[str, str]:
-    """(item, description) of one option: a long label goes whole in the description."""
-    title = _t(language, f"Réponse {number}", f"Answer {number}")
+def _list_entry(menu: Menu, number: int) -> tuple[str, str]:
+    """(item, description) of one option: its own description when it has one, else a long label
+    goes whole in the description."""
+    label = menu.options[number - 1]
+    own = menu.descriptions[number - 1] if number <= len(menu.descriptions) else ""
+    if own and len(label) <= ITEM_MAX:
+        return label, _shorten(own, DESCRIPTION_MAX)
+    title = _t(menu.language, f"Réponse {number}", f"Answer {number}")
     if len(label) <= ITEM_MAX:
         return label, title
     return title, _shorten(label, DESCRIPTION_MAX)
@@ -108,7 +115,7 @@ def content_variables(kind: str, menu: Menu, body: str) -> dict[str, str]:
         if kind == QUICK_REPLY:
             values += [label, option_id(menu.menu_id, number)]
         else:
-            item, description = _list_entry(label, number, menu.language)
+            item, description = _list_entry(menu, number)
             values += [item, option_id(menu.menu_id, number), description]
     return {str(i): value for i, value in enumerate(values, start=1)}
 

@@ -75,7 +75,7 @@ async def test_help_says_what_the_bot_is_and_how_to_stop(harness: Harness) -> No
     await h.inbound("+2250700000002", "help")
     await h.settle()
     [english] = await h.texts_to("+2250700000002")
-    assert "STOP: no more messages" in english and "TASKS" in english
+    assert "STOP" in english and "TASKS" in english and "HELP STATUS" in english
 
 
 async def test_menu_credits_and_language(harness: Harness) -> None:

@@ -111,7 +111,7 @@ async def test_menu_lists_classe_and_revision_for_a_student(harness: Any) -> Non
     h = harness
     await h.make_user(STUDENT, mode="child")
     [menu] = await say(h, STUDENT, "MENU", "sms")
-    assert "REVISION, CLASSE : réviser, ta classe" in menu
+    assert "REVISION : réviser tes quiz" in menu and "CLASSE : ta classe" in menu
     assert formatting.sms_segments(menu)[1] <= 2
 
 
