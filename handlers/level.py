@@ -2,12 +2,17 @@
 it, and a number (or a level's name) answers the pending class menu.
 
 The menu is asked once (bot.capabilities.learner.levels): any other message goes on down the chain
-as usual and the menu is dropped, so « je ne sais pas » or a question simply skips it.
+as usual and the menu is dropped, so « je ne sais pas » or a question simply skips it. On WhatsApp
+its list offers the cycles: a tapped cycle gets its levels as a second menu (handlers/buttons.py
+has already checked that the tap is for the pending menu); a tapped level is its number.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bot.capabilities import learner, menus
+from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 
@@ -30,7 +35,7 @@ async def _show(msg: Incoming) -> None:
     menu = await learner.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
                                           msg.services.clock())
     await msg.db.commit()
-    await msg.reply(f"{head}\n{menu}")
+    await msg.reply(menu=replace(menu, body=f"{head}\n{menu.body}"))
 
 
 async def _command(msg: Incoming, rest: str) -> bool:
@@ -58,6 +63,13 @@ async def _menu_answer(msg: Incoming) -> bool:
     menu = await menus.get_menu(msg.services, msg.conversation.id)
     if menu is None or menu.get("kind") != learner.LEVEL_MENU_KIND:
         return False
+    cycle = learner.cycle_by_number(msg.text) if tapped(msg.inbound.params or {}) else None
+    if cycle is not None:
+        levels = await learner.offer_cycle(msg.services, msg.db, msg.conversation.id, str(menu["menu_id"]),
+                                           cycle, msg.lang)
+        await msg.db.commit()
+        await msg.reply(menu=levels)
+        return True
     level = learner.level_by_number(msg.text) or learner.parse_level(msg.text)
     if level is not None:
         await _set(msg, level)

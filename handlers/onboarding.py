@@ -18,13 +18,20 @@ guest chat (text only, no tools). The choice sets the mode:
 The signup credits are granted once, when the profile is chosen (the ledger's ref makes it so).
 A student is then asked their class once, as a numbered menu (handlers/level.py answers it; any
 other message skips it), as is a student the operator enrolled, after their welcome.
+
+On WhatsApp the profile menu is also three buttons (bot.channel.buttons): the welcome makes it the
+conversation's pending menu (kind "profile"), so a tap is its number, checked as typing it is
+(handlers/buttons.py), and a tap once the profile is chosen is stale. Typing the number or the word
+works as before, with or without that menu.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from bot.capabilities import credits, learner
+from bot.capabilities import credits, learner, menus
+from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.storage.models import User
@@ -36,6 +43,9 @@ PROFILES = {
     "3": ("pro", "pro"), "PROFESSIONNEL": ("pro", "pro"), "PRO": ("pro", "pro"),
     "PROFESSIONAL": ("pro", "pro"),
 }
+PROFILE_MENU_KIND = "profile"
+# A guest may choose days later: the buttons stay valid as long as typing the number does.
+PROFILE_MENU_TTL_S = 30 * 86400
 PROFILE_NAMES = {"student": ("Élève", "Student"), "parent": ("Parent", "Parent"),
                  "pro": ("Professionnel", "Professional")}
 # Words of a message that only says hello (compared after `keyword`: upper case, no accents).
@@ -124,8 +134,11 @@ async def first_contact(msg: Incoming) -> bool:
     if question:
         await turn.handle(msg)
     text = await enrolled_welcome(msg) if enrolled else welcome(msg, answered=question)
-    level_menu = await level_question(msg) if enrolled else None
-    await msg.reply(f"{text}\n\n{level_menu}" if level_menu else text)
+    menu = await level_question(msg) if enrolled else await profile_menu(msg)
+    if menu is None:
+        await msg.reply(text)
+    else:  # the profile menu's numbered text is the welcome's; the class menu's follows it
+        await msg.reply(menu=replace(menu, body=f"{text}\n\n{menu.body}" if menu.body else text))
     user.onboarding_step = None if enrolled else "profile"
     await msg.db.flush()
     return True
@@ -136,7 +149,17 @@ def needs_level(user: User) -> bool:
     return user.role == "student" and not user.school_level and user.level_asked_at is None
 
 
-async def level_question(msg: Incoming) -> str | None:
+async def profile_menu(msg: Incoming) -> Menu:
+    """The profile choice as buttons (its numbered text is in the welcome), made the pending menu;
+    committed, so that the reply carrying it can go."""
+    menu_id = await menus.set_menu(msg.services, msg.conversation.id, PROFILE_MENU_KIND, {},
+                                   PROFILE_MENU_TTL_S, db=msg.db)
+    await msg.db.commit()
+    options = tuple(msg.t(fr, en) for fr, en in PROFILE_NAMES.values())  # 1 student, 2 parent, 3 pro
+    return Menu(menu_id=menu_id, body="", options=options, language=msg.lang)
+
+
+async def level_question(msg: Incoming) -> Menu | None:
     """The class menu, made the pending menu, for a student whose class is not known and was never
     asked (None otherwise); committed, so that the reply carrying it can go."""
     if not needs_level(msg.user):
@@ -154,8 +177,15 @@ async def choose_profile(msg: Incoming, role: str, mode: str) -> None:
     granted = await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
                                   ref=f"signup:{user.id}")
     text = confirmation(msg, role, granted and msg.services.settings.signup_credits)
+    pending = await menus.get_menu(msg.services, msg.conversation.id)
+    if pending is not None and pending.get("kind") == PROFILE_MENU_KIND:  # answered: its taps are stale
+        await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
+        await msg.db.commit()
     level_menu = await level_question(msg)
-    await msg.reply(f"{text}\n\n{level_menu}" if level_menu else text)
+    if level_menu is None:
+        await msg.reply(text)
+        return
+    await msg.reply(menu=replace(level_menu, body=f"{text}\n\n{level_menu.body}"))
 
 
 async def handle(msg: Incoming) -> bool:

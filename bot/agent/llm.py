@@ -230,7 +230,7 @@ class LLMClient:
         forwarded: list[bool],
     ) -> StreamResult:
         parser = SSEParser()
-        assembler = Assembler()
+        assembler = Assembler(str(body.get("model", "")))
         self.calls += 1
         timeout = None if deadline is None else max(0.01, deadline - time.monotonic())
         payload = _encode(body)

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from bot.agent.thinking import ThinkFilter
+from bot.agent.thinking import ThinkFilter, implicit_thinking
 
 _UTF8 = codecs.getincrementaldecoder("utf-8")
 
@@ -179,14 +179,17 @@ class StreamResult:
 class Assembler:
     """Folds parsed chunks into a StreamResult; `add` returns the new visible text, if any."""
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
         self.result = StreamResult()
         self._think = ThinkFilter()
+        if implicit_thinking(model):  # the model asked for (bot.agent.thinking)
+            self._think.wait()
 
     def finish(self) -> StreamResult:
         """The stream ended (or broke off): what the think filter held back is placed."""
         result = self.result
-        result.answer = self._think.answer_of(result.answer + self._think.close())
+        cut = result.finish_reason in (None, "length")  # a thought still held was never closed
+        result.answer = self._think.answer_of(result.answer + self._think.close(cut=cut))
         result.thinking += self._think.thinking
         self._think.thinking = ""
         return result
@@ -218,6 +221,8 @@ class Assembler:
             result.usage = chunk["usage"]
         if chunk.get("model") and not result.model:
             result.model = str(chunk["model"])
+            if implicit_thinking(result.model):  # as the server names it
+                self._think.wait()
         text = ""
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
@@ -233,6 +238,10 @@ class Assembler:
                 value = delta.get(key)
                 if isinstance(value, str):
                     result.reasoning += value
+                    if value:  # the server keeps the thinking apart: held content is answer
+                        released = self._think.release()
+                        result.answer += released
+                        text += released
                     break
             for fragment in delta.get("tool_calls") or []:
                 if isinstance(fragment, dict):

@@ -6,19 +6,40 @@ for the user, nor for the history sent back to the model: `ThinkFilter` takes it
 comes, a tag cut across chunks (`<thi` + `nk>`) included; a block still open when the stream ends is
 thinking to its end. `strip_thinking` does the same to a whole text (rows saved before the filter).
 
-DeepSeek-R1's chat template opens the block itself, so its content has a `</think>` and no
-`<think>`: what came before that tag is only known to be thinking once the tag arrives. The tag is
-never shown, and `lone_close_at` says where the answer starts, so the whole answer (the SMS, the
-history, the text the loop hands on) is cut there; what a stream showed before it is gone already.
+DeepSeek-R1's chat template (and QwQ's, and Qwen3's thinking models') opens the block itself, so
+the content has a `</think>` and no `<think>`: what comes before that tag is thinking, and it is
+only known once the tag arrives. For such a model (`implicit_thinking`, by its name: as asked and
+as the server reports it) the filter shows nothing until it knows: a `</think>` (everything before
+it was thinking), a `<think>` (the model opens its blocks itself), or a `reasoning` field (the
+server keeps the thinking apart, so the content is the answer) ends the wait; a stream that ends
+still waiting was the answer, unless it was cut (`finish_reason` "length", or no finish at all),
+when it was thinking that never closed. The cost is that such a model's answer is not streamed
+when it writes no tag at all. For another model a lone `</think>` still cuts the answer there
+(`lone_close_at`: the SMS, the history, the text the loop hands on), though what a stream showed
+before it is gone already.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 OPEN, CLOSE = "<think>", "</think>"
 
-__all__ = ["CLOSE", "OPEN", "ThinkFilter", "strip_thinking"]
+__all__ = ["CLOSE", "OPEN", "ThinkFilter", "implicit_thinking", "strip_thinking"]
+
+# Models whose chat template may open the think block itself (DeepSeek-R1 and its distillations,
+# QwQ, Qwen3 and its Thinking-2507 versions, other « …-thinking » models, MiniMax-M1/M2). Qwen3's
+# hybrid models write their own <think>, which ends the wait at once; its Instruct and Coder models
+# never think.
+_IMPLICIT = re.compile(r"(?:^|[^a-z0-9])r1(?:[^a-z0-9]|$)|qwq|qwen3|think|minimax-m[12]")
+_NEVER = re.compile(r"instruct|coder")
+
+
+def implicit_thinking(model: str) -> bool:
+    """True when `model` (a name as configured or reported) may think without an opening tag."""
+    name = (model or "").lower()
+    return bool(_IMPLICIT.search(name)) and not _NEVER.search(name)
 
 
 def _held(text: str, tag: str) -> int:
@@ -31,16 +52,51 @@ def _held(text: str, tag: str) -> int:
 
 @dataclass
 class ThinkFilter:
-    """Splits streamed content into the answer and the thinking; `feed` returns the answer's new text."""
+    """Splits streamed content into the answer and the thinking; `feed` returns the answer's new text.
+    With `waiting` (a model that may think without an opening tag), nothing is handed out until the
+    stream shows whether it is thinking."""
 
     inside: bool = False
     thinking: str = ""
-    opened: bool = False  # a <think> was seen
+    opened: bool = False  # a <think> was seen, or the wait ended at a </think>
     shown: int = 0  # characters of answer handed out so far
     lone_close_at: int | None = None  # where in the answer a </think> without <think> was
+    waiting: bool = False
     _pending: str = ""  # the end of the last chunk, which may be the start of a tag
+    _waited: str = ""  # content held while waiting
+    _scanned: int = 0  # _waited[:_scanned] holds no tag
+    _fed: bool = False
+
+    def wait(self) -> None:
+        """The model may think without an opening tag: hold its content (only before any came)."""
+        if not self._fed:
+            self.waiting = True
+
+    def release(self) -> str:
+        """The server keeps the thinking apart (a reasoning field): what was held is answer."""
+        if not self.waiting:
+            return ""
+        held, self._waited, self.waiting = self._waited, "", False
+        return self._split(held)
 
     def feed(self, chunk: str) -> str:
+        self._fed = self._fed or bool(chunk)
+        if not self.waiting:
+            return self._split(chunk)
+        self._waited += chunk
+        start = max(0, self._scanned - len(CLOSE))
+        opened, closed = self._waited.find(OPEN, start), self._waited.find(CLOSE, start)
+        if closed >= 0 and (opened < 0 or closed < opened):
+            self.thinking += self._waited[:closed]
+            rest = self._waited[closed + len(CLOSE) :]
+            self._waited, self.waiting, self.opened = "", False, True
+            return self._split(rest)
+        if opened >= 0:
+            return self.release()
+        self._scanned = len(self._waited)
+        return ""
+
+    def _split(self, chunk: str) -> str:
         text, self._pending = self._pending + chunk, ""
         shown: list[str] = []
         while text:
@@ -74,8 +130,16 @@ class ThinkFilter:
         self.shown += len(out)
         return out
 
-    def close(self) -> str:
-        """At the end of the stream: the answer's last text held back (a lone `<` is no tag)."""
+    def close(self, *, cut: bool = False) -> str:
+        """At the end of the stream: the answer's last text held back (a lone `<` is no tag). Still
+        waiting, what was held is the answer, or thinking when the stream was `cut` short."""
+        if self.waiting:
+            if cut:
+                self.thinking += self._waited
+                self._waited, self.waiting = "", False
+                return ""
+            held = self.release()
+            return held + self.close()
         pending, self._pending = self._pending, ""
         if self.inside:
             self.thinking += pending

@@ -50,13 +50,16 @@ _GONE = frozenset({21655, 20404})  # the content sid is not known (any more)
 
 @dataclass(frozen=True)
 class Menu:
-    """What to show: `body` (Markdown, numbered) and the options' labels in number order; a list's
-    items may carry their own `descriptions` (one per option, in the same order)."""
+    """What to show: `body` (Markdown, numbered) and the options' labels in number order. An
+    option's number, the one a tap gives back, is its place unless `numbers` says otherwise (a
+    part of a longer menu keeps the numbers of the whole); `descriptions`, when given, go under a
+    list's items instead of « Réponse n »."""
 
     menu_id: str
     body: str
     options: tuple[str, ...]
     language: str = "fr"
+    numbers: tuple[int, ...] = ()
     descriptions: tuple[str, ...] = ()
 
 
@@ -93,16 +96,11 @@ def _shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _list_entry(menu: Menu, number: int) -> tuple[str, str]:
-    """(item, description) of one option: its own description when it has one, else a long label
-    goes whole in the description."""
-    label = menu.options[number - 1]
-    own = menu.descriptions[number - 1] if number <= len(menu.descriptions) else ""
-    if own and len(label) <= ITEM_MAX:
-        return label, _shorten(own, DESCRIPTION_MAX)
-    title = _t(menu.language, f"Réponse {number}", f"Answer {number}")
+def _list_entry(label: str, number: int, language: str, description: str = "") -> tuple[str, str]:
+    """(item, description) of one option: a long label goes whole in the description."""
+    title = _t(language, f"Réponse {number}", f"Answer {number}")
     if len(label) <= ITEM_MAX:
-        return label, title
+        return label, _shorten(description, DESCRIPTION_MAX) if description else title
     return title, _shorten(label, DESCRIPTION_MAX)
 
 
@@ -111,11 +109,13 @@ def content_variables(kind: str, menu: Menu, body: str) -> dict[str, str]:
     values = [body]
     if kind == LIST_PICKER:
         values.append(_t(menu.language, "Choisir", "Choose"))
-    for number, label in enumerate(menu.options, start=1):
+    for place, label in enumerate(menu.options, start=1):
+        number = menu.numbers[place - 1] if menu.numbers else place
         if kind == QUICK_REPLY:
             values += [label, option_id(menu.menu_id, number)]
         else:
-            item, description = _list_entry(menu, number)
+            given = menu.descriptions[place - 1] if menu.descriptions else ""
+            item, description = _list_entry(label, number, menu.language, given)
             values += [item, option_id(menu.menu_id, number), description]
     return {str(i): value for i, value in enumerate(values, start=1)}
 

@@ -31,5 +31,5 @@ async def test_a_cameroonian_numbers_reminder_arrives_at_its_local_hour(make_har
     h.clock.now = datetime(2026, 3, 10, 6, 0, tzinfo=UTC)
     assert await send_due_reminders(h.services, h.clock()) == 1
     await h.twilio.idle()
-    [reminder] = [m["Body"] for m in h.twilio.to(f"whatsapp:{CAMEROON}")][before:]
+    [reminder] = [h.twilio.shown(m) for m in h.twilio.to(f"whatsapp:{CAMEROON}")][before:]
     assert "Exposé de SVT" in reminder and "08:00" in reminder

@@ -5,9 +5,14 @@ practice nudges."""
 
 from bot.capabilities.learner.items import due_count, due_items, recently_missed
 from bot.capabilities.learner.levels import (
+    CYCLES,
     LEVEL_MENU_KIND,
     LEVELS,
+    Cycle,
+    cycle_by_number,
     level_by_number,
+    level_menu,
+    offer_cycle,
     offer_level_menu,
     parse_level,
 )
@@ -56,12 +61,14 @@ from bot.capabilities.learner.subjects import (
 )
 
 __all__ = [
+    "CYCLES",
     "LEVELS",
     "LEVEL_MENU_KIND",
     "OTHER",
     "REVIEW_KIND",
     "ROUND_SIZE",
     "SUBJECTS",
+    "Cycle",
     "LearnerView",
     "Round",
     "SkillView",
@@ -70,6 +77,7 @@ __all__ = [
     "carried_note",
     "conversation_subject",
     "current_session",
+    "cycle_by_number",
     "due_count",
     "due_items",
     "find_item",
@@ -81,9 +89,11 @@ __all__ = [
     "learner_block",
     "learner_view",
     "level_by_number",
+    "level_menu",
     "new_round",
     "next_review",
     "nudge_jobs",
+    "offer_cycle",
     "offer_level_menu",
     "parse_level",
     "pick_items",
