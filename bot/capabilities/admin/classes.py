@@ -129,13 +129,14 @@ async def class_view(db: AsyncSession, cohort: Cohort, now: datetime) -> ClassVi
 
 async def results_rows(db: AsyncSession, cohort_id: int) -> list[list[str]]:
     """One CSV row per checked or reported result of the class's students, oldest first."""
-    rows = (await db.execute(select(ExerciseResult, User.display_name).join(
-        CohortMember, CohortMember.user_id == ExerciseResult.user_id).join(
-        User, User.id == ExerciseResult.user_id).where(CohortMember.cohort_id == cohort_id)
-        .order_by(ExerciseResult.created_at, ExerciseResult.id))).all()
-    return [[str(r.user_id), name or "", r.created_at.isoformat(timespec="seconds"), r.subject,
-             r.skill or r.topic, "1" if r.correct else "0", r.source, "1" if r.verified else "0"]
-            for r, name in rows]
+    r = ExerciseResult
+    rows = (await db.execute(select(r.user_id, User.display_name, r.created_at, r.subject, r.skill, r.topic,
+                                    r.correct, r.source, r.verified).join(
+        CohortMember, CohortMember.user_id == r.user_id).join(User, User.id == r.user_id)
+        .where(CohortMember.cohort_id == cohort_id).order_by(r.created_at, r.id))).all()
+    return [[str(user_id), name or "", at.isoformat(timespec="seconds"), subject, skill or topic,
+             "1" if correct else "0", source, "1" if verified else "0"]
+            for user_id, name, at, subject, skill, topic, correct, source, verified in rows]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from aiohttp import web
 from bot.capabilities.admin import auth, classes, exports, flags, queries
 from bot.capabilities.admin.dashboard_charts import messages_chart, results_chart
 from bot.capabilities.admin.texts import language_of, translator
+from bot.capabilities.learner import subject_name
 from bot.capabilities.pages import html_response
 from bot.services import Services
 
@@ -120,7 +121,7 @@ async def overview_page(request: web.Request) -> web.Response:
         open_flags = await flags.open_flags(db, viewer)
     chart = ""
     if view.operations is not None:
-        chart = await asyncio.to_thread(messages_chart, view.operations.days, t("messages_per_day"),
+        chart = await asyncio.to_thread(messages_chart, tuple(view.operations.days), t("messages_per_day"),
                                         (t("inbound"), t("outbound")))
     return _page(request, "overview.html", viewer=viewer, view=view, chart=chart,
                  flag_count=len(open_flags), currency=services.settings.payment_currency)
@@ -172,9 +173,9 @@ async def student_page(request: web.Request) -> web.Response:
         if found is None:
             return _not_found(request, viewer)
         view = await classes.student_view(db, *found, services.settings.learning, services.clock())
-    chart = await asyncio.to_thread(results_chart, view.weeks, t("results_over_time"),
+    chart = await asyncio.to_thread(results_chart, tuple(view.weeks), t("results_over_time"),
                                     (t("right"), t("wrong")))
-    return _page(request, "student.html", viewer=viewer, view=view, chart=chart)
+    return _page(request, "student.html", viewer=viewer, view=view, chart=chart, subject_name=subject_name)
 
 
 async def flags_page(request: web.Request) -> web.Response:
