@@ -96,17 +96,17 @@ def failure_keys(email: str, address: str) -> tuple[str, str]:
     return f"admin:login_failures:email:{hashed}", f"admin:login_failures:addr:{address}"
 
 
-async def throttled(services: Services, email: str, address: str) -> bool:
-    for key in failure_keys(email, address):
-        value = await services.state.kv_get(key)
-        if value is not None and int(value) >= MAX_FAILURES:
-            return True
-    return False
+async def take_attempt(services: Services, email: str, address: str) -> bool:
+    """Counts a login attempt for the e-mail and the address; False when either is past
+    MAX_FAILURES in the window. Counted before the password is checked, so that parallel guesses
+    cannot all slip under the limit; a successful login gives its attempt back (`give_back`)."""
+    counts = [await services.state.incr(key, FAILURE_WINDOW_S) for key in failure_keys(email, address)]
+    return all(count <= MAX_FAILURES for count in counts)
 
 
-async def note_failure(services: Services, email: str, address: str) -> None:
+async def give_back(services: Services, email: str, address: str) -> None:
     for key in failure_keys(email, address):
-        await services.state.incr(key, FAILURE_WINDOW_S)
+        await services.state.incr(key, FAILURE_WINDOW_S, amount=-1)
 
 
 # --- checking a password, opening and closing a session ----------------------------------------

@@ -71,12 +71,12 @@ async def login_post(request: web.Request) -> web.Response:
                                   form.get("csrf_token", "")):
         return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
     email, address = form.get("email", "").strip().lower()[:320], auth.client_address(request)
-    if await auth.throttled(services, email, address):
+    if not await auth.take_attempt(services, email, address):
         return _login_page(request, services, status=429, error="throttled")
     operator = await auth.check_password(services, email, form.get("password", "")[:1024])
     if operator is None:
-        await auth.note_failure(services, email, address)
         return _login_page(request, services, status=401, error="bad_login")
+    await auth.give_back(services, email, address)
     resp = web.HTTPSeeOther("/admin/")
     await auth.open_session(services, operator.id, resp)
     return resp
