@@ -32,7 +32,7 @@ def messages_chart(days: tuple[DayCount, ...], title: str, labels: tuple[str, st
     _counts_axis(ax, max([max(d.inbound, d.outbound) for d in days], default=0))
     step = max(1, len(days) // 6)
     ax.set_xticks(xs[::step], [d.day[5:] for d in days][::step])
-    ax.legend(loc="upper left", frameon=False)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=2, frameon=False)  # above: no bar hidden
     return svg_text(fig, title=title)
 
 
@@ -47,5 +47,5 @@ def results_chart(weeks: tuple[tuple[str, int, int], ...], title: str, labels: t
     _counts_axis(ax, max([w[1] + w[2] for w in weeks], default=0))
     step = max(1, len(weeks) // 6)
     ax.set_xticks(xs[::step], [w[0][5:] for w in weeks][::step])
-    ax.legend(loc="upper left", frameon=False)
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=2, frameon=False)  # above: no bar hidden
     return svg_text(fig, title=title)
