@@ -52,11 +52,13 @@ def registered_jobs() -> list[Any]:
 def registered_routes() -> list[Any]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[Any] = []
+    from bot.capabilities.admin import ROUTES as admin_routes
     from bot.capabilities.job_stream import ROUTES as job_page_routes
     from bot.capabilities.payments.webhook import ROUTES as payment_routes
 
     routes += payment_routes
     routes += job_page_routes  # /jobs/{id}: a background job's live progress page
+    routes += admin_routes  # /admin/: the dashboard of operators and teachers
     return routes
 
 

@@ -14,8 +14,9 @@ from pydantic_settings import BaseSettings, NoDecode
 
 from bot.config_values import LOWERED, Names, TemplateVariable, Url, WhatsAppFrom
 
-__all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Learning", "LearningEnvironment",
-           "Limits", "LocaleEnvironment", "Safety", "SafetyEnvironment", "learning_of"]
+__all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
+           "Learning", "LearningEnvironment", "Limits", "LocaleEnvironment", "Safety", "SafetyEnvironment",
+           "learning_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 
@@ -70,6 +71,27 @@ class LearningEnvironment(BaseSettings):
 
 def learning_of(read: Any) -> Learning:
     return Learning(**{f.name: getattr(read, f.name) for f in fields(Learning)})
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What the operator pays, in PAYMENT_CURRENCY, for the dashboard's estimated cost per active
+    learner (bot.capabilities.admin); each field is the variable of its name. 0 leaves a part out."""
+
+    cost_per_1k_tokens: float = 0.0  # model tokens, prompt and completion alike
+    cost_per_whatsapp_message: float = 0.0  # each WhatsApp message sent
+    cost_per_sms_segment: float = 0.0  # each SMS segment sent
+
+
+class CostsEnvironment(BaseSettings):
+    """The variables of `Costs` (bot.config.Environment inherits them)."""
+
+    cost_per_1k_tokens: float = Field(0.0, ge=0)
+    cost_per_whatsapp_message: float = Field(0.0, ge=0)
+    cost_per_sms_segment: float = Field(0.0, ge=0)
+
+    def costs(self) -> Costs:
+        return Costs(**{f.name: getattr(self, f.name) for f in fields(Costs)})
 
 
 class LocaleEnvironment(BaseSettings):

@@ -1,0 +1,106 @@
+"""The dashboard's words, French first and English second, chosen by the browser's Accept-Language
+(an operator has no language of their own)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+
+TEXTS: dict[str, tuple[str, str]] = {
+    "dashboard": ("Tableau de bord", "Dashboard"),
+    "login": ("Connexion", "Log in"),
+    "email": ("Adresse e-mail", "E-mail address"),
+    "password": ("Mot de passe", "Password"),
+    "sign_in": ("Se connecter", "Log in"),
+    "logout": ("Se déconnecter", "Log out"),
+    "bad_login": ("E-mail ou mot de passe incorrect.", "Wrong e-mail or password."),
+    "throttled": ("Trop d'essais. Réessayez dans 15 minutes.", "Too many attempts. Try again in 15 minutes."),
+    "overview": ("Vue d'ensemble", "Overview"),
+    "flags": ("Alertes de sécurité", "Safety flags"),
+    "active": ("Élèves actifs", "Active learners"),
+    "today": ("Aujourd'hui", "Today"),
+    "days_7": ("7 jours", "7 days"),
+    "days_30": ("30 jours", "30 days"),
+    "classes": ("Classes", "Classes"),
+    "class": ("Classe", "Class"),
+    "members": ("Élèves", "Students"),
+    "messages_per_day": ("Messages par jour (30 jours)", "Messages per day (30 days)"),
+    "day": ("Jour", "Day"),
+    "inbound": ("Reçus", "Received"),
+    "outbound": ("Envoyés", "Sent"),
+    "usage": ("Usage sur 30 jours", "Use over 30 days"),
+    "turns": ("Tours du tuteur", "Tutor turns"),
+    "prompt_tokens": ("Jetons du modèle (entrée)", "Model tokens (prompt)"),
+    "completion_tokens": ("Jetons du modèle (sortie)", "Model tokens (completion)"),
+    "credits_spent": ("Crédits dépensés", "Credits spent"),
+    "whatsapp_sent": ("Messages WhatsApp envoyés", "WhatsApp messages sent"),
+    "sms_segments": ("Segments SMS envoyés", "SMS segments sent"),
+    "cost_total": ("Coût estimé", "Estimated cost"),
+    "cost_per_active": ("Coût estimé par élève actif", "Estimated cost per active learner"),
+    "failures": ("Échecs de livraison (code d'erreur Twilio)", "Delivery failures (Twilio error code)"),
+    "code": ("Code", "Code"),
+    "count": ("Nombre", "Count"),
+    "jobs": ("Tâches en arrière-plan (30 jours)", "Background jobs (30 days)"),
+    "status": ("État", "Status"),
+    "queue": ("File d'attente", "Queue"),
+    "queue_pending": ("Messages reçus en attente", "Received messages waiting"),
+    "outbox_queued": ("Réponses en attente d'envoi", "Answers waiting to be sent"),
+    "none": ("Aucun", "None"),
+    "roster": ("Liste des élèves", "Roster"),
+    "name": ("Nom", "Name"),
+    "phone": ("Téléphone", "Phone"),
+    "level": ("Niveau", "Level"),
+    "last_active": ("Dernière activité", "Last activity"),
+    "never": ("jamais", "never"),
+    "heatmap": ("Maîtrise par compétence (%)", "Mastery by skill (%)"),
+    "legend": ("Légende : moins de 30 %, moins de 50 %, moins de 70 %, moins de 95 %, "
+               "maîtrisé (95 % et plus) ; « · » : pas encore de réponse.",
+               "Key: under 30 %, under 50 %, under 70 %, under 95 %, mastered (95 % and more); "
+               "“·”: no answer yet."),
+    "at_risk": ("Élèves à risque", "Students at risk"),
+    "quiet": ("aucun message depuis 7 jours", "no message for 7 days"),
+    "fell": ("maîtrise en baisse :", "mastery fell:"),
+    "nobody": ("Personne pour l'instant.", "Nobody for now."),
+    "export_roster": ("Exporter la liste (CSV)", "Export the roster (CSV)"),
+    "export_results": ("Exporter les résultats (CSV)", "Export the results (CSV)"),
+    "student": ("Élève", "Student"),
+    "skills": ("Maîtrise par compétence", "Mastery by skill"),
+    "subject": ("Matière", "Subject"),
+    "skill": ("Compétence", "Skill"),
+    "mastery": ("Maîtrise", "Mastery"),
+    "answers": ("Réponses", "Answers"),
+    "results_over_time": ("Résultats par semaine (12 semaines)", "Results per week (12 weeks)"),
+    "week": ("Semaine du", "Week of"),
+    "right": ("Justes", "Right"),
+    "wrong": ("Fausses", "Wrong"),
+    "items_due": ("Questions à revoir", "Items due"),
+    "due_at": ("À revoir le", "Due on"),
+    "no_flags": ("Aucune alerte ouverte.", "No open flag."),
+    "category": ("Type", "Kind"),
+    "when": ("Quand", "When"),
+    "excerpt": ("Extrait", "Excerpt"),
+    "acknowledge": ("J'ai vu, je m'en occupe", "Seen, I am on it"),
+    "self_harm": ("automutilation", "self-harm"),
+    "abuse": ("maltraitance", "abuse"),
+    "violence": ("violence", "violence"),
+    "not_found": ("Page introuvable.", "Page not found."),
+    "forbidden": ("Jeton de sécurité manquant ou périmé : rechargez la page.",
+                  "Security token missing or stale: reload the page."),
+}
+
+
+def language_of(request: web.Request) -> str:
+    """fr unless the browser puts English before French."""
+    accepted = request.headers.get("Accept-Language", "").lower()
+    en, fr = accepted.find("en"), accepted.find("fr")
+    return "en" if en != -1 and (fr == -1 or en < fr) else "fr"
+
+
+def translator(lang: str) -> Callable[[str], str]:
+    index = 1 if lang == "en" else 0
+
+    def t(key: str) -> str:
+        return TEXTS[key][index]
+
+    return t

@@ -1,0 +1,126 @@
+"""The dashboard's test helpers: operators, classes, mastery, results and flags as rows (the CLIs
+that make them are tested on their own), and a logged-in HTTP client (its own cookie jar, its own
+source address on the loopback so that the throttle's per-address counter can be told apart)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import aiohttp
+from sqlalchemy import insert
+
+from bot.capabilities.school import hash_password
+from bot.storage.models import (
+    Cohort,
+    CohortMember,
+    ExerciseResult,
+    Operator,
+    OperatorCohort,
+    SafetyFlag,
+    SkillMastery,
+    User,
+)
+from tests.support.harness import Harness
+
+PASSWORD = "correct horse battery staple"
+_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+async def make_operator(h: Harness, email: str, role: str = "admin", cohorts: Iterable[int] = (),
+                        password: str = PASSWORD) -> int:
+    async with h.services.sessions() as db, db.begin():
+        operator = Operator(email=email, role=role, password_hash=hash_password(password),
+                            created_at=h.clock())
+        db.add(operator)
+        await db.flush()
+        for cohort_id in cohorts:
+            db.add(OperatorCohort(operator_id=operator.id, cohort_id=cohort_id))
+        return operator.id
+
+
+async def make_cohort(h: Harness, name: str, users: Iterable[User]) -> int:
+    async with h.services.sessions() as db, db.begin():
+        cohort = Cohort(name=name, created_at=h.clock())
+        db.add(cohort)
+        await db.flush()
+        for user in users:
+            db.add(CohortMember(cohort_id=cohort.id, user_id=user.id, joined_at=h.clock()))
+        return cohort.id
+
+
+async def set_mastery(h: Harness, user_id: int, skills: dict[str, float],
+                      subject: str = "Mathématiques") -> None:
+    rows = [{"user_id": user_id, "subject": subject, "skill": skill.casefold(), "label": skill, "p_known": p,
+             "answers": 3, "correct": 2, "updated_at": h.clock()} for skill, p in skills.items()]
+    async with h.services.sessions() as db, db.begin():
+        await db.execute(insert(SkillMastery), rows)
+
+
+async def add_result(h: Harness, user_id: int, skill: str, correct: bool, at: datetime,
+                     subject: str = "Mathématiques") -> None:
+    async with h.services.sessions() as db, db.begin():
+        db.add(ExerciseResult(user_id=user_id, subject=subject, topic=skill, skill=skill.casefold(),
+                              correct=correct, source="quiz", verified=True, created_at=at))
+
+
+async def add_flag(h: Harness, user_id: int, excerpt: str, category: str = "self_harm") -> int:
+    async with h.services.sessions() as db, db.begin():
+        flag = SafetyFlag(user_id=user_id, category=category, source="phrases", excerpt=excerpt,
+                          created_at=h.clock() - timedelta(minutes=5))
+        db.add(flag)
+        await db.flush()
+        return flag.id
+
+
+def csrf_of(html: str) -> str:
+    found = _TOKEN.search(html)
+    assert found, "no csrf_token field in the page"
+    return found.group(1)
+
+
+Answer = tuple[int, str, aiohttp.ClientResponse]  # status, body, response
+
+
+@dataclass
+class Client:
+    """A browser-like client of the dashboard: cookies kept, redirects not followed."""
+
+    h: Harness
+    session: aiohttp.ClientSession
+
+    async def get(self, path: str) -> tuple[int, str, Answer]:
+        async with self.session.get(self.h.base_url + path, allow_redirects=False) as resp:
+            return resp.status, await resp.text(), resp
+
+    async def post(self, path: str, form: dict[str, str]) -> tuple[int, str, Answer]:
+        async with self.session.post(self.h.base_url + path, data=form, allow_redirects=False) as resp:
+            return resp.status, await resp.text(), resp
+
+    async def try_login(self, email: str, password: str = PASSWORD) -> tuple[int, str, Answer]:
+        _status, page, _resp = await self.get("/admin/login")
+        form = {"email": email, "password": password, "csrf_token": csrf_of(page)}
+        return await self.post("/admin/login", form)
+
+    async def csrf(self) -> str:
+        """The session's CSRF token, as the logout form of any page carries it."""
+        _status, page, _resp = await self.get("/admin/flags")
+        return csrf_of(page)
+
+    async def close(self) -> None:
+        await self.session.close()
+
+
+def client(h: Harness, source: str = "127.0.0.1") -> Client:
+    connector = aiohttp.TCPConnector(local_addr=(source, 0))
+    return Client(h, aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.CookieJar(unsafe=True)))
+
+
+async def logged_in(h: Harness, email: str, source: str = "127.0.0.1") -> Client:
+    c = client(h, source)
+    status, body, resp = await c.try_login(email)
+    assert status == 303, (status, body[:300])
+    assert resp.headers["Location"] == "/admin/"
+    return c
