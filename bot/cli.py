@@ -391,6 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
         from bot.capabilities import school
 
-        command = school.cohorts if args.command == "cohorts" else school.operators
+        command = school.cohorts_command if args.command == "cohorts" else school.operators_command
         return asyncio.run(command(settings, args))
     return 0

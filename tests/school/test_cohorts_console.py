@@ -3,11 +3,13 @@ list enrols, sets levels, fills the class and links parents, all or nothing, and
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 
+from bot.capabilities.school import find_cohort, roster
 from bot.storage.models import Base, Cohort, CohortMember, CreditEntry, ParentLink, User
 from tests.support.console import console
 from tests.support.harness import Harness
@@ -128,3 +130,24 @@ async def test_three_hundred_students_in_one_go(harness: Harness, tmp_path: Path
         members = list(await db.scalars(select(CohortMember)))
         signups = list(await db.scalars(select(CreditEntry).where(CreditEntry.reason == "signup")))
     assert len(members) == 300 and len(signups) == 300
+
+
+async def test_forget_takes_the_student_out_of_classes_and_exports(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    await add_cohort(h, "3e")
+    student = await h.make_user("+2250701020304", display_name="Awa")
+    other = await h.make_user("+2250701020305", display_name="Yao")
+    async with h.services.sessions() as db:
+        cohort = await find_cohort(db, "3e")
+        assert cohort is not None
+        db.add_all([CohortMember(cohort_id=cohort.id, user_id=u.id, joined_at=h.clock())
+                    for u in (student, other)])
+        await db.commit()
+    exported = await console(h, "users", "export", "+2250701020304")
+    [membership] = json.loads(exported.out)["data"]["cohort_members"]
+    assert exported.code == 0 and membership["cohort_id"] == cohort.id
+    forgotten = await console(h, "users", "forget", "+2250701020304")
+    assert forgotten.code == 0 and "1 cohort_members" in forgotten.out, forgotten.out + forgotten.err
+    async with h.services.sessions() as db:
+        assert [s.name for s in await roster(db, cohort.id)] == ["Yao"]
+        assert [m.user_id for m in await db.scalars(select(CohortMember))] == [other.id]

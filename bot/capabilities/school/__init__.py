@@ -27,7 +27,7 @@ from bot.capabilities.school.classes import (
     roster,
     skills_to_work_on,
 )
-from bot.capabilities.school.console import cohorts, operators
+from bot.capabilities.school.console import cohorts_command, operators_command
 from bot.capabilities.school.enrolment import (
     ImportReport,
     enrol_roster,
@@ -80,7 +80,7 @@ __all__ = [
     "at_risk",
     "bkt_before",
     "class_summary",
-    "cohorts",
+    "cohorts_command",
     "enrol_roster",
     "find_cohort",
     "hash_password",
@@ -93,7 +93,7 @@ __all__ = [
     "needs_rehash",
     "notify_parents",
     "operator_cohorts",
-    "operators",
+    "operators_command",
     "random_password",
     "read_roster",
     "remove_operator",

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.config import Settings
 
-__all__ = ["cohorts", "operators"]
+__all__ = ["cohorts_command", "operators_command"]
 
 NAME_MAX = 100  # Cohort.name
 
@@ -39,7 +39,7 @@ def _name_problem(name: str) -> str | None:
 # --- cohorts ---------------------------------------------------------------------------------
 
 
-async def cohorts(settings: Settings, args: argparse.Namespace) -> int:
+async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     from bot.capabilities.school.roster_file import RosterError, read_roster, region_of_zone
     from bot.services import build_services
 
@@ -186,7 +186,7 @@ def _read_password() -> str:
     return line[:-1] if line.endswith("\n") else line
 
 
-async def operators(settings: Settings, args: argparse.Namespace) -> int:
+async def operators_command(settings: Settings, args: argparse.Namespace) -> int:
     from bot.capabilities.school.operators import (
         OperatorError,
         password_problem,
