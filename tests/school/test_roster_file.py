@@ -32,8 +32,8 @@ def test_a_good_file_with_a_bom_semicolons_and_the_forms_people_type() -> None:
 
 
 def test_levels_with_a_section_are_read_and_unknown_ones_are_not() -> None:
-    assert [import_level(t) for t in ("CM2", "6e 3", "Tle C", "1ère A2", "2nde", "Université")] == [
-        "CM2", "6e", "Tle", "1re", "2nde", "Université"]
+    typed = ("CM2", "6e 3", "6e3", "Tle C", "Terminale série D", "1ère A2", "2nde", "Université")
+    assert [import_level(t) for t in typed] == ["CM2", "6e", "6e", "Tle", "Tle", "1re", "2nde", "Université"]
     assert import_level("Master 2") is None and import_level("CM7") is None
 
 

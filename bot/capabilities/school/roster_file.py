@@ -38,8 +38,10 @@ HEADER = ("phone", "name", "level", "parent_phone")
 MAX_ROWS = 5000  # one transaction; a whole school is a few files
 NAME_MAX = 100
 MAX_REPORTED = 50  # problems listed; the rest counted
-# A section after a level: a series (« D », « A2 ») or a class number (« 3 »).
-_SECTION = re.compile(r"^(.*?)[\s\-_/]*(?:serie\s*)?([a-z]\d?|\d{1,2})$", re.IGNORECASE)
+# A section after a level: a series (« D », « A2 ») or a class number (« 3 »), the shortest first
+# (« 1ère A2 ») then the longest (« 6e3 »).
+_SECTIONS = tuple(re.compile(rf"^(.*{lazy})[\s\-_/]*(?:s[ée]rie\s*)?(?:[a-z]\d?|\d{{1,2}})$", re.IGNORECASE)
+                  for lazy in ("?", ""))
 
 
 @dataclass(frozen=True)
@@ -70,9 +72,9 @@ def region_of_zone(zone: str) -> str | None:
 def import_level(text: str) -> str | None:
     """The canonical level of a class list's cell, a section after it dropped; None if unknown."""
     level = parse_level(text)
-    if level is None:
-        found = _SECTION.match(text.strip())
-        level = parse_level(found.group(1)) if found and found.group(1) else None
+    for section in _SECTIONS:
+        found = section.match(text.strip()) if level is None else None
+        level = parse_level(found.group(1)) if found and found.group(1) else level
     return level
 
 
