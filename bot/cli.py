@@ -1,4 +1,4 @@
-"""The composition root: `python -m bot serve|worker|chat|db upgrade|users …`.
+"""The composition root: `python -m bot serve|worker|chat|db upgrade|users …|cohorts …|operators …`.
 
 This module (with bot/__main__.py) is the only part of `bot` that imports `handlers` and the
 modules owning periodic jobs and extra web routes; the rest of `bot` receives them from here.
@@ -14,6 +14,7 @@ import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
@@ -43,10 +44,12 @@ def registered_jobs() -> list[Any]:
     processes, and each claims its rows atomically."""
     from bot.capabilities.learner import nudge_jobs
     from bot.capabilities.progress import weekly_summary_jobs
+    from bot.capabilities.school import teacher_summary_jobs
     from bot.capabilities.tasks import reminder_jobs
     from bot.pipeline.retention import retention_jobs
 
-    return [*weekly_summary_jobs(), *reminder_jobs(), *nudge_jobs(), *retention_jobs()]
+    return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
+            *retention_jobs()]
 
 
 def registered_routes() -> list[Any]:
@@ -302,7 +305,33 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone.add_argument("phone")
     set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
     sub.add_parser("doctor", help="check every setting and dependency: OK / OFF / FAIL, with the fix")
+    _school_parsers(sub)
     return parser
+
+
+def _school_parsers(sub: Any) -> None:
+    """`cohorts …` and `operators …` (bot.capabilities.school.console runs them)."""
+    cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list")
+    cohorts_sub = cohorts_parser.add_subparsers(dest="cohorts_command", required=True)
+    cohorts_sub.add_parser("create", help="a new class").add_argument("name")
+    cohorts_sub.add_parser("list", help="every class, its students and teachers")
+    cohorts_sub.add_parser("show", help="a class's roster: level and last activity").add_argument("name")
+    imported = cohorts_sub.add_parser("import", help="enrol a CSV class list: phone,name,level,parent_phone")
+    imported.add_argument("name")
+    imported.add_argument("file", type=Path)
+    imported.add_argument("--school", default=None,
+                          help="the school's name, as parents' SMS say who linked them")
+    operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
+    operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
+    add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")
+    add.add_argument("email")
+    add.add_argument("--role", required=True, choices=("admin", "teacher"))
+    add.add_argument("--cohort", action="append", default=[], metavar="NAME",
+                     help="a teacher's class (repeat for several)")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from stdin (else a random one is printed once)")
+    operators_sub.add_parser("list", help="every operator, role and classes")
+    operators_sub.add_parser("remove", help="remove an operator (their sessions end)").add_argument("email")
 
 
 def tune_gc() -> None:
@@ -364,6 +393,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(users(settings, args))
     elif args.command == "doctor":
         return _doctor()
+    elif args.command in ("cohorts", "operators"):
+        settings = _settings()
+        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+        from bot.capabilities import school
+
+        command = school.cohorts_command if args.command == "cohorts" else school.operators_command
+        return asyncio.run(command(settings, args))
     return 0
 
 

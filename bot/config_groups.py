@@ -1,8 +1,10 @@
 """Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
-a learner (`Learning`, read from the variables `LearningEnvironment` declares), and the variables of
-the channel (`ChannelEnvironment`: Twilio, how WhatsApp answers leave), a new user's defaults
-(`LocaleEnvironment`), and how a child's distress is noticed and answered (`Safety`, read from the
-variables `SafetyEnvironment` declares). bot.config builds them."""
+a learner and how their teachers hear of it (`Learning`, read from the variables
+`LearningEnvironment` declares), and the variables of the channel (`ChannelEnvironment`: Twilio,
+how WhatsApp answers leave), a new user's defaults (`LocaleEnvironment`), and how a child's
+distress is noticed and answered (`Safety`, read from the variables `SafetyEnvironment` declares),
+and what the operator pays (`Costs`, from `CostsEnvironment`).
+bot.config builds them."""
 
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Learning:
-    """Sessions, mastery and review (bot.capabilities.learner); each field is the variable of its name."""
+    """Sessions, mastery and review (bot.capabilities.learner), and when teachers get their weekly class
+    summary (bot.capabilities.school); each field is the variable of its name."""
 
     session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
     nudge_after_s: int = 14400  # a practice nudge only to a student quiet for 4 h (inside the 24 h window)
@@ -51,6 +54,10 @@ class Learning:
     bkt_p_guess: float = 0.2
     bkt_p_slip: float = 0.1
     bkt_mastered: float = 0.95
+    # The teachers' weekly class summary by e-mail (bot.capabilities.school): the day (0 = Monday,
+    # as PARENT_SUMMARY_WEEKDAY) and the hour, in DEFAULT_TIMEZONE.
+    teacher_summary_weekday: int = 0
+    teacher_summary_hour: int = 7
 
 
 class LearningEnvironment(BaseSettings):
@@ -64,6 +71,8 @@ class LearningEnvironment(BaseSettings):
     bkt_p_guess: float = Field(0.2, ge=0, lt=0.3)
     bkt_p_slip: float = Field(0.1, ge=0, lt=0.3)
     bkt_mastered: float = Field(0.95, gt=0.5, lt=1)
+    teacher_summary_weekday: int = Field(0, ge=0, le=6)
+    teacher_summary_hour: int = Field(7, ge=0, le=23)
 
     def learning(self) -> Learning:
         return learning_of(self)

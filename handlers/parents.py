@@ -34,8 +34,8 @@ import phonenumbers
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.capabilities import credits
 from bot.capabilities.quiz import normalise
+from bot.capabilities.school import make_parent
 from bot.channel.context import Incoming
 from bot.channel.locale import default_locale, locale_for
 from bot.storage.db import rowcount
@@ -439,17 +439,7 @@ async def become_parent(msg: Incoming) -> None:
     is not offered again. A pro keeps its profile and its tools. A number that never wrote before
     its OUI stays "new": its first message is answered, then welcomed without the profile question
     (handlers/onboarding.py, as for a number the operator enrolled)."""
-    user = msg.user
-    if user.role != "pro":
-        user.role = "parent"
-    if (user.mode or "guest") == "guest":
-        user.mode = "child"
-    if user.onboarding_step != "new":
-        user.onboarding_step = None
-    await msg.db.flush()
-    if msg.services.settings.signup_credits > 0:
-        await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
-                            ref=f"signup:{user.id}")
+    await make_parent(msg.db, msg.user, msg.services.settings.signup_credits)
 
 
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:

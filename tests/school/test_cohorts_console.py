@@ -1,0 +1,153 @@
+"""`python -m bot cohorts …` run as the operator runs it (a process on the test database): a class
+list enrols, sets levels, fills the class and links parents, all or nothing, and once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.capabilities.school import find_cohort, roster
+from bot.storage.models import Base, Cohort, CohortMember, CreditEntry, ParentLink, User
+from tests.support.console import console
+from tests.support.harness import Harness
+
+LIST = ("\ufeffphone,name,level,parent_phone\n"
+        "+2250701020304,Awa Koné,Terminale D,+2250709080706\n"
+        "0701020305,Yao Koné,6e 3,07 09 08 07 06\n"   # Awa's brother: the same parent
+        "+2250701020306,,CM2,\n")
+
+
+async def snapshot(h: Harness) -> dict[str, list[tuple[Any, ...]]]:
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    async with h.services.sessions() as db:
+        for table in Base.metadata.sorted_tables:
+            result = await db.execute(select(table).order_by(*table.primary_key.columns))
+            rows[table.name] = [tuple(r) for r in result]
+    return rows
+
+
+async def add_cohort(h: Harness, name: str) -> None:
+    async with h.services.sessions() as db:
+        db.add(Cohort(name=name, created_at=h.clock()))
+        await db.commit()
+
+
+def csv_file(tmp_path: Path, text: str, name: str = "class.csv") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+async def test_import_enrols_fills_the_class_and_texts_each_parent_once(harness: Harness,
+                                                                        tmp_path: Path) -> None:
+    h = harness
+    assert (await console(h, "cohorts", "create", "6e A")).code == 0
+    again = await console(h, "cohorts", "create", "6e A")
+    assert again.code == 1 and "already exists" in again.err
+    run = await console(h, "cohorts", "import", "6e A", csv_file(tmp_path, LIST), "--school", "Lycée Moderne")
+    assert run.code == 0, run.err
+    assert "3 new number(s)" in run.out and "3 added to the class" in run.out and "1 sent" in run.out, run.out
+    async with h.services.sessions() as db:
+        students = {u.phone: u for u in await db.scalars(select(User).where(User.role == "student"))}
+        parent = await db.scalar(select(User).where(User.phone == "+2250709080706"))
+        links = list(await db.scalars(select(ParentLink)))
+        members = list(await db.scalars(select(CohortMember)))
+        ledger = [(e.user_id, e.reason, e.delta) for e in await db.scalars(select(CreditEntry))]
+    assert {p: (u.mode, u.display_name, u.school_level) for p, u in students.items()} == {
+        "+2250701020304": ("child", "Awa Koné", "Tle"), "+2250701020305": ("child", "Yao Koné", "6e"),
+        "+2250701020306": ("child", None, "CM2")}
+    assert {m.user_id for m in members} == {u.id for u in students.values()}
+    assert parent is not None and (parent.role, parent.mode) == ("parent", "child")
+    assert sorted((link.student_id, link.status) for link in links) == sorted(
+        (students[p].id, "confirmed") for p in ("+2250701020304", "+2250701020305"))
+    assert all(link.invited_at is not None and link.code is None for link in links)
+    signup = h.settings.signup_credits
+    assert sorted(ledger) == sorted([(u.id, "signup", signup) for u in [*students.values(), parent]])
+    [sms] = await h.texts_to("+2250709080706")  # one SMS for both children
+    assert "Lycée Moderne (classe 6e A)" in sms and "Awa Koné et Yao Koné" in sms and "STOP" in sms, sms
+    # The same file again: nothing at all changes, no SMS, no credits.
+    before = await snapshot(h)
+    twice = await console(h, "cohorts", "import", "6e A", csv_file(tmp_path, LIST))
+    assert twice.code == 0 and "nothing changed" in twice.out, twice.out + twice.err
+    assert await snapshot(h) == before
+    assert len(await h.texts_to("+2250709080706")) == 1
+    shown = await console(h, "cohorts", "show", "6e A")
+    assert shown.code == 0 and "3 student(s)" in shown.out and "Awa Koné  class Tle" in shown.out, shown.out
+    listed = await console(h, "cohorts", "list")
+    assert "6e A: 3 student(s); teachers: none" in listed.out
+
+
+async def test_a_bad_file_changes_nothing_and_names_each_line(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    await add_cohort(h, "CM2 B")
+    bad = LIST + "+22507,Bad,CM2,\n" + "+2250701020307,Ali,CM9,\n" + "+2250701020304,Awa,,\n"
+    before = await snapshot(h)
+    run = await console(h, "cohorts", "import", "CM2 B", csv_file(tmp_path, bad))
+    assert run.code == 2 and "nothing changed" in run.err, run.err
+    assert "line 5:" in run.err and "line 6: 'CM9' is not a class" in run.err
+    assert "line 7: +2250701020304 is already on line 2" in run.err
+    unknown = await console(h, "cohorts", "import", "Nowhere", csv_file(tmp_path, LIST))
+    assert unknown.code == 1 and "no class named 'Nowhere'" in unknown.err
+    assert await snapshot(h) == before and h.twilio.to("+2250709080706") == []
+
+
+async def test_a_pending_request_is_confirmed_a_refusal_is_not_forced(harness: Harness,
+                                                                      tmp_path: Path) -> None:
+    h = harness
+    student = await h.make_user("+2250701020304")
+    refused_student = await h.make_user("+2250701020305")
+    parent = await h.make_user("+2250709080706", mode="guest", last_channel="sms")
+    async with h.services.sessions() as db:
+        db.add(ParentLink(student_id=student.id, parent_id=parent.id, status="pending", code="4821",
+                          created_at=h.clock()))
+        db.add(ParentLink(student_id=refused_student.id, parent_id=parent.id, status="refused",
+                          created_at=h.clock()))
+        await db.commit()
+    await add_cohort(h, "Tle D")
+    h.twilio.fail_next("400")  # the parent's SMS is refused: never said to be sent
+    run = await console(h, "cohorts", "import", "Tle D", csv_file(tmp_path, LIST))
+    assert run.code == 0, run.err
+    assert "1 parent link(s) confirmed" in run.out and "0 sent, 1 not sent" in run.out, run.out
+    assert "refused the follow-up" in run.err and "was not sent" in run.err
+    async with h.services.sessions() as db:
+        links = {link.student_id: link for link in await db.scalars(select(ParentLink))}
+    assert (links[student.id].status, links[student.id].code, links[student.id].invited_at) == (
+        "confirmed", None, None)
+    assert links[refused_student.id].status == "refused"
+
+
+async def test_three_hundred_students_in_one_go(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    rows = "".join(f"+22507010{n:05d},Élève {n},4e,\n" for n in range(300))
+    await add_cohort(h, "4e")
+    path = csv_file(tmp_path, "phone,name,level,parent_phone\n" + rows)
+    run = await console(h, "cohorts", "import", "4e", path)
+    assert run.code == 0 and "300 added to the class" in run.out, run.out + run.err
+    async with h.services.sessions() as db:
+        members = list(await db.scalars(select(CohortMember)))
+        signups = list(await db.scalars(select(CreditEntry).where(CreditEntry.reason == "signup")))
+    assert len(members) == 300 and len(signups) == 300
+
+
+async def test_forget_takes_the_student_out_of_classes_and_exports(harness: Harness, tmp_path: Path) -> None:
+    h = harness
+    await add_cohort(h, "3e")
+    student = await h.make_user("+2250701020304", display_name="Awa")
+    other = await h.make_user("+2250701020305", display_name="Yao")
+    async with h.services.sessions() as db:
+        cohort = await find_cohort(db, "3e")
+        assert cohort is not None
+        db.add_all([CohortMember(cohort_id=cohort.id, user_id=u.id, joined_at=h.clock())
+                    for u in (student, other)])
+        await db.commit()
+    exported = await console(h, "users", "export", "+2250701020304")
+    [membership] = json.loads(exported.out)["data"]["cohort_members"]
+    assert exported.code == 0 and membership["cohort_id"] == cohort.id
+    forgotten = await console(h, "users", "forget", "+2250701020304")
+    assert forgotten.code == 0 and "1 cohort_members" in forgotten.out, forgotten.out + forgotten.err
+    async with h.services.sessions() as db:
+        assert [s.name for s in await roster(db, cohort.id)] == ["Yao"]
+        assert [m.user_id for m in await db.scalars(select(CohortMember))] == [other.id]
