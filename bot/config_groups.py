@@ -38,7 +38,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Learning:
-    """Sessions, mastery and review (bot.capabilities.learner); each field is the variable of its name."""
+    """Sessions, mastery and review (bot.capabilities.learner), and the progress page's links; each
+    field is the variable of its name."""
 
     session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
     nudge_after_s: int = 14400  # a practice nudge only to a student quiet for 4 h (inside the 24 h window)
@@ -49,6 +50,8 @@ class Learning:
     bkt_p_guess: float = 0.2
     bkt_p_slip: float = 0.1
     bkt_mastered: float = 0.95
+    # How long a link to a student's progress page opens it (bot.channel.links; default 7 days).
+    progress_link_ttl_s: int = 604800
 
 
 class LearningEnvironment(BaseSettings):
@@ -62,6 +65,7 @@ class LearningEnvironment(BaseSettings):
     bkt_p_guess: float = Field(0.2, ge=0, lt=0.3)
     bkt_p_slip: float = Field(0.1, ge=0, lt=0.3)
     bkt_mastered: float = Field(0.95, gt=0.5, lt=1)
+    progress_link_ttl_s: int = Field(604800, gt=0)
 
     def learning(self) -> Learning:
         return learning_of(self)

@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")  # before any other matplotlib import: no display here
 
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 __all__ = ["ACCENT", "BAD", "GOOD", "MUTED", "WARN", "Format", "figure_bytes", "new_figure", "svg_text"]
 
@@ -30,7 +31,7 @@ BAD = "#D55E00"
 ACCENT = "#0072B2"
 MUTED = "#8A8A8A"
 
-_STYLE = {
+_STYLE: dict[RcKeyType, object] = {
     "font.family": "DejaVu Sans",  # installed with the bot (fonts-dejavu-core): accents, no download
     "font.size": 12,
     "axes.spines.top": False,
