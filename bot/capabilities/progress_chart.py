@@ -155,10 +155,11 @@ def skills_height(data: ProgressData) -> float:
     return 1.2 + 0.42 * max(_units(_skill_rows(data.charted())), 1.5)
 
 
-def draw_skills(ax: Axes, data: ProgressData, language: str) -> None:
+def draw_skills(ax: Axes, data: ProgressData, language: str, *, titled: bool = True) -> None:
     """One line per skill: its name on the left, « 97 % maîtrisé » on the right, its bar beneath;
-    subjects in bold above their skills."""
-    ax.set_title(_t(language, "Maîtrise par compétence", "Mastery per skill"), loc="left", pad=22)
+    subjects in bold above their skills. Untitled in a page, whose heading says it."""
+    if titled:
+        ax.set_title(_t(language, "Maîtrise par compétence", "Mastery per skill"), loc="left", pad=22)
     ax.set_axis_off()
     skills = data.charted()
     rows = _skill_rows(skills)
@@ -198,10 +199,11 @@ def week_label(week: Week) -> str:
     return f"{week.start.day}/{week.start.month:02d}"
 
 
-def draw_weeks(ax: Axes, data: ProgressData, language: str) -> None:
+def draw_weeks(ax: Axes, data: ProgressData, language: str, *, titled: bool = True) -> None:
     """Right (bottom) and wrong answers stacked per week, « justes/total » above each bar."""
-    ax.set_title(_t(language, "Réponses vérifiées, 8 semaines", "Checked answers, 8 weeks"), loc="left",
-                 pad=22)
+    if titled:
+        ax.set_title(_t(language, "Réponses vérifiées, 8 semaines", "Checked answers, 8 weeks"), loc="left",
+                     pad=22)
     xs = list(range(len(data.weeks)))
     right = [w.right for w in data.weeks]
     wrong = [w.wrong for w in data.weeks]
@@ -247,10 +249,10 @@ def progress_png(data: ProgressData, language: str, title: str) -> bytes:
 def chart_svgs(data: ProgressData, language: str) -> tuple[str, str]:
     """The page's two charts as inline `<svg>` elements: skills, then weeks. Blocking: call it in a thread."""
     with _LOCK:
-        skills_fig = new_figure(PNG_WIDTH_IN, skills_height(data))
-        draw_skills(skills_fig.subplots(), data, language)
-        weeks_fig = new_figure(PNG_WIDTH_IN, WEEKS_H)
-        draw_weeks(weeks_fig.subplots(), data, language)
+        skills_fig = new_figure(PNG_WIDTH_IN, skills_height(data) - 0.4)
+        draw_skills(skills_fig.subplots(), data, language, titled=False)
+        weeks_fig = new_figure(PNG_WIDTH_IN, WEEKS_H - 0.3)
+        draw_weeks(weeks_fig.subplots(), data, language, titled=False)
         return (svg_text(skills_fig, title=_t(language, "Maîtrise par compétence", "Mastery per skill")),
                 svg_text(weeks_fig, title=_t(language, "Réponses vérifiées, 8 semaines",
                                              "Checked answers, 8 weeks")))

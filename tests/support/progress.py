@@ -24,8 +24,8 @@ async def progress_student(h: Any, phone: str, name: str | None = "Awa Kouassi",
     user = await h.make_user(phone, display_name=name, **fields)
     for n, (right, wrong) in enumerate(WEEKLY):
         at = NOW - timedelta(days=7 * (len(WEEKLY) - 1 - n) + 2)
-        await add_results(h.services, user.id, [("Mathématiques", True)] * right + [("Français", False)] * wrong,
-                          at)
+        rows = [("Mathématiques", True)] * right + [("Français", False)] * wrong
+        await add_results(h.services, user.id, rows, at)
     await add_results(h.services, user.id, [("Maths", True)] * 3, NOW - timedelta(days=1), verified=False)
     at = NOW - timedelta(hours=3)
     await add_mastery(h.services, user.id, "Mathématiques", "les fractions", 0.97, 12, 11, at)
