@@ -5,6 +5,7 @@ serious or critical axe-core finding. Screenshots are kept for a person to look 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -62,8 +63,6 @@ async def _look(browser: Browser, url: str, width: int, shots: list[Path]) -> No
         else:  # one under the other, each the screen's width
             assert skills_table[3] > skills_chart[3], boxes
             assert skills_chart[2] - skills_chart[1] > width * 0.8, boxes
-        for folder in (ARTIFACTS, shots[0].parent if shots else ARTIFACTS):
-            folder.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / f"progress-page-{width}.png"
         await page.screenshot(path=str(shot), full_page=True)
         shots.append(shot)
@@ -81,6 +80,7 @@ async def test_the_page_at_360_and_1280_px(harness: Any, tmp_path: Path) -> None
     # Missing Chromium is a failure (scripts/test installs it), never a skip.
     assert shutil.which("chromium") == CHROMIUM, "Chromium is missing: apt-get install chromium"
     shots: list[Path] = []
+    await asyncio.to_thread(ARTIFACTS.mkdir, parents=True, exist_ok=True)
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
