@@ -58,10 +58,12 @@ def registered_routes() -> list[Any]:
     from bot.capabilities.admin import ROUTES as admin_routes
     from bot.capabilities.job_stream import ROUTES as job_page_routes
     from bot.capabilities.payments.webhook import ROUTES as payment_routes
+    from bot.capabilities.progress_page import ROUTES as progress_page_routes
 
     routes += payment_routes
     routes += job_page_routes  # /jobs/{id}: a background job's live progress page
     routes += admin_routes  # /admin/: the dashboard of operators and teachers
+    routes += progress_page_routes  # /progress/{id}: a student's progress page
     return routes
 
 

@@ -42,8 +42,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class Learning:
-    """Sessions, mastery and review (bot.capabilities.learner), and when teachers get their weekly class
-    summary (bot.capabilities.school); each field is the variable of its name."""
+    """Sessions, mastery and review (bot.capabilities.learner), when teachers get their weekly class
+    summary (bot.capabilities.school), and the progress page's links; each field is the variable of
+    its name."""
 
     session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
     nudge_after_s: int = 14400  # a practice nudge only to a student quiet for 4 h (inside the 24 h window)
@@ -58,6 +59,8 @@ class Learning:
     # as PARENT_SUMMARY_WEEKDAY) and the hour, in DEFAULT_TIMEZONE.
     teacher_summary_weekday: int = 0
     teacher_summary_hour: int = 7
+    # How long a link to a student's progress page opens it (bot.channel.links; default 7 days).
+    progress_link_ttl_s: int = 604800
 
 
 class LearningEnvironment(BaseSettings):
@@ -73,6 +76,7 @@ class LearningEnvironment(BaseSettings):
     bkt_mastered: float = Field(0.95, gt=0.5, lt=1)
     teacher_summary_weekday: int = Field(0, ge=0, le=6)
     teacher_summary_hour: int = Field(7, ge=0, le=23)
+    progress_link_ttl_s: int = Field(604800, gt=0)
 
     def learning(self) -> Learning:
         return learning_of(self)

@@ -128,3 +128,40 @@ def check_job_signature(settings: Settings, job_id: str, sig: str, *, now: float
     if int(expires) < (now if now is not None else time.time()):
         return None
     return int(job_id)
+
+
+# --- a student's progress page: /progress/{id}?sig=<expires>.<mac> ----------------------------
+
+
+def _progress_mac(secret: str, student_id: int, expires: int) -> str:
+    # Its own prefix: a job page's sig for the same number opens no progress page, nor the reverse.
+    mac = hmac.new(secret.encode(), f"progress:{student_id}:{expires}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac[:18]).decode().rstrip("=")
+
+
+def progress_signature(settings: Settings, student_id: int, *, now: float | None = None,
+                       ttl_s: int | None = None) -> str:
+    """The `sig` of a student's progress page: its expiry and an HMAC of id and expiry, so the link
+    opens that one student's page only, until it expires (PROGRESS_LINK_TTL_S unless `ttl_s`)."""
+    ttl = ttl_s if ttl_s is not None else settings.learning.progress_link_ttl_s
+    expires = int((now if now is not None else time.time()) + ttl)
+    return f"{expires}.{_progress_mac(settings.secret_key, student_id, expires)}"
+
+
+def progress_page_url(settings: Settings, student_id: int, *, now: float | None = None) -> str:
+    """The public link to a student's progress page, at the end of PROGRES and ENFANTS by SMS."""
+    sig = progress_signature(settings, student_id, now=now)
+    return f"{settings.public_base_url}/progress/{student_id}?sig={sig}"
+
+
+def check_progress_signature(settings: Settings, student_id: str, sig: str, *,
+                             now: float | None = None) -> int | None:
+    """The student id when `sig` is genuine for it and unexpired, else None."""
+    expires, _, mac = (sig or "").partition(".")
+    if not _canonical(student_id, expires) or len(expires) > 12 or not mac.isascii():
+        return None
+    if not hmac.compare_digest(_progress_mac(settings.secret_key, int(student_id), int(expires)), mac):
+        return None
+    if int(expires) < (now if now is not None else time.time()):
+        return None
+    return int(student_id)

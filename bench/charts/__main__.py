@@ -1,0 +1,3 @@
+from bench.charts.run import main
+
+main()
