@@ -13,7 +13,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from bot.storage.models import InboundMessage, OutboundMessage
 from tests.support.admin import PASSWORD, add_flag, add_result, make_cohort, make_operator, set_mastery
-from tests.support.admin_axe import serious_findings
+from tests.support.axe import assert_accessible
 from tests.support.harness import Harness
 from tests.support.render import OUTPUT_DIR
 
@@ -76,8 +76,7 @@ async def _look(page: Page, name: str, width: int) -> None:
     # Nothing wider than the screen but the regions that scroll on their own (the wide tables).
     overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"{name} at {width} px is {overflow} px too wide"
-    findings = await serious_findings(page)
-    assert findings == [], f"{name} at {width} px: {findings}"
+    await assert_accessible(page, f"{name} at {width} px")
 
 
 async def test_the_dashboard_reads_well_at_360_and_1280_px(harness: Harness, browser: Browser) -> None:
