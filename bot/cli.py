@@ -42,11 +42,12 @@ def registered_jobs() -> list[Any]:
     """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
     from bot.capabilities.learner import nudge_jobs
+    from bot.capabilities.library import index_jobs
     from bot.capabilities.progress import weekly_summary_jobs
     from bot.capabilities.tasks import reminder_jobs
     from bot.pipeline.retention import retention_jobs
 
-    return [*weekly_summary_jobs(), *reminder_jobs(), *nudge_jobs(), *retention_jobs()]
+    return [*weekly_summary_jobs(), *reminder_jobs(), *nudge_jobs(), *retention_jobs(), *index_jobs()]
 
 
 def registered_routes() -> list[Any]:
@@ -297,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone = users_sub.add_parser("set-timezone", help="the user's time zone (as FUSEAU Douala)")
     set_timezone.add_argument("phone")
     set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
+    library = sub.add_parser("library", help="the files' search index")
+    reindex = library.add_subparsers(dest="library_command", required=True).add_parser(
+        "reindex", help="cut every file (of one number, or all) into chunks again and embed them")
+    reindex.add_argument("phone", nargs="?", default=None, help="with its country code; all users without it")
     return parser
 
 
@@ -357,4 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from bot.capabilities.operator_console import users
 
         return asyncio.run(users(settings, args))
+    elif args.command == "library":
+        settings = _settings()
+        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+        from bot.capabilities.library import library_command
+
+        return asyncio.run(library_command(settings, args))
     return 0
+
