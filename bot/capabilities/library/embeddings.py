@@ -73,8 +73,10 @@ class LocalEmbedder:
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         model = _local_model()
-        with self._lock:
-            parts = [model.encode(texts[i:i + self.batch], query) for i in range(0, len(texts), self.batch)]
+        parts = []
+        for i in range(0, len(texts), self.batch):
+            with self._lock:  # per batch: a query waits for one batch at most, not for the pass
+                parts.append(model.encode(texts[i:i + self.batch], query))
         return _normalised(np.vstack(parts)) if parts else np.zeros((0, model.dim), np.float32)
 
     async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:

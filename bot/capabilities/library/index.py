@@ -26,7 +26,9 @@ __all__ = ["INDEX_INTERVAL_S", "EmbedReport", "embed_pending", "index_file", "in
 log = logging.getLogger(__name__)
 
 INDEX_INTERVAL_S = 30.0
-EMBED_PER_PASS = 512  # chunks embedded per pass at most (the next pass takes the rest)
+# Chunks embedded per pass at most (the next pass takes the rest): on 2 busy cores the local model
+# embeds about one 250-word chunk a second (python -m bench.search).
+EMBED_PER_PASS = 64
 MAX_BACKOFF_S = 3600.0
 PASSAGE_CHARS = 2000  # what the model reads of a chunk (e5 reads 512 tokens at most)
 
