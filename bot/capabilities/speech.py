@@ -23,7 +23,7 @@ import httpx
 
 from bot import credentials
 from bot.agent import vision
-from bot.capabilities import credits
+from bot.capabilities import credits, library
 from bot.channel.context import Incoming
 from bot.storage.models import UserFile
 
@@ -266,6 +266,7 @@ async def hear(msg: Incoming) -> None:
                 await msg.reply(_failure_text(msg, exc.kind), kind="system")
             continue
         row.text = result.text  # the library's search finds the note by its words
+        await library.index_file(msg.services, msg.db, row)
         heard.append(result)
         due = -(-int(result.seconds + 0.999) // settings.audio_seconds_per_credit)
         # Keyed on the message: a retried delivery of it is not charged twice.

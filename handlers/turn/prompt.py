@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from bot.agent import history, vision
 from bot.agent.prompts import build_system_prompt
+from bot.capabilities import library
 from bot.capabilities.learner import learner_block, learner_view
 from bot.channel.context import Incoming
 from bot.storage.models import Memory, UserFile
@@ -69,6 +70,8 @@ async def save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: i
         content = f"{content}\n\n{note}" if content else note
     if photos and not settings.llm_vision:  # the photos' text, read here, is what the model gets
         texts = [await vision.read_text(services, db, p) for p in photos]
+        for photo in photos:  # the library's search finds the photo by the words read on it
+            await library.index_file(services, db, photo, only_if_changed=True)
         if not any(texts) and not msg.text and len(photos) == len(msg.extra.get("files") or []):
             await db.commit()
             await msg.reply(vision.unreadable_reply(msg.lang))

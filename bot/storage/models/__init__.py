@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
 from bot.storage.models.learner import QuizItem, SkillMastery
+from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
 from bot.storage.models.school import (
     Cohort,
     CohortMember,
@@ -38,6 +39,8 @@ from bot.storage.models.tables import (
 )
 
 __all__ = [
+    "LIBRARY_CHUNKS_SEARCH_DDL",
+    "LIBRARY_CHUNKS_SEARCH_DROP",
     "PK",
     "USER_FILES_SEARCH_DDL",
     "USER_FILES_SEARCH_DROP",
@@ -50,6 +53,7 @@ __all__ = [
     "GenerationJob",
     "InboundMessage",
     "JobEvent",
+    "LibraryChunk",
     "Memory",
     "Message",
     "Operator",

@@ -1,4 +1,4 @@
-"""The user's file library: uploaded and generated files, their text, and search over it.
+"""The user's files: uploaded and generated, stored with their text and indexed for search.
 
 Every lookup is scoped to one user: a file id of someone else behaves exactly like a missing id.
 Bytes live in the file store (services.files) under keys we make; the user's file name is only
@@ -10,17 +10,16 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import unicodedata
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.toolspec import ToolContext
 from bot.capabilities.documents import run_cpu
 from bot.capabilities.documents.extract import MAX_TEXT_CHARS, extract_text
 from bot.capabilities.documents.names import extension_of, mime_for, safe_filename
+from bot.capabilities.library.index import index_file
 from bot.services import Services
 from bot.storage.models import UserFile
 
@@ -49,7 +48,7 @@ async def add_file(
     """Stores `data`, extracts its text and records it as the user's file (flushed, not committed).
 
     `text_content` skips extraction when the caller already has the text (generated files).
-    The search index follows the row (see bot.storage.models: triggers on SQLite, an index on PostgreSQL).
+    Its chunks are indexed by keywords at once and embedded by the library's pass (index.py).
     """
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, got {origin!r}")
@@ -77,6 +76,7 @@ async def add_file(
     db.add(row)
     try:
         await db.flush()
+        await index_file(services, db, row, data)
     except Exception:
         await services.files.delete(key)
         raise
@@ -112,8 +112,6 @@ async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset:
 
 
 async def count_files(db: AsyncSession, user_id: int) -> int:
-    from sqlalchemy import func
-
     return int(
         (
             await db.execute(select(func.count()).select_from(UserFile).where(UserFile.user_id == user_id))
@@ -128,109 +126,6 @@ async def delete_file(services: Services, db: AsyncSession, user_id: int, file_i
     await db.execute(delete(UserFile).where(UserFile.id == row.id, UserFile.user_id == user_id))
     await services.files.delete(row.storage_key)
     return True
-
-
-# --- search -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    file_id: int
-    name: str
-    mime: str
-    snippet: str
-    score: float
-
-
-MAX_QUERY_TERMS = 12
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def query_terms(query: str) -> list[str]:
-    """Words of a free-text query, without operators: the user's text never reaches the query
-    language of FTS5 or tsquery as syntax."""
-    words = [w for w in _WORD.findall(unicodedata.normalize("NFC", query or "")) if len(w) > 1 or w.isdigit()]
-    seen: list[str] = []
-    for word in words:
-        if word.casefold() not in (s.casefold() for s in seen):
-            seen.append(word)
-    return seen[:MAX_QUERY_TERMS]
-
-
-async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int = 5) -> list[SearchHit]:
-    """Ranked full-text search over the user's files (names and text), best first, with snippets.
-
-    Any word may match (OR), so a question in plain language still finds the file; files that
-    match more words, rarer words and the words closer together rank higher.
-    """
-    terms = query_terms(query)
-    if not terms:
-        return []
-    if db.get_bind().dialect.name == "sqlite":
-        return await _search_sqlite(db, user_id, terms, limit)
-    return await _search_postgres(db, user_id, terms, limit)
-
-
-async def _search_sqlite(db: AsyncSession, user_id: int, terms: list[str], limit: int) -> list[SearchHit]:
-    match = " OR ".join(_fts5_term(t) for t in terms)
-    rows = await db.execute(
-        text(
-            "SELECT f.id, f.name, f.mime, "
-            "snippet(user_files_fts, 1, '«', '»', '…', 24) AS snip, "
-            "snippet(user_files_fts, 0, '«', '»', '…', 12) AS name_snip, "
-            "bm25(user_files_fts, 4.0, 1.0) AS score "
-            "FROM user_files_fts JOIN user_files f ON f.id = user_files_fts.rowid "
-            "WHERE user_files_fts MATCH :match AND f.user_id = :uid "
-            "ORDER BY score LIMIT :limit"
-        ),
-        {"match": match, "uid": user_id, "limit": limit},
-    )
-    hits = []
-    for file_id, name, mime, snip, name_snip, score in rows:
-        snippet = snip if snip and "«" in snip else (snip or name_snip or "")
-        hits.append(SearchHit(int(file_id), name, mime, _tidy(snippet), -float(score)))
-    return hits
-
-
-def _fts5_term(term: str) -> str:
-    """A quoted FTS5 phrase; longer words also match as a prefix of their stem, so that
-    "fractions" finds "fraction" and "calcul" finds "calculer" (FTS5 has no French stemmer)."""
-    term = term.replace('"', "")
-    if len(term) >= 5 and term[-1].lower() in "sx":
-        term = term[:-1]
-    return f'"{term}"*' if len(term) >= 4 else f'"{term}"'
-
-
-PG_CONFIG = "deblo_fr"  # french + unaccent, created with the index (bot.storage.models)
-# The same expression as the GIN index (bot.storage.models), so PostgreSQL can use it.
-PG_DOCUMENT = f"to_tsvector('{PG_CONFIG}'::regconfig, coalesce(name, '') || ' ' || coalesce(text, ''))"
-
-
-async def _search_postgres(db: AsyncSession, user_id: int, terms: list[str], limit: int) -> list[SearchHit]:
-    params: dict[str, object] = {"uid": user_id, "limit": limit}
-    parts = []
-    for i, term in enumerate(terms):
-        params[f"t{i}"] = term
-        parts.append(f"plainto_tsquery('{PG_CONFIG}'::regconfig, :t{i})")
-    tsquery = "(" + " || ".join(parts) + ")"
-    rows = await db.execute(
-        text(
-            "SELECT id, name, mime, "
-            f"ts_headline('{PG_CONFIG}'::regconfig, coalesce(nullif(text, ''), name), q, "
-            "'StartSel=«, StopSel=», MaxWords=30, MinWords=12, MaxFragments=2, "
-            "FragmentDelimiter=…') AS snip, "
-            f"ts_rank_cd({PG_DOCUMENT}, q) AS score "
-            f"FROM user_files, (SELECT {tsquery} AS q) AS query "
-            f"WHERE user_id = :uid AND {PG_DOCUMENT} @@ q "
-            "ORDER BY score DESC, id DESC LIMIT :limit"
-        ),
-        params,
-    )
-    return [SearchHit(int(r[0]), r[1], r[2], _tidy(r[3] or ""), float(r[4])) for r in rows]
-
-
-def _tidy(snippet: str) -> str:
-    return re.sub(r"\s+", " ", snippet).strip()[:400]
 
 
 # --- generated files ----------------------------------------------------------------------------

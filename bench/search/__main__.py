@@ -1,0 +1,3 @@
+from bench.search.run import main
+
+main()

