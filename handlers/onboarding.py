@@ -36,6 +36,7 @@ from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.storage.models import User
 from handlers import turn
+from handlers.profile_menu import PROFILE_MENU_KIND, PROFILE_NAMES, profile_menu
 
 PROFILES = {
     "1": ("student", "child"), "ELEVE": ("student", "child"), "STUDENT": ("student", "child"),
@@ -43,11 +44,6 @@ PROFILES = {
     "3": ("pro", "pro"), "PROFESSIONNEL": ("pro", "pro"), "PRO": ("pro", "pro"),
     "PROFESSIONAL": ("pro", "pro"),
 }
-PROFILE_MENU_KIND = "profile"
-# A guest may choose days later: the buttons stay valid as long as typing the number does.
-PROFILE_MENU_TTL_S = 30 * 86400
-PROFILE_NAMES = {"student": ("Élève", "Student"), "parent": ("Parent", "Parent"),
-                 "pro": ("Professionnel", "Professional")}
 # Words of a message that only says hello (compared after `keyword`: upper case, no accents).
 GREETINGS = frozenset({
     "BONJOUR", "BONSOIR", "SALUT", "SLT", "BJR", "BSR", "COUCOU", "CC", "HELLO", "HI", "HEY", "ALLO",
@@ -147,16 +143,6 @@ async def first_contact(msg: Incoming) -> bool:
 def needs_level(user: User) -> bool:
     """A student whose class is not known and was never asked."""
     return user.role == "student" and not user.school_level and user.level_asked_at is None
-
-
-async def profile_menu(msg: Incoming) -> Menu:
-    """The profile choice as buttons (its numbered text is in the welcome), made the pending menu;
-    committed, so that the reply carrying it can go."""
-    menu_id = await menus.set_menu(msg.services, msg.conversation.id, PROFILE_MENU_KIND, {},
-                                   PROFILE_MENU_TTL_S, db=msg.db)
-    await msg.db.commit()
-    options = tuple(msg.t(fr, en) for fr, en in PROFILE_NAMES.values())  # 1 student, 2 parent, 3 pro
-    return Menu(menu_id=menu_id, body="", options=options, language=msg.lang)
 
 
 async def level_question(msg: Incoming) -> Menu | None:

@@ -9,11 +9,13 @@ messages themselves are kept as received either way.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot import metrics
-from bot.capabilities import credits, menus
+from bot.capabilities import credits
 from bot.channel.context import Incoming
+from handlers.profile_menu import profile_menu
 
 __all__ = ["DAILY_MIN_TURN_TOKENS", "can_serve", "daily", "guest_limit_text"]
 
@@ -28,10 +30,12 @@ def _day(now: datetime) -> str:
     return now.strftime("%Y-%m-%d")
 
 
-async def _notice(msg: Incoming, kind: str, text: str) -> bool:
+async def _notice(msg: Incoming, kind: str, text: str, *, with_profiles: bool = False) -> bool:
     """Sends a refusal notice at most once per NOTICE_INTERVAL_S per user and kind: someone who
     keeps writing is not sent (and the operator not billed for) the same text at every message.
-    The messages themselves are kept as received either way. True when it was sent."""
+    The messages themselves are kept as received either way. True when it was sent. `with_profiles`:
+    the profile choice goes with it as buttons, and becomes the pending menu (the « 1 » the notice
+    asks for must choose a profile, not answer an older menu)."""
     services = msg.services
     interval = services.settings.notice_interval_s
     key = f"notice:{kind}:{msg.user.id}"
@@ -45,7 +49,10 @@ async def _notice(msg: Incoming, kind: str, text: str) -> bool:
         if last_at is not None and timedelta(0) <= now - last_at < timedelta(seconds=interval):
             log.info("notice not repeated", extra={"user_id": msg.user.id, "notice": kind})
             return False
-    await msg.reply(text, kind="notice")
+    if with_profiles:
+        await msg.reply(kind="notice", menu=replace(await profile_menu(msg), body=text))
+    else:
+        await msg.reply(text, kind="notice")
     if interval > 0:
         # The time is kept in the value, not left to the key's expiry: the service clock decides.
         await services.state.kv_set(key, now.isoformat(), interval)
@@ -75,9 +82,7 @@ async def can_serve(msg: Incoming) -> bool:
             msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages
         )
         if not allowed:
-            if await _notice(msg, "guest_limit", guest_limit_text(msg)):
-                # The « 1 » the notice asks for must choose a profile, not answer an older menu.
-                await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
+            await _notice(msg, "guest_limit", guest_limit_text(msg), with_profiles=True)
             return False
         return await _within_daily_tokens(msg)
     if await credits.balance(msg.db, msg.user.id) <= 0:

@@ -59,6 +59,24 @@ async def test_the_profile_menu_is_three_buttons_and_a_tap_chooses_without_the_m
     assert h.llm.requests == []
 
 
+async def test_past_the_guest_limit_the_profile_choice_comes_as_buttons(make_harness: Any) -> None:
+    h = await make_harness(GUEST_DAILY_MESSAGES="1")
+    await say(h, STUDENT, "Bonjour")
+    await say(h, STUDENT, "Combien font 7 x 8 ?")  # the day's one free message
+    before = len(h.twilio.contents_sent())  # the welcome's buttons
+    [limit] = await say(h, STUDENT, "Et 9 x 6 ?")
+    assert "messages gratuits" in limit and "*1* (Élève)" in limit  # the typed way stays in the body
+    assert len(h.twilio.contents_sent()) == before + 1
+    kind, buttons = shown(h)
+    assert kind == "twilio/quick-reply"
+    assert [b["title"] for b in buttons] == ["Élève", "Parent", "Professionnel"]
+    calls = len(h.llm.requests)
+    [done] = await tap(h, buttons[0])
+    assert "C'est parti" in done and len(h.llm.requests) == calls
+    user = await h.user(STUDENT)
+    assert user is not None and (user.role, user.mode) == ("student", "child")
+
+
 async def test_the_class_menu_is_a_list_of_cycles_then_the_cycles_levels(harness: Any) -> None:
     h = harness
     await say(h, STUDENT, "Bonjour")
