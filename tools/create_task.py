@@ -76,7 +76,7 @@ TOOL = Tool(
             "priority": {"type": "string", "enum": list(tasks.PRIORITIES)},
             "due_date": {"type": "string"},
             "due_time": {"type": "string"},
-            "tags": {"type": "array"},
+            "tags": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["title"],
     },

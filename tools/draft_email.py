@@ -121,11 +121,11 @@ TOOL = Tool(
     parameters={
         "type": "object",
         "properties": {
-            "to": {"type": "array"},
-            "cc": {"type": "array"},
+            "to": {"type": "array", "items": {"type": "string"}},
+            "cc": {"type": "array", "items": {"type": "string"}},
             "subject": {"type": "string", "maxLength": 200},
             "body": {"type": "string"},
-            "file_ids": {"type": "array"},
+            "file_ids": {"type": "array", "items": {"type": "integer"}},
         },
         "required": ["subject", "body"],
     },

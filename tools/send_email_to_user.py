@@ -100,7 +100,7 @@ TOOL = Tool(
         "properties": {
             "subject": {"type": "string", "maxLength": 200},
             "body": {"type": "string"},
-            "file_ids": {"type": "array"},
+            "file_ids": {"type": "array", "items": {"type": "integer"}},
         },
         "required": ["subject", "body"],
     },
