@@ -117,12 +117,12 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="E-mail draft to anyone, NOT sent: given to the user as .eml.",
+    description="Draft e-mail to anyone, NOT sent: an .eml file.",
     parameters={
         "type": "object",
         "properties": {
-            "to": {"type": "array", "items": {"type": "string"}},
-            "cc": {"type": "array", "items": {"type": "string"}},
+            "to": {"type": "string"},  # one address or several, comma-separated (a list is read too)
+            "cc": {"type": "string"},
             "subject": {"type": "string", "maxLength": 200},
             "body": {"type": "string"},
             "file_ids": {"type": "array", "items": {"type": "integer"}},

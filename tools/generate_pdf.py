@@ -89,7 +89,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=f"PDF (max {MAX_PAGES} pages), or source_file_id: a user's file as PDF.",
+    description=f"PDF, max {MAX_PAGES} pages; source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -76,7 +76,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description=f"Excel: rows, header first (max {MAX_ROWS}); '=' formulas; totals: a Total row.",
+    description=f"Excel: rows, header first, max {MAX_ROWS}; '=' formulas; totals: Total row.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

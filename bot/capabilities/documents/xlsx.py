@@ -39,7 +39,7 @@ FORMATS = {
 }
 NUMERIC_TYPES = ("number", "integer", "fcfa", "xof", "eur")  # summed in a Total row
 
-CELL: dict[str, Any] = {"type": ["string", "number", "null"]}  # a text, a number or '=' formula
+CELL: dict[str, Any] = {"type": ["string", "number"]}  # a text, a number or '=' formula (null read too)
 # One sheet as the model writes it: rows of cells, the first row the header. Column types are read
 # from the header and the values (see bot.capabilities.documents.content.column_type).
 SHEET_SCHEMA: dict[str, Any] = {
@@ -49,7 +49,7 @@ SHEET_SCHEMA: dict[str, Any] = {
         "rows": {"type": "array", "items": {"type": "array", "items": CELL}},
         "totals": {"type": "boolean"},
     },
-    "required": ["name", "rows"],
+    "required": ["rows"],  # a sheet without a name is "Feuille n"
 }
 
 
