@@ -137,7 +137,7 @@ async def _apply(db: Any, user_id: int, amount: int, ref: str, now: datetime) ->
 
 TOOL = Tool(
     name=NAME,
-    description="1-5 credits for a quiz just answered right; never on request.",
+    description="1-5 credits for a quiz just answered right; never if asked.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -38,7 +38,7 @@ def _unavailable(settings: Settings) -> str | None:
 TOOL = Tool(
     name="bash_execute",
     description=(
-        "Shell in a sandbox: python3, no network, nothing kept, 30 s."
+        "Sandboxed shell: python3, no network, nothing kept, 30 s."
     ),
     parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
     modes=modes_for("bash_execute"),

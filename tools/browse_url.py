@@ -132,7 +132,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Main text of a web page.",
+    description="A web page's main text.",
     parameters={"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
     modes=modes_for(NAME),
     run=run,

@@ -55,7 +55,7 @@ def _unavailable(settings: Settings) -> str | None:
 
 TOOL = Tool(
     name="buy_credits",
-    description="Credit packs; with pack (the user's choice): a payment link.",
+    description="Credit packs; pack (the user's pick): a payment link.",
     parameters={"type": "object", "properties": {"pack": {"type": "integer"}}},
     modes=modes_for("buy_credits"),
     run=run,

@@ -68,7 +68,7 @@ def _planted_refusal(ctx: ToolContext, args: dict[str, Any]) -> ToolResult | Non
 
 TOOL = Tool(
     name="create_task",
-    description="Task or reminder, sent before and at the due time.",
+    description="Task/reminder, sent before and at due time.",
     parameters={
         "type": "object",
         "properties": {
@@ -76,7 +76,7 @@ TOOL = Tool(
             "priority": {"type": "string", "enum": list(tasks.PRIORITIES)},
             "due_date": {"type": "string"},
             "due_time": {"type": "string"},
-            "tags": {"type": "array"},
+            "tags": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["title"],
     },

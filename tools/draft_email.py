@@ -117,15 +117,15 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="E-mail draft to anyone, NOT sent: given to the user as .eml.",
+    description="Draft e-mail to anyone, NOT sent: an .eml file.",
     parameters={
         "type": "object",
         "properties": {
-            "to": {"type": "array"},
-            "cc": {"type": "array"},
+            "to": {"type": "string"},  # one address or several, comma-separated (a list is read too)
+            "cc": {"type": "string"},
             "subject": {"type": "string", "maxLength": 200},
             "body": {"type": "string"},
-            "file_ids": {"type": "array"},
+            "file_ids": {"type": "array", "items": {"type": "integer"}},
         },
         "required": ["subject", "body"],
     },

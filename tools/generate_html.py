@@ -54,7 +54,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="HTML page; html: extra body HTML (sanitised).",
+    description="HTML page; html: extra body (sanitised).",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -14,7 +14,7 @@ from bot.capabilities.documents.content import (
     has_content,
     plain,
 )
-from bot.capabilities.documents.convert import parse_document, to_document
+from bot.capabilities.documents.convert import converted, parse_document
 from bot.capabilities.documents.names import safe_filename
 from bot.capabilities.documents.pdf import MAX_PAGES, build_pdf
 from tools.modes import modes_for
@@ -42,14 +42,15 @@ def _render(doc: Document) -> tuple[bytes, int]:
 
 def _convert_and_render(
     data: bytes, name: str, mime: str, title: str, language: str
-) -> tuple[bytes, int, str]:
-    doc = to_document(data, name, mime, title, language)
-    pdf, pages = build_pdf(doc, max_pages=MAX_PAGES)
-    return pdf, pages, document_text(doc)
+) -> tuple[bytes, int, str, tuple[str, ...]]:
+    found = converted(data, name, mime, title, language)
+    pdf, pages = build_pdf(found.document, max_pages=MAX_PAGES)
+    return pdf, pages, document_text(found.document), found.uncomputed
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     source_id = args.get("source_file_id")
+    uncomputed: tuple[str, ...] = ()
     try:
         if source_id not in (None, ""):
             async with ctx.services.sessions() as db:
@@ -58,7 +59,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 return tool_error(f"no file with id {source_id} in the user's library (see list_user_files)")
             data = await library.read_bytes(ctx.services, source)
             title = str(args.get("title") or "").strip() or source.name.rsplit(".", 1)[0]
-            pdf, pages, text = await run_cpu(
+            pdf, pages, text, uncomputed = await run_cpu(
                 _convert_and_render, data, source.name, source.mime, title, ctx.language
             )
             name = safe_filename(args.get("filename") or source.name.rsplit(".", 1)[0], ".pdf")
@@ -81,12 +82,14 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         text_content=text,
         caption=str(args.get("caption") or ""),
         pages=pages,
+        # A workbook formula that could not be computed is printed as its text, flagged.
+        **({"uncomputed_formulas": list(uncomputed)} if uncomputed else {}),
     )
 
 
 TOOL = Tool(
     name=NAME,
-    description=f"PDF (max {MAX_PAGES} pages), or source_file_id: a user's file as PDF.",
+    description=f"PDF, max {MAX_PAGES} pages; source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

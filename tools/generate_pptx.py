@@ -60,7 +60,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 TOOL = Tool(
     name=NAME,
     description=(
-        f"PowerPoint: title slide, then max {MAX_SLIDES} slides split by ---: # title, bullets, table, Notes:"
+        f"PowerPoint, max {MAX_SLIDES} slides split by ---: # title, bullets, table, Notes:"
     ),
     parameters=PARAMETERS,
     modes=modes_for(NAME),

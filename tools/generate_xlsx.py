@@ -7,9 +7,11 @@ from typing import Any
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.capabilities import library
 from bot.capabilities.documents import run_cpu
+from bot.capabilities.documents.calc import Computed, computed_workbook
 from bot.capabilities.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
+from bot.capabilities.documents.extract import extract_text
 from bot.capabilities.documents.names import MIME_BY_EXT, safe_filename
-from bot.capabilities.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, build_xlsx, parse_workbook
+from bot.capabilities.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, parse_workbook
 from tools.modes import modes_for
 
 NAME = "generate_xlsx"
@@ -42,29 +44,39 @@ def workbook_text(title: str, sheets: list[Sheet]) -> str:
     return "\n".join(lines)
 
 
+def _build(title: str, sheets: list[Sheet], language: str) -> tuple[Computed, str]:
+    """The workbook with its formulas' values, and its text as searches find it (the values)."""
+    computed = computed_workbook(title, sheets, language)
+    text = extract_text(computed.data, "classeur.xlsx", MIME_BY_EXT[".xlsx"])
+    return computed, f"{title}\n{text}" if text else workbook_text(title, sheets)
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     title = xml_safe(str(args.get("title") or "")).strip()[:300] or "Classeur"
     try:
         sheets = parse_workbook(args)
-        data = await run_cpu(build_xlsx, title, sheets, ctx.language)
+        computed, text = await run_cpu(_build, title, sheets, ctx.language)
     except ContentError as exc:
         return tool_error(str(exc))
     except TimeoutError:
         return tool_error("the workbook took too long to make: use fewer rows")
+    # A formula the engine could not compute is shown flagged in the file: the model is told which.
+    extra = {"uncomputed_formulas": computed.notes()} if computed.uncomputed else {}
     return await library.publish_generated(
         ctx,
         name=safe_filename(args.get("filename") or title, ".xlsx"),
         mime=MIME_BY_EXT[".xlsx"],
-        data=data,
-        text_content=workbook_text(title, sheets),
+        data=computed.data,
+        text_content=text,
         caption=str(args.get("caption") or ""),
         sheets=[{"name": s.name, "rows": len(s.rows)} for s in sheets],
+        **extra,
     )
 
 
 TOOL = Tool(
     name=NAME,
-    description=f"Excel: rows, header first (max {MAX_ROWS}); '=' formulas; totals: a Total row.",
+    description=f"Excel: rows, header first, max {MAX_ROWS}; '=' formulas; totals: Total row.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -40,7 +40,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Multiple-choice quiz (2-4 options), checked by the server.",
+    description="Multiple-choice quiz, 2-4 options, server-checked.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

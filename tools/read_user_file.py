@@ -69,7 +69,7 @@ async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolRes
 
 TOOL = Tool(
     name=NAME,
-    description="Text of a user's file (photo: the image); if cut, go on with offset.",
+    description="A user's file's text (photo: the image); cut: go on with offset.",
     parameters={
         "type": "object",
         "properties": {"file_id": {"type": "integer"}, "offset": {"type": "integer"}},

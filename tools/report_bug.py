@@ -84,7 +84,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Report a problem with Deblo to the team.",
+    description="A problem with Deblo, for the team.",
     parameters={
         "type": "object",
         "properties": {"description": {"type": "string"}},

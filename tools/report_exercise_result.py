@@ -52,7 +52,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Silently record an exercise result (not quizzes).",
+    description="Record an exercise result silently (no quiz).",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -59,7 +59,7 @@ def _instruction_refusal(ctx: ToolContext, fact: str) -> ToolResult | None:
 
 TOOL = Tool(
     name=NAME,
-    description="Keep a lasting fact about the user (one short sentence).",
+    description="A lasting fact about the user (short sentence).",
     parameters={"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]},
     modes=modes_for(NAME),
     run=run,

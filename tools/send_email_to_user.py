@@ -94,13 +94,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="E-mail (HTML) to the user's own confirmed address (set with EMAIL address).",
+    description="E-mail to the user's confirmed address (EMAIL sets it).",
     parameters={
         "type": "object",
         "properties": {
             "subject": {"type": "string", "maxLength": 200},
             "body": {"type": "string"},
-            "file_ids": {"type": "array"},
+            "file_ids": {"type": "array", "items": {"type": "integer"}},
         },
         "required": ["subject", "body"],
     },

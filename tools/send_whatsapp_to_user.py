@@ -23,7 +23,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="WhatsApp to the user, with one of their files (file_id).",
+    description="WhatsApp to the user; file_id: a file of theirs.",
     parameters={
         "type": "object",
         "properties": {"message": {"type": "string", "maxLength": 1000}, "file_id": {"type": "integer"}},

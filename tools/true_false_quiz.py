@@ -39,7 +39,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="True/false quiz, checked by the server.",
+    description="True/false quiz, server-checked.",
     parameters=PARAMETERS,
     modes=modes_for(NAME),
     run=run,

@@ -153,7 +153,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Web search: 5 results with url and extract.",
+    description="Web search: 5 results, url and extract.",
     parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
     modes=modes_for(NAME),
     run=run,

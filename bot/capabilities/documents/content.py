@@ -208,8 +208,7 @@ def plain(text: str) -> str:
     return "".join(run for run, _b, _i in inline_runs(text))
 
 
-# Optional fields every file tool reads (with `subtitle`), told once in the system prompt rather
-# than in every schema: the schemas do not forbid extra fields, so they pass validation.
+# Optional fields every file tool reads, told once in the system prompt (schemas allow extra fields).
 FILE_FIELDS: dict[str, Any] = {}
 
 
@@ -438,8 +437,9 @@ def column_type(header: str, values: list[Any], *, first_column: bool = False) -
         if kind == "number":
             numbers.append(value)
     filled = sum(counts.values())
-    if not filled:
-        return "text"
+    if not filled:  # formulas only: an amount header tells what they compute
+        formulas = "formula" in seen.values()
+        return _amount_kind(header, []) if formulas and _AMOUNT_HEADER.search(header) else "text"
     if counts["date"] * 3 >= filled * 2:
         return "date"
     numeric = counts["number"] + counts["percent"]
@@ -488,7 +488,6 @@ def is_subtotal_row(row: Sequence[Any], kinds: Sequence[str]) -> bool:
 
 
 # --- widths ---------------------------------------------------------------------------------------
-
 
 def fit_widths(shortest: Sequence[float], natural: Sequence[float], width: float) -> list[float]:
     """Column widths that sum to `width`: each at least its shortest (its longest unbreakable

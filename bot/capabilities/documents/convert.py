@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import date, datetime
 from typing import Any
 
 from bot.capabilities.documents.content import (
@@ -24,6 +23,7 @@ from bot.capabilities.documents.content import (
     parse_block,
 )
 from bot.capabilities.documents.extract import decode_text, kind_of
+from bot.capabilities.documents.sheet_pdf import Converted, workbook_document
 from bot.channel.maths import latex_to_text
 
 CONVERTIBLE = "Markdown, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text and CSV files"
@@ -31,9 +31,19 @@ CONVERTIBLE = "Markdown, Word (.docx), Excel (.xlsx), PowerPoint (.pptx), text a
 
 def to_document(data: bytes, name: str, mime: str, title: str = "", language: str = "fr") -> Document:
     """The file as structured content, for a reader of `language` (fr or en)."""
+    return converted(data, name, mime, title, language).document
+
+
+def converted(data: bytes, name: str, mime: str, title: str = "", language: str = "fr") -> Converted:
+    """The file as structured content, with the workbook formulas that could not be computed."""
     from dataclasses import replace
 
-    return replace(_to_document(data, name, mime, title), language=language_of(language))
+    language = language_of(language)
+    if kind_of(name, mime) == "xlsx":
+        stem = name.rsplit(".", 1)[0] if "." in name else name
+        found = workbook_document(data, title or stem, language)
+        return Converted(replace(found.document, language=language), found.uncomputed)
+    return Converted(replace(_to_document(data, name, mime, title), language=language))
 
 
 def _to_document(data: bytes, name: str, mime: str, title: str = "") -> Document:
@@ -52,8 +62,6 @@ def _to_document(data: bytes, name: str, mime: str, title: str = "") -> Document
         return _markdown(decode_text(data), title)
     if kind == "docx":
         return _docx(data, title)
-    if kind == "xlsx":
-        return _xlsx(data, title)
     if kind == "pptx":
         return _pptx(data, title)
     raise ContentError(f"cannot convert this type of file ({mime}); convertible: {CONVERTIBLE}")
@@ -347,66 +355,6 @@ def _docx_runs(paragraph: Any) -> str:
             text = f"*{text}*"
         out.append(text)
     return "".join(out)
-
-
-def _fr_number(value: float | int) -> str:
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value):,}".replace(",", "\u202f")
-    return f"{value:,.2f}".replace(",", "\u202f").replace(".", ",")
-
-
-def _cell(value: Any, number_format: str) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, datetime):
-        return (
-            value.strftime("%d/%m/%Y")
-            if not (value.hour or value.minute)
-            else value.strftime("%d/%m/%Y %H:%M")
-        )
-    if isinstance(value, date):
-        return value.strftime("%d/%m/%Y")
-    if isinstance(value, bool):
-        return "oui" if value else "non"
-    if isinstance(value, int | float):
-        if "%" in number_format:
-            return _fr_number(round(value * 100, 1)) + " %"
-        text = _fr_number(value)
-        for unit in ("FCFA", "XOF", "€"):
-            if unit in number_format:
-                return f"{text} {unit}"
-        return text
-    return str(value)
-
-
-def _xlsx(data: bytes, title: str) -> Document:
-    import openpyxl
-
-    from bot.capabilities.documents.extract import _check_zip
-
-    _check_zip(data)
-    # Cached values of formulas (when the file was saved by a spreadsheet application).
-    wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    blocks: list[Block] = []
-    try:
-        for ws in wb.worksheets:
-            rows: list[list[str]] = []
-            for row in ws.iter_rows():
-                rows.append([_cell(c.value, getattr(c, "number_format", "") or "") for c in row])
-                if len(rows) > MAX_TABLE_ROWS + 1:
-                    break
-            while rows and not any(rows[-1]):
-                rows.pop()
-            if len(wb.worksheets) > 1:
-                blocks.append(Block("heading", text=ws.title, level=1))
-            note: list[str] = []
-            if rows:
-                blocks.append(_table_block(rows, note))
-            if len(rows) > MAX_TABLE_ROWS:
-                blocks.append(Block("paragraph", text=f"(tableau limité à {MAX_TABLE_ROWS} lignes)"))
-    finally:
-        wb.close()
-    return Document(title, blocks=tuple(b for b in blocks if b.type != "paragraph" or b.text))
 
 
 def _pptx(data: bytes, title: str) -> Document:

@@ -133,7 +133,12 @@ def _docx(data: bytes) -> str:
 def _xlsx(data: bytes) -> str:
     import openpyxl
 
+    from bot.capabilities.documents.calc import with_values
+
     _check_zip(data)
+    # A workbook saved without its formulas' values (by a program that does not compute them)
+    # gets them computed, so its totals are read and searched as a spreadsheet shows them.
+    data = with_values(data).data
     wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     out = io.StringIO()
     size = 0

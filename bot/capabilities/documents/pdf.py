@@ -158,7 +158,7 @@ NBSP = "\u00a0"
 def glued(text: str, *, whole: bool = False) -> str:
     """Text with non-breaking spaces where a line must not break; `whole`: no break at all
     (an amount in a table cell)."""
-    text = _NO_BREAK.sub(NBSP, text)
+    text = _NO_BREAK.sub(NBSP, text).replace("\u202f", NBSP)  # reportlab breaks at U+202F
     return text.replace(" ", NBSP) if whole else text
 
 
@@ -407,7 +407,6 @@ def flowables(doc: Document, width: float, landscape_width: float | None = None)
     """The story, and whether its first page is landscape. A table too wide for portrait goes on
     landscape pages with the headings just before it; the pages after it are portrait again."""
     from reportlab.platypus import NextPageTemplate, PageBreak, Paragraph, Spacer
-
     landscape_width = landscape_width or width
     styles = _styles()
     story: list[Any] = [Paragraph(markup(doc.title), styles["title"])]
@@ -437,8 +436,9 @@ def flowables(doc: Document, width: float, landscape_width: float | None = None)
         if wants_wide != wide:
             if not started:
                 first_landscape = wants_wide
-            else:
-                story += [NextPageTemplate("landscape" if wants_wide else "portrait"), PageBreak()]
+            else:  # one page break: the page_break block's just before, if there is one
+                at = len(story) - 1 if isinstance(story[-1], PageBreak) else len(story)
+                story[at:] = [NextPageTemplate("landscape" if wants_wide else "portrait"), PageBreak()]
             wide = wants_wide
         story += _heading_group(pending, landscape_width if wide else width) + parts
         pending, started = [], True

@@ -1,6 +1,6 @@
 """Excel workbooks (openpyxl, data rows written in bulk for speed): several sheets, a styled frozen header,
-column widths that fit, numbers stored as numbers with formats, and formulas that Excel computes
-when the file is opened."""
+column widths that fit, numbers stored as numbers with formats, and formulas (their values are
+computed and cached by bot.capabilities.documents.calc)."""
 
 from __future__ import annotations
 
@@ -39,16 +39,17 @@ FORMATS = {
 }
 NUMERIC_TYPES = ("number", "integer", "fcfa", "xof", "eur")  # summed in a Total row
 
+CELL: dict[str, Any] = {"type": ["string", "number"]}  # a text, a number or '=' formula (null read too)
 # One sheet as the model writes it: rows of cells, the first row the header. Column types are read
 # from the header and the values (see bot.capabilities.documents.content.column_type).
 SHEET_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "name": {"type": "string"},
-        "rows": {"type": "array"},
+        "rows": {"type": "array", "items": {"type": "array", "items": CELL}},
         "totals": {"type": "boolean"},
     },
-    "required": ["name", "rows"],
+    "required": ["rows"],  # a sheet without a name is "Feuille n"
 }
 
 
@@ -159,8 +160,7 @@ def parse_workbook(args: dict[str, Any]) -> list[Sheet]:
 
 # --- values -------------------------------------------------------------------------------------
 
-# Numbers as people write them are read by the shared content model, so a column is typed the
-# same way in a workbook as in a PDF or Word table.
+# Numbers as written are read by the shared content model: one typing for workbook, PDF and Word.
 __all__ = ["parse_number", "parse_percent"]
 
 
@@ -309,10 +309,10 @@ def _rows(sheet: Sheet, kinds: list[str]) -> list[list[Any]]:
 def _widths(sheet: Sheet, rows: list[list[Any]], kinds: list[str]) -> list[float]:
     widths = []
     for c in range(len(sheet.columns)):
-        values = [row[c] for row in rows]
-        formulas = any(type(v) is str and v.startswith("=") for v in values)
-        plain_values = [v for v in values if not (type(v) is str and v.startswith("="))]
-        width = max(_column_width(sheet.columns[c].header, plain_values, kinds[c]), 12 if formulas else 0)
+        plain_values = [row[c] for row in rows if not (type(row[c]) is str and row[c].startswith("="))]
+        formulas = len(plain_values) < len(rows)
+        room = (20 if kinds[c] in NUMERIC_TYPES else 12) if formulas else 0  # "999 999 999 FCFA" fits
+        width = max(_column_width(sheet.columns[c].header, plain_values, kinds[c]), room)
         widths.append(min(max(width + 2, 8), 60))
     return widths
 
@@ -512,7 +512,7 @@ def build_xlsx(title: str, sheets: list[Sheet], language: str = "fr") -> bytes:
     wb.properties.title = title
     wb.properties.creator = "Deblo"
     wb.properties.language = language_tag(language)
-    # Formulas are written without cached values: ask Excel/LibreOffice to compute them on open.
+    # Excel and LibreOffice compute the formulas again on open (calc.py caches their values).
     wb.calculation = CalcProperties(fullCalcOnLoad=True)
     styles = _styles(wb)
     written = [_write_sheet(wb, sheet, styles) for sheet in sheets]
