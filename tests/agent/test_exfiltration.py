@@ -100,7 +100,7 @@ async def test_an_injected_page_gets_no_remote_resource_into_an_email(
                 f"Lis [le corrigé]({other.base_url}/?d=secret) ou <{site.base_url}/suite>.")
     h.llm.push_tool_calls(
         ("send_email_to_user", {"subject": "Ta leçon", "body": body}, "c_mail"),
-        ("draft_email", {"to": ["prof@example.ci"], "subject": "Leçon", "body": markdown}, "c_draft"),
+        ("draft_email", {"to": "prof@example.ci", "subject": "Leçon", "body": markdown}, "c_draft"),
     )
     h.llm.push_text("C'est envoyé.")
     await h.inbound(PHONE, f"Résume-moi {site.base_url}/fractions et envoie-le moi par e-mail")

@@ -204,7 +204,7 @@ async def test_draft_email_shown_with_a_working_link_and_never_sent(make_harness
     smtp = smtp_server()
     h = await make_harness(**smtp.env())
     await h.make_user(PHONE, mode="pro")
-    h.llm.push_tool_calls(("draft_email", {"to": ["dg@client.ci"], "subject": "Proposition",
+    h.llm.push_tool_calls(("draft_email", {"to": "dg@client.ci", "subject": "Proposition",
                                            "body": "<p>Madame, voici notre proposition.</p>"}))
     h.llm.push_text("Voici ton brouillon, relis-le avant de l'envoyer.")
     await h.inbound(PHONE, "Rédige un mail à dg@client.ci pour la proposition")
