@@ -19,10 +19,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from sqlalchemy import func, select
+
 from bot import metrics
 from bot.channel.outbound import opted_out_now, send_to_user
 from bot.services import Services
-from bot.storage.models import User
+from bot.storage.models import InboundMessage, User
 
 log = logging.getLogger("bot.pipeline.rate")
 
@@ -37,6 +39,19 @@ NOTICE = (
 
 def starts_key(user_id: int) -> str:
     return f"rate:starts:{user_id}"
+
+
+def _told(raw: str | None) -> tuple[float | None, int | None]:
+    """(when, the newest held message's id) of the last notice, from its key's value."""
+    try:
+        value = json.loads(raw) if raw else None
+        if isinstance(value, (int, float)):  # a notice kept before the id was: its time alone
+            return float(value), None
+        if isinstance(value, list) and len(value) == 2:
+            return float(value[0]), None if value[1] is None else int(value[1])
+    except (ValueError, TypeError):
+        pass
+    return None, None
 
 
 def notice_key(user_id: int) -> str:
@@ -118,17 +133,20 @@ class UserRate:
         return held
 
     async def _notify(self, user_id: int) -> None:
-        """One notice per user and minute; the time is kept in the value (the service clock decides)."""
+        """One notice per user and minute, and only for messages it has not told of yet: held
+        messages looked at again after a minute (a sweep racing the release) get no second notice.
+        The time and the newest held message's id are kept in the value (the service clock decides)."""
         state, now = self.services.state, self._now()
-        last = await state.kv_get(notice_key(user_id))
-        try:
-            if last is not None and 0 <= now - float(last) < WINDOW_S:
-                return
-        except ValueError:
-            pass
-        await state.kv_set(notice_key(user_id), str(now), WINDOW_S * 2)
         async with self.services.sessions() as db:
             user = await db.get(User, user_id)
+            newest = await db.scalar(select(func.max(InboundMessage.id)).where(
+                InboundMessage.user_id == user_id, InboundMessage.status == "pending"))
+        told_at, told_newest = _told(await state.kv_get(notice_key(user_id)))
+        if told_at is not None and 0 <= now - told_at < WINDOW_S:
+            return
+        if told_newest is not None and newest is not None and newest <= told_newest:
+            return
+        await state.kv_set(notice_key(user_id), json.dumps([now, newest]), WINDOW_S * 2)
         if user is None:
             return
         fr, en = NOTICE
