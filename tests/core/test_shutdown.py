@@ -180,9 +180,11 @@ async def test_a_turn_longer_than_the_grace_is_cut_and_taken_up_by_another_worke
     async with aiohttp.ClientSession() as session:
         assert await d.inbound(session, phone, "très lent") == 200
     await _until_requests(h, 1)
-    sent_at = _terminate(worker)
+    _terminate(worker)
     await _exit_code(worker, 10)
-    assert time.monotonic() - sent_at < SLOW_S  # it did not wait for the model
+    # It did not wait for the model (whose answer takes SLOW_S): nothing was sent, and the row is
+    # handed back unanswered. Shown by what happened, not by a wall-clock bound the machine's load
+    # decides.
     assert h.twilio.to(f"whatsapp:{phone}") == []
     async with h.services.sessions() as db:
         row = await db.scalar(select(InboundMessage))
