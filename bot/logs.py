@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 log_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "log_context", default=None
 )
@@ -48,7 +50,12 @@ def _mask_number(match: re.Match[str]) -> str:
     return f"{plus}{digits[:keep]}{'*' * (len(digits) - keep - 2)}{digits[-2:]}{close}"
 
 
+_DIGITS = re.compile(r"\d")
+
+
 def mask(text: str) -> str:
+    if _DIGITS.search(text) is None:
+        return text  # nothing to mask without a digit: most messages and field values
     text = _PHONE.sub(_mask_number, text)
     return _BSUID.sub(lambda m: f"{m.group(1)}.{'*' * len(m.group(2))}{m.group(3)}", text)
 
@@ -99,7 +106,12 @@ class JsonFormatter(logging.Formatter):
                 entry[key] = _masked(value)
         if record.exc_info:
             entry["exc"] = mask(self.formatException(record.exc_info))
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # orjson: one line of UTF-8 JSON like json.dumps(ensure_ascii=False), several times faster,
+        # and every webhook writes one.
+        try:
+            return orjson.dumps(entry, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        except TypeError:  # what orjson refuses (an integer past 64 bits): the standard library's way
+            return json.dumps(entry, ensure_ascii=False, default=str)
 
 
 def setup(level: str = "INFO", stream: Any = None) -> None:

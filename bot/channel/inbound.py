@@ -17,21 +17,20 @@ import asyncio
 import functools
 import logging
 import re
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import phonenumbers
-from sqlalchemy import or_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.channel.keywords import is_stop
-from bot.channel.locale import Locale, locale_for
-from bot.storage.models import InboundMessage, User
+from bot.channel import inbound_store as store
+from bot.channel.locale import Locale
+from bot.storage.db import make_sync_engine
 
 log = logging.getLogger("bot.channel.inbound")
 
@@ -88,6 +87,16 @@ def clean_text(value: str) -> str:
     return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
 
 
+# A control character in a form body, as itself or percent-encoded: the body's fields need
+# `clean_text` only then (a body decoded strictly as UTF-8 holds no lone surrogate).
+_RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|%(?:0[0-8bBcCeEfF]|1[0-9a-fA-F])")
+
+
+def has_control(raw: bytes) -> bool:
+    """Whether a urlencoded body may decode to a field `clean_text` changes."""
+    return _RAW_CONTROL.search(raw) is not None
+
+
 def clean_form(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """Every name and value of a (checked) form cleaned by `clean_text`, in order."""
     return [(clean_text(name), clean_text(value)) for name, value in pairs]
@@ -141,14 +150,6 @@ def parse_params(form: Mapping[str, str]) -> InboundParams:
 
 
 @dataclass
-class KnownUser:
-    id: int
-    phone: str | None
-    external_id: str | None
-    display_name: str | None
-
-
-@dataclass
 class _Pending:
     params: InboundParams
     now: datetime
@@ -162,44 +163,74 @@ class InboundWriter:
     acknowledged that could be lost; but requests arriving together share one transaction, which
     keeps the time to the 200 low under load (SQLite has one writer). Senders seen recently are
     remembered (id, number, BSUID, name) so that a known user costs no lookup. A new number gets
-    its country's time zone and language, else `defaults` (bot.channel.locale).
+    its country's time zone and language, else `defaults` (bot.channel.locale). What one batch
+    writes is bot.channel.inbound_store's; on a SQLite file it runs in the writer's own thread over
+    its own connection, one hop per batch.
     """
 
     def __init__(self, engine: AsyncEngine, *, defaults: Locale = Locale("Africa/Abidjan", "fr"),
                  max_batch: int = 200, cache_size: int = 50_000) -> None:
         self.engine = engine
-        self.defaults = defaults
         self.max_batch = max_batch
-        self.cache_size = cache_size
-        self._known: OrderedDict[str, KnownUser] = OrderedDict()
+        self._cache = store.UserCache(cache_size)
+        self._batch = store.Batch(store.statements(engine.dialect.name), self._cache, defaults)
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
-        dialect = engine.dialect.name
-        self._insert = pg_insert if dialect == "postgresql" else sqlite_insert
+        self._thread: _SqliteThread | None = _SqliteThread.for_engine(engine)
+        # (deadline, future) of submits given a time limit, oldest first, and the one timer that
+        # watches the oldest: a timer per webhook would cost more than its row's share of the batch.
+        self._deadlines: deque[tuple[float, asyncio.Future[tuple[int, int | None]]]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
 
-    async def submit(self, params: InboundParams, now: datetime) -> tuple[int, int | None]:
-        """(user id, inbound row id) once committed; the row id is None for a MessageSid seen before."""
+    async def submit(self, params: InboundParams, now: datetime,
+                     within: float | None = None) -> tuple[int, int | None]:
+        """(user id, inbound row id) once committed; the row id is None for a MessageSid seen before.
+        With `within`, TimeoutError when not committed within that many seconds (the row may still
+        be written later: MessageSid is unique, so storing it again elsewhere is harmless)."""
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="inbound-writer")
-        future: asyncio.Future[tuple[int, int | None]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[tuple[int, int | None]] = loop.create_future()
         self._queue.put_nowait(_Pending(params, now, future))
+        if within is not None:
+            self._watch(loop, loop.time() + within, future)
         return await future
 
+    def _watch(self, loop: asyncio.AbstractEventLoop, deadline: float,
+               future: asyncio.Future[tuple[int, int | None]]) -> None:
+        while self._deadlines and self._deadlines[0][1].done():
+            self._deadlines.popleft()
+        self._deadlines.append((deadline, future))
+        if self._timer is None:
+            self._timer = loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Fails the submits past their deadline, then waits for the oldest one left."""
+        self._timer = None
+        now = asyncio.get_running_loop().time()
+        while self._deadlines and (self._deadlines[0][1].done() or self._deadlines[0][0] <= now):
+            _, future = self._deadlines.popleft()
+            if not future.done():
+                future.set_exception(TimeoutError("inbound message not stored in time"))
+        if self._deadlines:
+            self._timer = asyncio.get_running_loop().call_at(self._deadlines[0][0], self._expire)
+
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         await self._drop_connection()
-
-    async def _connection(self) -> AsyncConnection:
-        # One connection kept for the writer: no pool checkout and reset per batch.
-        if self._conn is None or self._conn.closed:
-            self._conn = await self.engine.connect()
-        return self._conn
+        if self._thread is not None:
+            await self._thread.close()
 
     async def _drop_connection(self) -> None:
+        if self._thread is not None:
+            await self._thread.drop()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             try:
@@ -216,7 +247,7 @@ class InboundWriter:
                 results = await self._write(batch)
             except Exception:
                 # One bad message must not fail the others: write them one by one.
-                self._known.clear()
+                self._cache.clear()
                 await self._drop_connection()
                 for item in batch:
                     try:
@@ -235,138 +266,54 @@ class InboundWriter:
                 if not item.future.done():
                     item.future.set_result(result)
 
-    # --- users ---------------------------------------------------------------------------------
-    def _remember(self, user: KnownUser) -> None:
-        keys = [f"p:{user.phone}" if user.phone else "", f"x:{user.external_id}" if user.external_id else ""]
-        for key in filter(None, keys):
-            self._known[key] = user
-            self._known.move_to_end(key)
-        while len(self._known) > self.cache_size:
-            self._known.popitem(last=False)
-
-    def _lookup(self, p: InboundParams) -> KnownUser | None:
-        if p.external_id and f"x:{p.external_id}" in self._known:
-            return self._known[f"x:{p.external_id}"]
-        if p.phone and f"p:{p.phone}" in self._known:
-            found = self._known[f"p:{p.phone}"]
-            # A BSUID we have not seen for this number may belong to another account: look it up.
-            if not p.external_id or found.external_id in (None, p.external_id):
-                return found
-        return None
-
-    async def _load(self, conn: AsyncConnection, phones: set[str], externals: set[str]) -> None:
-        users = User.__table__
-        conditions = []
-        if phones:
-            conditions.append(users.c.phone.in_(phones))
-        if externals:
-            conditions.append(users.c.external_id.in_(externals))
-        if not conditions:
-            return
-        columns = (users.c.id, users.c.phone, users.c.external_id, users.c.display_name)
-        rows = await conn.execute(select(*columns).where(or_(*conditions)))
-        for row in rows:
-            self._remember(KnownUser(row.id, row.phone, row.external_id, row.display_name))
-
-    async def _resolve(self, conn: AsyncConnection, batch: list[_Pending]) -> list[KnownUser]:
-        users = User.__table__
-        missing = [item for item in batch if self._lookup(item.params) is None]
-        if missing:
-            await self._load(conn, {i.params.phone for i in missing if i.params.phone},
-                             {i.params.external_id for i in missing if i.params.external_id})
-            new = [i for i in missing if self._lookup(i.params) is None]
-            if new:
-                seen: set[tuple[str | None, str | None]] = set()
-                for item in new:
-                    p = item.params
-                    if (p.phone, p.external_id) in seen:
-                        continue
-                    seen.add((p.phone, p.external_id))
-                    # One at a time: a unique conflict must only skip the row that has it.
-                    await conn.execute(
-                        self._insert(users).values(
-                            phone=p.phone, external_id=p.external_id, display_name=p.profile_name,
-                            onboarding_step="new", mode="guest", email_verified=False, opted_out=False,
-                            credit_balance=0, delivery_failures=0, created_at=item.now,
-                            **locale_for(p.phone, self.defaults).columns(),
-                        ).on_conflict_do_nothing()
-                    )
-                await self._load(conn, {i.params.phone for i in new if i.params.phone},
-                                 {i.params.external_id for i in new if i.params.external_id})
-        resolved: list[KnownUser] = []
-        for item in batch:
-            user = self._lookup(item.params)
-            if user is None:
-                raise RuntimeError(f"no user for message {item.params.message_sid}")
-            await self._update(conn, user, item.params)
-            resolved.append(user)
-        return resolved
-
-    async def _update(self, conn: AsyncConnection, user: KnownUser, p: InboundParams) -> None:
-        """Keeps the BSUID, the number (an alias) and the WhatsApp name up to date."""
-        users = User.__table__
-        values: dict[str, Any] = {}
-        if p.external_id and user.external_id is None:
-            values["external_id"] = p.external_id
-        if p.phone and user.phone is None:
-            taken = await conn.scalar(select(users.c.id).where(users.c.phone == p.phone))
-            if taken is None:
-                values["phone"] = p.phone
-        if p.profile_name and p.profile_name != user.display_name:
-            values["display_name"] = p.profile_name
-        if values:
-            await conn.execute(update(users).where(users.c.id == user.id).values(**values))
-            user.external_id = values.get("external_id", user.external_id)
-            user.phone = values.get("phone", user.phone)
-            user.display_name = values.get("display_name", user.display_name)
-            self._remember(user)
-
-    async def _reset_delivery_health(self, conn: AsyncConnection, user_ids: list[int]) -> None:
-        """A message from the user proves the number works: proactive sends to it resume."""
-        users = User.__table__
-        await conn.execute(
-            update(users)
-            .where(users.c.id.in_(user_ids),
-                   or_(users.c.delivery_failures != 0, users.c.delivery_blocked_at.is_not(None)))
-            .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None)
-        )
-
-    async def _apply_stops(self, conn: AsyncConnection, new: list[tuple[_Pending, KnownUser]]) -> None:
-        """A typed STOP opts the user out now, in the transaction that stores it: their earlier
-        messages still queued are then never answered, and a turn already running sends nothing
-        more (bot.channel.outbound reads the flag before each send). The worker confirms it in turn."""
-        users = User.__table__
-        not_yet = or_(users.c.opted_out.is_(False), users.c.opted_out.is_(None))
-        for item, user in new:
-            if is_stop(item.params.body):
-                await conn.execute(update(users).where(users.c.id == user.id, not_yet)
-                                   .values(opted_out=True, opted_out_at=item.now))
-
-    # --- messages ------------------------------------------------------------------------------
     async def _write(self, batch: list[_Pending]) -> list[tuple[int, int | None]]:
-        inbound = InboundMessage.__table__
-        conn = await self._connection()
-        async with conn.begin():
-            users = await self._resolve(conn, batch)
-            await self._reset_delivery_health(conn, sorted({u.id for u in users}))
-            rows = [
-                {"message_sid": i.params.message_sid, "user_id": u.id, "channel": i.params.channel,
-                 "from_addr": i.params.from_addr, "to_addr": i.params.to_addr, "body": i.params.body,
-                 "media": i.params.media or None, "params": i.params.params, "status": "pending",
-                 "attempts": 0, "lease_until": None, "error": None, "created_at": i.now, "processed_at": None}
-                for i, u in zip(batch, users, strict=True)
-            ]
-            stmt = (self._insert(inbound).on_conflict_do_nothing(index_elements=["message_sid"])
-                    .returning(inbound.c.id, inbound.c.message_sid))
-            if len(rows) == 1:
-                inserted = (await conn.execute(stmt.values(**rows[0]))).all()
-            else:
-                inserted = (await conn.execute(stmt, rows)).all()
-            ids = {row.message_sid: row.id for row in inserted}
-            await self._apply_stops(conn, [(i, u) for i, u in zip(batch, users, strict=True)
-                                           if i.params.message_sid in ids])
-        results: list[tuple[int, int | None]] = []
-        for item, user in zip(batch, users, strict=True):
-            # A MessageSid twice in one batch: only its first occurrence gets the row.
-            results.append((user.id, ids.pop(item.params.message_sid, None)))
-        return results
+        items = [(item.params, item.now) for item in batch]
+        if self._thread is not None:
+            return await self._thread.write(self._batch, items)
+        # One connection kept for the writer: no pool checkout and reset per batch.
+        if self._conn is None or self._conn.closed:
+            self._conn = await self.engine.connect()
+        async with self._conn.begin():
+            return await self._conn.run_sync(store.write_batch, self._batch, items)
+
+
+class _SqliteThread:
+    """The writer's own SQLite connection, used from one thread only: a batch is one hop there."""
+
+    def __init__(self, database_url: str) -> None:
+        self._engine: Engine = make_sync_engine(database_url)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbound-writer")
+        self._conn: Connection | None = None
+
+    @classmethod
+    def for_engine(cls, engine: AsyncEngine) -> _SqliteThread | None:
+        if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+            return None  # an in-memory database is only the async engine's own
+        return cls(engine.url.render_as_string(hide_password=False))
+
+    async def write(self, how: store.Batch,
+                    items: store.Items) -> list[tuple[int, int | None]]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._write, how, items)
+
+    def _write(self, how: store.Batch, items: store.Items) -> list[tuple[int, int | None]]:
+        if self._conn is None or self._conn.closed:
+            self._conn = self._engine.connect()
+        with self._conn.begin():
+            return store.write_batch(self._conn, how, items)
+
+    async def drop(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._drop)
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()
+            except Exception:
+                log.warning("inbound writer connection did not close cleanly")
+
+    async def close(self) -> None:
+        await self.drop()
+        self._engine.dispose()
+        self._executor.shutdown(wait=False)

@@ -212,15 +212,26 @@ class Spool:
         self._attempts: dict[bytes, int] = {}  # the entry's raw line -> failures counted against it
         self._lock = asyncio.Lock()  # appends and the rename keep their order
         self._replay_lock = asyncio.Lock()
+        # False once the disk showed nothing to replay; only `append` makes it True again (one web
+        # server per DATA_DIR), so the webhook asks the disk only while something may be spooled.
+        self._maybe_pending = True
 
     @property
     def pending(self) -> bool:
         """Something waits to be replayed (new webhooks then queue behind it)."""
-        return self.replaying.exists() or (self.path.exists() and self.path.stat().st_size > 0)
+        return self._maybe_pending and self.look()
+
+    def look(self) -> bool:
+        """`pending` as the disk says now, whatever this process wrote (a file put there by hand
+        is seen at the replayer's next look)."""
+        found = self.replaying.exists() or (self.path.exists() and self.path.stat().st_size > 0)
+        self._maybe_pending = found
+        return found
 
     async def append(self, entry: SpoolEntry) -> None:
         """Appends one entry and returns once it is on disk."""
         data = encode(entry)
+        self._maybe_pending = True
         async with self._lock:
             await asyncio.to_thread(self._write, data)
 

@@ -30,7 +30,7 @@ from bot import logs, metrics
 from bot.channel import gauges
 from bot.channel import webhook_checks as checks
 from bot.channel.download import send_file
-from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, parse_params
+from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, has_control, parse_params
 from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.locale import default_locale
 from bot.channel.outbound import note_status
@@ -67,39 +67,39 @@ async def _signed_form(request: web.Request, services: Services,
     if raw is None:
         log.warning("webhook body too large", extra={"path": request.path, "peer": request.remote,
                                                     "declared": request.content_length})
-        metrics.INBOUND.labels(channel, "too_large").inc()
+        metrics.inbound(channel, "too_large").inc()
         return await checks.refuse_unread(request, "request body too large")
     signature = request.headers.get("X-Twilio-Signature", "")
     if not signature:
         log.warning("webhook without signature", extra={"path": request.path, "peer": request.remote})
-        metrics.INBOUND.labels(channel, "rejected").inc()
+        metrics.inbound(channel, "rejected").inc()
         return web.Response(status=403, text="missing signature")
     if request.content_type != "application/x-www-form-urlencoded":
-        metrics.INBOUND.labels(channel, "rejected").inc()
+        metrics.inbound(channel, "rejected").inc()
         return web.Response(status=400, text="expected application/x-www-form-urlencoded")
     if checks.field_count(raw) > checks.MAX_FIELDS:
         log.warning("webhook with too many fields", extra={"path": request.path, "peer": request.remote})
-        metrics.INBOUND.labels(channel, "too_large").inc()
+        metrics.inbound(channel, "too_large").inc()
         return checks.too_large("too many form fields")
     try:
         pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
     except (UnicodeDecodeError, ValueError):
         log.warning("webhook with bad encoding", extra={"path": request.path})
-        metrics.INBOUND.labels(channel, "rejected").inc()
+        metrics.inbound(channel, "rejected").inc()
         return web.Response(status=400, text="body is not valid UTF-8 form data")
     form: MultiDict[str] = MultiDict(pairs)
     url = settings.public_base_url + request.raw_path
     if not checks.signature_matches(settings.twilio_auth_token, url, form, signature):
         log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
-        metrics.INBOUND.labels(channel, "rejected").inc()
+        metrics.inbound(channel, "rejected").inc()
         return web.Response(status=403, text="invalid signature")
     if not checks.account_matches(form, settings.twilio_account_sid):
         log.warning("webhook for another Twilio account", extra={
             "path": request.path, "account_sid": form.get("AccountSid", "")[:64]})
-        metrics.INBOUND.labels(channel, "wrong_account").inc()
+        metrics.inbound(channel, "wrong_account").inc()
         return web.Response(status=403, text="not this account")
     # Cleaned once checked (Twilio signed what it sent): nothing stored or spooled holds a NUL.
-    return MultiDict(clean_form(form.items()))
+    return MultiDict(clean_form(form.items())) if has_control(raw) else form
 
 
 async def inbound(request: web.Request) -> web.Response:
@@ -112,7 +112,7 @@ async def inbound(request: web.Request) -> web.Response:
         params = parse_params(form)
     except MalformedWebhook as exc:
         log.warning("malformed webhook", extra={"error": str(exc)})
-        metrics.INBOUND.labels("unknown", "malformed").inc()
+        metrics.inbound("unknown", "malformed").inc()
         return web.Response(status=400, text=f"malformed webhook: {exc}")
     logs.bind(message_sid=params.message_sid)  # and inbound_id once stored: the ids workers log too
     received_at = services.clock()
@@ -120,8 +120,7 @@ async def inbound(request: web.Request) -> web.Response:
     stored: tuple[int, int | None] | None = None
     if not spool.pending:  # else behind what is spooled already: a user's messages keep their order
         try:
-            stored = await asyncio.wait_for(request.app[WRITER].submit(params, received_at),
-                                            services.settings.spool_after_s)
+            stored = await request.app[WRITER].submit(params, received_at, services.settings.spool_after_s)
         except Exception as exc:
             log.warning("inbound message not stored, spooling it",
                         extra={"message_sid": params.message_sid, "error": repr(exc)[:300]})
@@ -130,7 +129,7 @@ async def inbound(request: web.Request) -> web.Response:
     user_id, inbound_id = stored
     if inbound_id is None:
         log.info("duplicate webhook", extra={"message_sid": params.message_sid, "user_id": user_id})
-        metrics.INBOUND.labels(params.channel, "duplicate").inc()
+        metrics.inbound(params.channel, "duplicate").inc()
     else:
         logs.bind(inbound_id=inbound_id, user_id=user_id)
         try:
@@ -139,7 +138,7 @@ async def inbound(request: web.Request) -> web.Response:
             # The message is stored: the sweeper queues it once the shared state answers again.
             log.warning("could not queue an inbound message; the sweeper will", extra={"user_id": user_id})
         log.info("inbound message stored", extra={"channel": params.channel})
-        metrics.INBOUND.labels(params.channel, "accepted").inc()
+        metrics.inbound(params.channel, "accepted").inc()
     metrics.WEBHOOK_SECONDS.observe(time.perf_counter() - started)
     return twiml()
 
@@ -150,9 +149,9 @@ async def _spool(request: web.Request, entry: SpoolEntry, channel: str) -> web.R
         await request.app[SPOOL].append(entry)
     except Exception:
         log.exception("webhook could not be spooled", extra={"kind": entry.kind})
-        metrics.INBOUND.labels(channel, "error").inc()
+        metrics.inbound(channel, "error").inc()
         return web.Response(status=503, text="temporarily unavailable")
-    metrics.INBOUND.labels(channel, "spooled").inc()
+    metrics.inbound(channel, "spooled").inc()
     request.app[REPLAY_NOW].set()
     return twiml()
 
@@ -250,7 +249,7 @@ async def store_entry(services: Services, writer: InboundWriter, entry: SpoolEnt
         return
     user_id, inbound_id = await writer.submit(params, entry.received_at)
     if inbound_id is not None:
-        metrics.INBOUND.labels(params.channel, "accepted").inc()
+        metrics.inbound(params.channel, "accepted").inc()
         with contextlib.suppress(Exception):  # the sweeper queues it otherwise
             await services.state.push_user(user_id)
 
@@ -282,7 +281,7 @@ async def _replayer(app: web.Application) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(wake.wait(), interval)
         wake.clear()
-        if not spool.pending:
+        if not spool.look():
             continue
         try:
             count = await spool.replay(lambda entry: replay_entry(app, entry),

@@ -68,18 +68,19 @@ def field_count(raw: bytes) -> int:
 
 def url_variants(url: str) -> Iterator[str]:
     """The URLs Twilio may have signed, each once: `url` itself, then those `validate` tries."""
-    seen: set[str] = set()
+    yield url  # a genuine request matches here: the variants are not even parsed
     parsed = urlparse(url)
-    for candidate in (url, remove_port(parsed), add_port(parsed)):
+    seen = {url}
+    for candidate in (remove_port(parsed), add_port(parsed)):
         if candidate not in seen:
             seen.add(candidate)
             yield candidate
 
 
 def _signed_params(form: MultiDict[str]) -> bytes:
-    # As RequestValidator.compute_signature: names sorted, each name's distinct values sorted.
-    parts = [name + value for name in sorted(set(form)) for value in sorted(set(form.getall(name)))]
-    return "".join(parts).encode("utf-8")
+    # As RequestValidator.compute_signature: names sorted, each name's distinct values sorted,
+    # which is the distinct (name, value) pairs sorted.
+    return "".join([name + value for name, value in sorted(set(form.items()))]).encode("utf-8")
 
 
 def signature_matches(token: str, url: str, form: MultiDict[str], signature: str) -> bool:

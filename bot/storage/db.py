@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Result, event, exc
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 
@@ -22,16 +22,27 @@ def make_engine(database_url: str) -> AsyncEngine:
     if not database_url.startswith("sqlite"):
         event.listen(engine.sync_engine, "checkout", _drop_if_closed)
     if database_url.startswith("sqlite"):
-        @event.listens_for(engine.sync_engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            # WAL lets the webhook write while a worker reads; foreign keys are off by default.
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
     return engine
+
+
+def make_sync_engine(database_url: str) -> Engine:
+    """A blocking engine on the same SQLite file (the standard library's driver), for work that runs
+    whole in a thread of its own: the inbound writer's batches."""
+    url = database_url.replace("sqlite+aiosqlite:", "sqlite:", 1)
+    engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+    event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL lets the webhook write while a worker reads; foreign keys are off by default.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
 
 
 def _drop_if_closed(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:

@@ -8,6 +8,7 @@ import json
 import logging
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,27 @@ def test_masked_in_json_logs_too() -> None:
     entry = json.loads(stream.getvalue())
     assert "00 00" not in stream.getvalue() and "00-00" not in stream.getvalue()
     assert entry["msg"] == "rappel pour +2250*******01" and entry["to"] == "2250*******01"
+
+
+def test_a_log_line_keeps_values_json_cannot_hold_as_is() -> None:
+    """Keys that are not strings, an integer past 64 bits, a date, an object: the line is still
+    written, one JSON object, with the number still masked inside."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.JsonFormatter())
+    logger = logging.getLogger("test.odd_values")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    at = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
+    try:
+        logger.info("a", extra={"counts": {1: "+2250700000001"}, "at": at, "obj": Path("/x")})
+        logger.info("b", extra={"big": 2**70})
+    finally:
+        logger.removeHandler(handler)
+    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert first["counts"] == {"1": "+2250*******01"} and first["obj"] == "/x"
+    assert datetime.fromisoformat(first["at"]) == at
+    assert second["big"] == 2**70 and second["msg"] == "b"
 
 
 @pytest.mark.parametrize("text", [

@@ -15,12 +15,13 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from sqlalchemy import select, text
 
 from bot import metrics
-from bot.channel.inbound import clean_form, clean_text
+from bot.channel.inbound import clean_form, clean_text, has_control
 from bot.channel.spool import Spool, SpoolEntry, encode
 from bot.config import ConfigError, load_settings
 from bot.storage.models import InboundMessage
@@ -108,6 +109,21 @@ def test_control_characters_go_and_a_lone_surrogate_is_replaced() -> None:
     assert clean_text("x\ud800y") == "x\ufffdy"
     assert clean_text("é — ok") == "é — ok"
     assert clean_form([("Bo\x00dy", "\x00"), ("To", "+1")]) == [("Body", ""), ("To", "+1")]
+
+
+@pytest.mark.single_pass
+def test_the_raw_body_says_when_cleaning_is_needed() -> None:
+    """The webhook skips `clean_form` for a body with no control character, raw or
+    percent-encoded: for every ASCII character, and spelled either way, the raw check and
+    `clean_text` agree."""
+    for code in range(128):
+        char = chr(code)
+        changed = clean_text(f"a{char}b") != f"a{char}b"
+        for raw in (urlencode({"Body": f"a{char}b"}).encode(), f"Body=a%{code:02x}b".encode(),
+                    f"Body=a%{code:02X}b".encode()):
+            assert has_control(raw) is changed, (code, raw)
+        if char not in "&=%+":  # those mean something unencoded
+            assert has_control(f"Body=a{char}b".encode()) is changed, code
 
 
 async def test_a_nul_byte_in_a_signed_webhook_is_removed_and_the_next_webhook_is_stored(

@@ -1,0 +1,221 @@
+"""One batch of inbound webhooks written in one transaction: who sent each, and its row.
+
+Plain synchronous SQLAlchemy Core over a `Connection`, so that one batch is one call whatever the
+driver: on SQLite the writer runs it in its own thread over its own connection (one thread hop per
+batch instead of three per statement through aiosqlite), on PostgreSQL through
+`AsyncConnection.run_sync`. The statements are built once (`Statements`): a statement object
+reused keeps its compiled form and cache key, where one built per batch costs more Python than the
+database's work on it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, bindparam, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from bot.channel.keywords import is_stop
+from bot.channel.locale import Locale, locale_for
+from bot.storage.models import InboundMessage, User
+
+
+class InboundParams(Protocol):
+    """What a batch reads of a webhook (bot.channel.inbound.InboundParams)."""
+    @property
+    def message_sid(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def from_addr(self) -> str: ...
+    @property
+    def to_addr(self) -> str: ...
+    @property
+    def body(self) -> str: ...
+    @property
+    def phone(self) -> str | None: ...
+    @property
+    def external_id(self) -> str | None: ...
+    @property
+    def profile_name(self) -> str | None: ...
+    @property
+    def media(self) -> list[dict[str, str]]: ...
+    @property
+    def params(self) -> dict[str, Any]: ...
+
+_USERS = User.__table__
+_INBOUND = InboundMessage.__table__
+
+
+Items = Sequence[tuple[InboundParams, datetime]]  # the batch's webhooks, each with its arrival time
+
+
+@dataclass
+class KnownUser:
+    id: int
+    phone: str | None
+    external_id: str | None
+    display_name: str | None
+
+
+@dataclass(frozen=True)
+class Statements:
+    """What a batch executes, built once for the engine's dialect."""
+    insert: Any  # the dialect's `insert`, with ON CONFLICT DO NOTHING
+    store: Any
+    reset_health: Any
+    stop: Any
+
+
+def statements(dialect: str) -> Statements:
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    return Statements(
+        insert=insert,
+        store=(insert(_INBOUND).on_conflict_do_nothing(index_elements=["message_sid"])
+               .returning(_INBOUND.c.id, _INBOUND.c.message_sid)),
+        reset_health=(
+            update(_USERS)
+            .where(_USERS.c.id.in_(bindparam("ids", expanding=True)),
+                   or_(_USERS.c.delivery_failures != 0, _USERS.c.delivery_blocked_at.is_not(None)))
+            .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None)),
+        stop=(
+            update(_USERS)
+            .where(_USERS.c.id == bindparam("uid"),
+                   or_(_USERS.c.opted_out.is_(False), _USERS.c.opted_out.is_(None)))
+            .values(opted_out=True, opted_out_at=bindparam("at"))),
+    )
+
+
+class UserCache:
+    """Senders seen recently, by number and by BSUID, least recently used dropped first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._known: OrderedDict[str, KnownUser] = OrderedDict()
+
+    def clear(self) -> None:
+        self._known.clear()
+
+    def remember(self, user: KnownUser) -> None:
+        keys = [f"p:{user.phone}" if user.phone else "", f"x:{user.external_id}" if user.external_id else ""]
+        for key in filter(None, keys):
+            self._known[key] = user
+            self._known.move_to_end(key)
+        while len(self._known) > self.size:
+            self._known.popitem(last=False)
+
+    def lookup(self, p: InboundParams) -> KnownUser | None:
+        if p.external_id and f"x:{p.external_id}" in self._known:
+            return self._known[f"x:{p.external_id}"]
+        if p.phone and f"p:{p.phone}" in self._known:
+            found = self._known[f"p:{p.phone}"]
+            # A BSUID we have not seen for this number may belong to another account: look it up.
+            if not p.external_id or found.external_id in (None, p.external_id):
+                return found
+        return None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one batch needs besides its webhooks: the statements, the cache, the new users' defaults."""
+    statements: Statements
+    cache: UserCache
+    defaults: Locale
+
+
+def write_batch(conn: Connection, how: Batch,
+                items: Items) -> list[tuple[int, int | None]]:
+    """(user id, row id or None for a MessageSid stored before) per webhook, in the caller's
+    transaction: the senders (looked up or inserted, kept up to date), their delivery health
+    reset, the rows, and a typed STOP applied."""
+    users = _resolve(conn, how, items)
+    conn.execute(how.statements.reset_health, {"ids": sorted({u.id for u in users})})
+    rows = [
+        {"message_sid": p.message_sid, "user_id": u.id, "channel": p.channel, "from_addr": p.from_addr,
+         "to_addr": p.to_addr, "body": p.body, "media": p.media or None, "params": p.params,
+         "status": "pending", "attempts": 0, "lease_until": None, "error": None, "created_at": now,
+         "processed_at": None}
+        for (p, now), u in zip(items, users, strict=True)
+    ]
+    inserted = conn.execute(how.statements.store, rows[0] if len(rows) == 1 else rows).all()
+    ids = {row.message_sid: row.id for row in inserted}
+    # A typed STOP opts the user out in the transaction that stores it: their earlier messages
+    # still queued are then never answered, and a turn already running sends nothing more.
+    for (p, now), user in zip(items, users, strict=True):
+        if p.message_sid in ids and is_stop(p.body):
+            conn.execute(how.statements.stop, {"uid": user.id, "at": now})
+    # A MessageSid twice in one batch: only its first occurrence gets the row.
+    return [(user.id, ids.pop(p.message_sid, None)) for (p, _), user in zip(items, users, strict=True)]
+
+
+def _load(conn: Connection, cache: UserCache, phones: set[str], externals: set[str]) -> None:
+    conditions = []
+    if phones:
+        conditions.append(_USERS.c.phone.in_(phones))
+    if externals:
+        conditions.append(_USERS.c.external_id.in_(externals))
+    if not conditions:
+        return
+    columns = (_USERS.c.id, _USERS.c.phone, _USERS.c.external_id, _USERS.c.display_name)
+    for row in conn.execute(select(*columns).where(or_(*conditions))):
+        cache.remember(KnownUser(row.id, row.phone, row.external_id, row.display_name))
+
+
+def _insert_new(conn: Connection, how: Batch, new: Items) -> None:
+    seen: set[tuple[str | None, str | None]] = set()
+    for p, now in new:
+        if (p.phone, p.external_id) in seen:
+            continue
+        seen.add((p.phone, p.external_id))
+        # One at a time: a unique conflict must only skip the row that has it.
+        conn.execute(how.statements.insert(_USERS).values(
+            phone=p.phone, external_id=p.external_id, display_name=p.profile_name,
+            onboarding_step="new", mode="guest", email_verified=False, opted_out=False,
+            credit_balance=0, delivery_failures=0, created_at=now,
+            **locale_for(p.phone, how.defaults).columns(),
+        ).on_conflict_do_nothing())
+
+
+def _resolve(conn: Connection, how: Batch, items: Items) -> list[KnownUser]:
+    cache = how.cache
+    missing = [item for item in items if cache.lookup(item[0]) is None]
+    if missing:
+        _load(conn, cache, {p.phone for p, _ in missing if p.phone},
+              {p.external_id for p, _ in missing if p.external_id})
+        new = [item for item in missing if cache.lookup(item[0]) is None]
+        if new:
+            _insert_new(conn, how, new)
+            _load(conn, cache, {p.phone for p, _ in new if p.phone},
+                  {p.external_id for p, _ in new if p.external_id})
+    resolved: list[KnownUser] = []
+    for p, _ in items:
+        user = cache.lookup(p)
+        if user is None:
+            raise RuntimeError(f"no user for message {p.message_sid}")
+        _update(conn, cache, user, p)
+        resolved.append(user)
+    return resolved
+
+
+def _update(conn: Connection, cache: UserCache, user: KnownUser, p: InboundParams) -> None:
+    """Keeps the BSUID, the number (an alias) and the WhatsApp name up to date."""
+    values: dict[str, Any] = {}
+    if p.external_id and user.external_id is None:
+        values["external_id"] = p.external_id
+    if p.phone and user.phone is None:
+        taken = conn.scalar(select(_USERS.c.id).where(_USERS.c.phone == p.phone))
+        if taken is None:
+            values["phone"] = p.phone
+    if p.profile_name and p.profile_name != user.display_name:
+        values["display_name"] = p.profile_name
+    if values:
+        conn.execute(update(_USERS).where(_USERS.c.id == user.id).values(**values))
+        user.external_id = values.get("external_id", user.external_id)
+        user.phone = values.get("phone", user.phone)
+        user.display_name = values.get("display_name", user.display_name)
+        cache.remember(user)
