@@ -9,6 +9,7 @@ call of a turn carries this prefix, so a turn of n calls carries it n times.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.compare import Figure, add_arguments, compare, report  # noqa: E402
 from bench.cost import messages, turns  # noqa: E402
 from bench.cost.measure import (  # noqa: E402
     LANGUAGES,
@@ -78,7 +80,39 @@ def per_turn() -> list[str]:
     return lines
 
 
+FIGURES = {
+    **{f"prompt_{m}_{lang}": Figure(f"{m}/{lang} prompt B", False, 0) for m in MODES for lang in LANGUAGES},
+    **{f"turn_{m}_{name}": Figure(f"{m} {name} tokens", False, 0) for m in ("child", "pro")
+       for name in turns.SCENARIOS},
+    "first_message": Figure("first message s", False), "messages": Figure("messages/answer", False),
+}
+
+
+def figures(turn_rows: list[dict], first_after: float) -> dict[str, float]:
+    """The current code's side only ("after"): what a regression would move."""
+    found = messages.answers()
+    return {
+        **{f"prompt_{m}_{lang}": float(sizes(current_prompt(m, lang))["total"]) for m in MODES
+           for lang in LANGUAGES},
+        **{f"turn_{r['mode']}_{r['scenario']}": float(r["tokens/turn"]) for r in turn_rows
+           if r["version"] == "after"},
+        "first_message": first_after,
+        "messages": sum(messages.messages(a, "auto") for a in found.values()) / len(found),
+    }
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.cost", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args()
+    if compare(args, "bench.cost", FIGURES):
+        return
+    prompts = {"before": {m: baseline_prompt(m, "fr") for m in ("child", "pro")},
+               "after": {m: current_prompt(m, "fr") for m in ("child", "pro")}}
+    if args.json:
+        first = asyncio.run(turns.first_message())["after"]
+        report("bench.cost", FIGURES, figures(turns.run(prompts), first))
+        return
     print("Fixed prompt per model call (system prompt + tool schemas), bytes as sent")
     print(table(rows()))
     print("\n" + learner_line())
@@ -86,8 +120,6 @@ def main() -> None:
     print("\n".join(per_turn()))
     print("\nWhole turns through the loop, French; cached share as the provider's prefix cache gives it;")
     print(f"credits at {TOKENS_PER_CREDIT} tokens each, cached tokens in full before and at 0.25 after")
-    prompts = {"before": {m: baseline_prompt(m, "fr") for m in ("child", "pro")},
-               "after": {m: current_prompt(m, "fr") for m in ("child", "pro")}}
     print(turn_table(turns.run(prompts)))
     times = asyncio.run(turns.first_message())
     print(f"\nFirst WhatsApp message after the model's first token, {int(times['chars'])}-character answer "

@@ -19,6 +19,8 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from bench.compare import Figure, add_arguments, compare, report
+
 LOREM = (
     "Le bilan SYSCOHADA présente la situation patrimoniale de l'entité à la clôture de l'exercice : "
     "l'actif immobilisé, l'actif circulant et la trésorerie d'un côté, les capitaux propres et les "
@@ -224,29 +226,55 @@ def _measure(name: str, repeat: int, out: Any) -> None:
     )
 
 
+FIGURES = {f"{key}_{case}": Figure(f"{case} {label}", False, digits)
+           for case in CASES for key, label, digits in (("best", "min s", 3), ("cpu", "CPU s", 3),
+                                                         ("peak", "peak py MB", 1), ("rss", "RSS MB", 1))}
+
+
+def run_case(ctx: Any, name: str, repeat: int) -> tuple[str, float, float, float, float, float]:
+    """One case in a fresh process; an error there is raised here, never waited on."""
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_measure, args=(name, repeat, child))
+    proc.start()
+    child.close()  # only the process holds the sending end: its exit ends the wait below
+    try:
+        result: tuple[str, float, float, float, float, float] = parent.recv()
+    except EOFError:
+        raise RuntimeError(f"{name}: the measuring process exited with status {proc.exitcode}") from None
+    finally:
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        parent.close()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=3)
+    add_arguments(parser)
     args = parser.parse_args()
+    if compare(args, "bench.files", FIGURES):
+        return
     ctx = multiprocessing.get_context("spawn")
-    print(
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time suffers when it is high)"
-    )
-    print(
-        f"{'case':<18} {'output':<34} {'median s':>9} {'min s':>7} {'CPU s':>7} {'peak py MB':>11} "
-        f"{'max RSS MB':>11}  <1 s"
-    )
+    if not args.json:
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+              "(wall time suffers when it is high)")
+        print(f"{'case':<18} {'output':<34} {'median s':>9} {'min s':>7} {'CPU s':>7} {'peak py MB':>11} "
+              f"{'max RSS MB':>11}  <1 s")
+    values: dict[str, float] = {}
     for name in CASES:
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_measure, args=(name, args.repeat, child))
-        proc.start()
-        detail, median, best, cpu, peak, rss = parent.recv()
-        proc.join()
-        verdict = "yes" if best < 1.0 else "NO"
-        print(f"{name:<18} {detail:<34} {median:>9.3f} {best:>7.3f} {cpu:>7.3f} {peak:>11.1f} "
-              f"{rss:>11.1f}  {verdict}")
+        detail, median, best, cpu, peak, rss = run_case(ctx, name, args.repeat)
+        values.update({f"best_{name}": best, f"cpu_{name}": cpu, f"peak_{name}": peak, f"rss_{name}": rss})
+        if not args.json:
+            verdict = "yes" if best < 1.0 else "NO"
+            print(f"{name:<18} {detail:<34} {median:>9.3f} {best:>7.3f} {cpu:>7.3f} {peak:>11.1f} "
+                  f"{rss:>11.1f}  {verdict}")
+    if args.json:
+        report("bench.files", FIGURES, values)
 
 
 if __name__ == "__main__":

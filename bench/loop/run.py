@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import importlib.util
 import json
 import socket
 import statistics
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.compare import Figure, add_arguments, compare, report, unavailable  # noqa: E402
 from bench.loop.server import start_in_process  # noqa: E402
 from bot.agent.events import Final  # noqa: E402
 from bot.agent.llm import LLMClient  # noqa: E402
@@ -284,6 +286,25 @@ async def measure_concurrency_raw(url: str, conversations: int) -> dict[str, Any
     return row
 
 
+EXTRA = ("agents", "pydantic_ai")  # the frameworks (a) compares with: the `bench` extra
+FIGURES = {
+    "deblo_wall": Figure("Deblo ms/iter", False, 3), "deblo_cpu": Figure("Deblo CPU ms/iter", False, 3),
+    "deblo_overhead": Figure("Deblo overhead ms", False, 3), "raw_wall": Figure("raw ms/iter", False, 3),
+    **{f"{key}_{part}": Figure(f"{label} {unit}", False, digits) for key, label in
+       (("cold", "cold pool"), ("warm", "warm pool"))
+       for part, unit, digits in (("total", "s", 2), ("cpu", "CPU s", 2), ("rss", "RSS MB", 1))},
+}
+
+
+def figures(over: dict[str, dict[str, float]], conc: list[dict[str, float]]) -> dict[str, float]:
+    deblo, raw = over["Deblo loop"], over["raw HTTP (aiohttp)"]
+    rows = {str(r["label"]).split()[0]: r for r in conc}
+    return {"deblo_wall": deblo["wall_ms"], "deblo_cpu": deblo["cpu_ms"],
+            "deblo_overhead": deblo["wall_ms"] - raw["wall_ms"], "raw_wall": raw["wall_ms"],
+            **{f"{key}_{part}": rows[key][field] for key in ("cold", "warm")
+               for part, field in (("total", "total_s"), ("cpu", "cpu_s"), ("rss", "rss_peak_mb"))}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -291,7 +312,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=25, help="conversations per round in (a)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds in (a)")
     parser.add_argument("--conversations", type=int, default=500, help="concurrent conversations in (b)")
+    add_arguments(parser)
     args = parser.parse_args()
+    missing = [name for name in EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        unavailable("bench.loop", f"needs the optional 'bench' extra (pip install -e '.[bench]'); "
+                    f"missing: {', '.join(missing)}")
+    if compare(args, "bench.loop", FIGURES):
+        return
 
     slow_port, fast_port = free_port(), free_port()
     slow = start_in_process(slow_port, TOOL_ROUNDS, 1.0)
@@ -307,6 +335,9 @@ def main() -> None:
         slow.kill()
         fast.kill()
 
+    if args.json:
+        report("bench.loop", FIGURES, figures(over, conc))
+        return
     raw = over["raw HTTP (aiohttp)"]
     print(
         f"\n(a) per-iteration cost, {TOOL_ROUNDS + 1} LLM calls per conversation, "

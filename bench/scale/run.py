@@ -45,6 +45,7 @@ if str(ROOT) not in sys.path:
 
 import aiohttp  # noqa: E402
 
+from bench.compare import Figure, add_arguments, compare, report  # noqa: E402
 from tests.fakes.llm import FakeLLM, Step  # noqa: E402
 from tests.fakes.twilio import FakeTwilio  # noqa: E402
 from tests.support.harness import clear_redis, create_postgres_database, drop_postgres_database  # noqa: E402
@@ -296,6 +297,14 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
             "stand_ins": cpu[2] / len(got), "twice": twice}
 
 
+def figures(workers: list[int]) -> dict[str, Figure]:
+    """Per row (w1, w2…): replies/s, p50, p95, CPU per reply, answers sent twice."""
+    per_row = {"rps": Figure("replies/s", True), "p50": Figure("p50 s", False), "p95": Figure("p95 s", False),
+               "cpu": Figure("CPU s/reply", False, 3), "twice": Figure("doubled", False, 0)}
+    return {f"{key}_w{n}": Figure(f"{f.label} w{n}", f.higher_is_better, f.digits)
+            for n in workers for key, f in per_row.items()}
+
+
 async def main_async(args: argparse.Namespace) -> None:
     load_before = os.getloadavg()[0]  # the cores may be shared: said beside the table
     llm, twilio = FakeLLM(), FakeTwilio()
@@ -307,6 +316,9 @@ async def main_async(args: argparse.Namespace) -> None:
     finally:
         await twilio.stop()
         await llm.stop()
+    if args.json:
+        report("bench.scale", figures(args.workers), {f"{k}_w{r['workers']}": r[k] for r in rows for k in r})
+        return
     turn_s = (TOOL_CALLS + 1) * args.llm_latency
     print(f"\nScale-out benchmark (PostgreSQL + Redis, one serve, {os.cpu_count()} CPUs; offered "
           f"{args.rate:g} messages/s for {args.seconds:g} s from {args.users} users after {args.warmup:g} s "
@@ -339,5 +351,7 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds allowed for the last replies")
     parser.add_argument("--database-admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    add_arguments(parser)
     args = parser.parse_args()
-    asyncio.run(main_async(args))
+    if not compare(args, "bench.scale", figures(args.workers)):
+        asyncio.run(main_async(args))

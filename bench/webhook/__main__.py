@@ -29,6 +29,8 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from bench.compare import Figure, add_arguments, compare, report
+
 AUTH_TOKEN = "bench-auth-token"
 ACCOUNT_SID = "AC" + "b" * 32
 
@@ -243,6 +245,19 @@ async def measure(name: str, cmd: list[str], port: int, args: argparse.Namespace
         proc.wait(timeout=10)
 
 
+FIGURES = {
+    "rps": Figure("deblo req/s", True, 0), "of_bare": Figure("of bare", True),
+    "p50": Figure("p50 ms", False), "p99": Figure("p99 ms", False), "mean": Figure("mean ms", False),
+    "bare_rps": Figure("bare req/s", True, 0),
+    "health_quiet_p99": Figure("healthz p99 ms", False), "health_flood_p99": Figure("flood p99 ms", False),
+}
+
+
+def figures(bare: dict[str, float], bot: dict[str, float]) -> dict[str, float]:
+    return {**{k: bot[k] for k in FIGURES if k in bot}, "of_bare": bot["rps"] / bare["rps"],
+            "bare_rps": bare["rps"]}
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.webhook", description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=3000, help="requests in the throughput phase")
@@ -253,6 +268,7 @@ async def main() -> None:
     parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
     parser.add_argument("--flood", type=int, default=20, help="clients posting oversized forms")
     parser.add_argument("--probes", type=int, default=200, help="/healthz requests per phase")
+    add_arguments(parser)
     parser.add_argument("--serve", choices=("bare", "bot", "flood"), help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", help=argparse.SUPPRESS)
@@ -266,6 +282,8 @@ async def main() -> None:
     if args.serve == "flood":
         await flood_forever(args.port, args.flood)
         return
+    if compare(args, "bench.webhook", FIGURES):
+        return
     with tempfile.TemporaryDirectory() as tmp:
         database_url = args.database_url or f"sqlite+aiosqlite:///{tmp}/bench.db"
         results = {}
@@ -276,6 +294,9 @@ async def main() -> None:
                    "--data-dir", tmp, "--database-url", database_url]
             results[name] = await measure(name, cmd, port, args)
     bare, bot = results["bare aiohttp"], results["deblo webhook"]
+    if args.json:
+        report("bench.webhook", FIGURES, figures(bare, bot))
+        return
     database = args.database_url.split(":")[0] if args.database_url else "SQLite"
     print(f"\nInbound webhook benchmark ({database}, loopback, {os.cpu_count()} CPUs; "
           f"latency at {args.rate:.0f} req/s for {args.seconds:.0f} s)\n")
