@@ -19,7 +19,7 @@ from bench.compare import EXIT_UNAVAILABLE, EXIT_UNMEASURABLE, ROOT, fmt, parse_
 
 BENCHES = ("webhook", "loop", "scale", "files", "cost")
 QUICK = {
-    "webhook": ["--requests", "300", "--seconds", "1", "--probes", "20", "--flood", "2"],
+    "webhook": ["--rounds", "1", "--requests", "300", "--seconds", "1", "--probes", "20", "--flood", "2"],
     "loop": ["--turns", "5", "--rounds", "2", "--conversations", "50"],
     "scale": ["--rate", "4", "--seconds", "4", "--users", "20", "--warmup", "1", "--workers", "1,2",
               "--llm-latency", "0.3"],

@@ -15,8 +15,8 @@ import pytest
 pytestmark = pytest.mark.single_pass
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--requests", "40", "--seconds", "0.2", "--probes", "5", "--flood", "0", "--users", "5",
-        "--baseline-rounds", "1"]
+TINY = ["--no-postgres", "--rounds", "1", "--requests", "40", "--seconds", "0.2", "--probes", "5",
+        "--flood", "0", "--users", "5", "--baseline-rounds", "1"]
 
 
 def bench(module: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
