@@ -36,7 +36,7 @@ def run_one(name: str, args: argparse.Namespace) -> tuple[dict[str, Any] | None,
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     found = parse_output(done.stdout) if done.returncode == 0 else None
     if found is None:
-        why = reason(done.stderr, done.returncode)
+        why = reason(done.stderr, done.returncode).removeprefix(f"bench.{name} not run: ")
         kind = {EXIT_UNAVAILABLE: "unavailable", EXIT_UNMEASURABLE: "baseline unmeasurable"}.get(
             done.returncode, f"failed (status {done.returncode})")
         return None, f"{kind}: {why}"
