@@ -47,7 +47,6 @@ from bot.storage.models import GenerationJob
 
 log = logging.getLogger("bot.capabilities.job_stream")
 
-RETRY_MS = 3000  # how long the browser waits before it reconnects
 SLOTS_KEY = "job_streams"  # in Services.extra: the streams this process holds
 
 
@@ -168,10 +167,10 @@ async def stream(services: Services, job: GenerationJob, lang: str, resp: web.St
         pending = await _stored(services, job.id, last)
 
 
-def _busy() -> web.Response:
+def _busy(retry_ms: int) -> web.Response:
     refused = short_page(429, "Cette page est déjà ouverte trop de fois. Réessaie dans un moment.",
                          "This page is open too many times already. Try again in a moment.")
-    refused.headers["Retry-After"] = str(RETRY_MS // 1000)
+    refused.headers["Retry-After"] = str(max(1, retry_ms // 1000))
     return refused
 
 
@@ -186,11 +185,11 @@ async def job_events(request: web.Request) -> web.StreamResponse:
         return web.Response(headers=stream_headers)
     slots, address = slots_of(services), request.remote or ""
     if not slots.take(job.id, address):
-        return _busy()
+        return _busy(services.settings.sse_retry_ms)
     resp = web.StreamResponse(headers=stream_headers)
     try:
         await resp.prepare(request)
-        await resp.write(f"retry: {RETRY_MS}\n\n".encode())
+        await resp.write(f"retry: {services.settings.sse_retry_ms}\n\n".encode())
         async with services.state.subscribe(jobs.progress_channel(job.id)) as sub:
             await stream(services, job, language_of(user), resp, sub, last_event_id(request))
         await resp.write_eof()
