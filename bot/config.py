@@ -200,6 +200,7 @@ class Settings:
     sse_max_per_job: int
     sse_max_per_address: int
     sse_max_seconds: float
+    sse_keepalive_s: float
     sse_retry_ms: int
     sse_refused_retry_ms: int
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables

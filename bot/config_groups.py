@@ -138,10 +138,12 @@ class ChannelEnvironment(BaseSettings):
     whatsapp_buttons: bool = True
     # Job pages' event streams at once per process, per job and per address (more: 429), and each
     # one's length before the browser reconnects (bot.capabilities.job_stream); how long the
-    # browser waits to reconnect to an ended stream, and the page's script to open a refused one.
+    # browser waits to reconnect to an ended stream, and the page's script to open a refused one;
+    # a quiet stream's keep-alive comment this often (a reader gone frees its place at the next).
     sse_max_per_job: int = Field(5, ge=1)
     sse_max_per_address: int = Field(20, ge=1)
     sse_max_seconds: Positive = 600.0
+    sse_keepalive_s: Positive = 15.0
     sse_retry_ms: int = Field(3000, ge=1)
     sse_refused_retry_ms: int = Field(15000, ge=1)
 

@@ -13,7 +13,7 @@ rest of the app (webhook signatures are checked against PUBLIC_BASE_URL, not for
 the stream trusts no X-Forwarded-For, which any client can write. Behind a reverse proxy every
 client has the proxy's address, so the proxy's own per-client limit applies and
 SSE_MAX_PER_ADDRESS is a cap on them all. A reader that went away frees its place at its stream's
-next write (a keep-alive every KEEPALIVE_S at the latest). HEAD answers the headers only, holding
+next write (a keep-alive every SSE_KEEPALIVE_S at the latest). HEAD answers the headers only, holding
 nothing. deblo_job_streams counts the open streams, deblo_job_streams_refused_total the refusals.
 """
 
@@ -30,7 +30,6 @@ from aiohttp import web
 
 from bot.capabilities import jobs
 from bot.capabilities.job_page import (
-    KEEPALIVE_S,
     authorised_job,
     ended_unannounced,
     headers,
@@ -155,7 +154,7 @@ async def stream(services: Services, job: GenerationJob, lang: str, resp: web.St
             return
         if loop.time() >= give_up:
             return
-        message = await sub.get(min(KEEPALIVE_S, max(0.05, give_up - loop.time())))
+        message = await sub.get(min(services.settings.sse_keepalive_s, max(0.05, give_up - loop.time())))
         if message is None and sub.closed:
             return  # the live source went away: the browser reconnects and subscribes again
         quiet = message is None

@@ -76,4 +76,5 @@ def test_bad_stream_limits_are_refused_by_name(name: str, value: str, said: str)
         load_settings({name: value})
     settings = load_settings({})
     assert (settings.sse_max_per_job, settings.sse_max_per_address, settings.sse_max_seconds) == (5, 20, 600)
-    assert (settings.sse_retry_ms, settings.sse_refused_retry_ms) == (3000, 15000)
+    assert (settings.sse_keepalive_s, settings.sse_retry_ms, settings.sse_refused_retry_ms) == (
+        15, 3000, 15000)
