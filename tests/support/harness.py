@@ -320,8 +320,9 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "TWILIO_BACKOFF_S": "0.01",
         "TWILIO_TIMEOUT_S": "5",
         "JOBS_ENABLED": "false",
-        # Every harness starts job workers; stopping them waits one poll (each test closes one).
-        "JOB_POLL_S": "0.1",
+        # Every harness starts job workers; stopping them waits one poll (each test closes one):
+        # the shortest poll there is.
+        "JOB_POLL_S": "0.05",
         "AGENT_TOOL_TIMEOUT_S": "5",
         "AGENT_PROGRESS_NOTE_AFTER_S": "30",
         "LLM_TIMEOUT_S": "10",
