@@ -200,6 +200,9 @@ class Settings:
     sse_max_per_job: int
     sse_max_per_address: int
     sse_max_seconds: float
+    sse_keepalive_s: float
+    sse_retry_ms: int
+    sse_refused_retry_ms: int
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -301,11 +304,6 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     user_max_messages_per_minute: int = Field(20, ge=0)
     llm_max_concurrency: int = Field(32, ge=1)
     user_daily_token_limit: int = Field(400_000, ge=0)
-    # Job pages' event streams at once per process, per job and per address (more: 429), and each
-    # one's length before the browser reconnects (bot.capabilities.job_stream).
-    sse_max_per_job: int = Field(5, ge=1)
-    sse_max_per_address: int = Field(20, ge=1)
-    sse_max_seconds: Positive = 600.0
     # Credits.
     signup_credits: int = 50
     tokens_per_credit: int = 2000

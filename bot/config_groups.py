@@ -1,9 +1,9 @@
 """Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
 a learner and how their teachers hear of it (`Learning`, read from the variables
 `LearningEnvironment` declares), and the variables of the channel (`ChannelEnvironment`: Twilio,
-how WhatsApp answers leave), a new user's defaults (`LocaleEnvironment`), and how a child's
-distress is noticed and answered (`Safety`, read from the variables `SafetyEnvironment` declares),
-and what the operator pays (`Costs`, from `CostsEnvironment`),
+how WhatsApp answers leave, job pages' event streams), a new user's defaults (`LocaleEnvironment`),
+and how a child's distress is noticed and answered (`Safety`, read from the variables
+`SafetyEnvironment` declares), and what the operator pays (`Costs`, from `CostsEnvironment`),
 and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`).
 bot.config builds them."""
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode
 
-from bot.config_values import LOWERED, Names, TemplateVariable, Url, WhatsAppFrom
+from bot.config_values import LOWERED, Names, Positive, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
            "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
@@ -136,6 +136,16 @@ class ChannelEnvironment(BaseSettings):
     # Menus (quiz, review) as WhatsApp buttons or lists through Twilio's Content API
     # (bot.channel.buttons); the numbered text stays in the message, and SMS gets only that.
     whatsapp_buttons: bool = True
+    # Job pages' event streams at once per process, per job and per address (more: 429), and each
+    # one's length before the browser reconnects (bot.capabilities.job_stream); how long the
+    # browser waits to reconnect to an ended stream, and the page's script to open a refused one;
+    # a quiet stream's keep-alive comment this often (a reader gone frees its place at the next).
+    sse_max_per_job: int = Field(5, ge=1)
+    sse_max_per_address: int = Field(20, ge=1)
+    sse_max_seconds: Positive = 600.0
+    sse_keepalive_s: Positive = 15.0
+    sse_retry_ms: int = Field(3000, ge=1)
+    sse_refused_retry_ms: int = Field(15000, ge=1)
 
 
 # Child helplines by country (ISO 3166), free to call. The operator must check them for the

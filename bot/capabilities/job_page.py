@@ -32,7 +32,6 @@ from bot.storage.models import GenerationJob, User, UserFile
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies and phones from closing the stream
 ICONS = {"ok": "✅", "error": "❌", "open": "⏳"}
 NO_REFRESH_S = 20  # the page's own refresh when script is off
-REFUSED_RETRY_MS = 15000  # the script opens a refused stream again after this
 
 TEXTS: dict[str, dict[str, Any]] = {
     "fr": {
@@ -412,8 +411,8 @@ def render_page(services: Services, job: GenerationJob, state: PageState, files:
     ended = state.done or ended_unannounced(services, job)
     status = state.status if state.status in t["status"] else "running"
     cfg = {"last": state.last_id, "src": events_src, "ended_now": ended, "dec": t["dec"],
-           "retry": REFUSED_RETRY_MS, "status": t["status"], "icons": ICONS, "iconText": t["icon"],
-           "ended": t["ended"]}
+           "retry": services.settings.sse_refused_retry_ms, "status": t["status"], "icons": ICONS,
+           "iconText": t["icon"], "ended": t["ended"]}
     body = PAGE.substitute(
         lang=lang, nonce=nonce, css=CSS, script=SCRIPT, cfg=_script_json(cfg),
         refresh="" if ended else f'<noscript><meta http-equiv="refresh" content="{NO_REFRESH_S}"></noscript>',

@@ -13,7 +13,7 @@ rest of the app (webhook signatures are checked against PUBLIC_BASE_URL, not for
 the stream trusts no X-Forwarded-For, which any client can write. Behind a reverse proxy every
 client has the proxy's address, so the proxy's own per-client limit applies and
 SSE_MAX_PER_ADDRESS is a cap on them all. A reader that went away frees its place at its stream's
-next write (a keep-alive every KEEPALIVE_S at the latest). HEAD answers the headers only, holding
+next write (a keep-alive every SSE_KEEPALIVE_S at the latest). HEAD answers the headers only, holding
 nothing. deblo_job_streams counts the open streams, deblo_job_streams_refused_total the refusals.
 """
 
@@ -30,7 +30,6 @@ from aiohttp import web
 
 from bot.capabilities import jobs
 from bot.capabilities.job_page import (
-    KEEPALIVE_S,
     authorised_job,
     ended_unannounced,
     headers,
@@ -47,7 +46,6 @@ from bot.storage.models import GenerationJob
 
 log = logging.getLogger("bot.capabilities.job_stream")
 
-RETRY_MS = 3000  # how long the browser waits before it reconnects
 SLOTS_KEY = "job_streams"  # in Services.extra: the streams this process holds
 
 
@@ -156,7 +154,7 @@ async def stream(services: Services, job: GenerationJob, lang: str, resp: web.St
             return
         if loop.time() >= give_up:
             return
-        message = await sub.get(min(KEEPALIVE_S, max(0.05, give_up - loop.time())))
+        message = await sub.get(min(services.settings.sse_keepalive_s, max(0.05, give_up - loop.time())))
         if message is None and sub.closed:
             return  # the live source went away: the browser reconnects and subscribes again
         quiet = message is None
@@ -168,10 +166,10 @@ async def stream(services: Services, job: GenerationJob, lang: str, resp: web.St
         pending = await _stored(services, job.id, last)
 
 
-def _busy() -> web.Response:
+def _busy(retry_ms: int) -> web.Response:
     refused = short_page(429, "Cette page est déjà ouverte trop de fois. Réessaie dans un moment.",
                          "This page is open too many times already. Try again in a moment.")
-    refused.headers["Retry-After"] = str(RETRY_MS // 1000)
+    refused.headers["Retry-After"] = str(max(1, retry_ms // 1000))
     return refused
 
 
@@ -186,11 +184,11 @@ async def job_events(request: web.Request) -> web.StreamResponse:
         return web.Response(headers=stream_headers)
     slots, address = slots_of(services), request.remote or ""
     if not slots.take(job.id, address):
-        return _busy()
+        return _busy(services.settings.sse_retry_ms)
     resp = web.StreamResponse(headers=stream_headers)
     try:
         await resp.prepare(request)
-        await resp.write(f"retry: {RETRY_MS}\n\n".encode())
+        await resp.write(f"retry: {services.settings.sse_retry_ms}\n\n".encode())
         async with services.state.subscribe(jobs.progress_channel(job.id)) as sub:
             await stream(services, job, language_of(user), resp, sub, last_event_id(request))
         await resp.write_eof()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.channel.formatting import is_gsm7, sms_segments
 from bot.channel.links import file_url
@@ -243,6 +244,32 @@ async def test_status_callbacks_are_recorded(harness: Harness) -> None:
     # Unsigned callbacks are refused.
     assert (await h.post_form("/twilio/status", {**base, "MessageStatus": "failed"}, signed=False))[0] == 403
     assert (await outbound_rows(h))[0].status == "read"
+
+
+async def test_a_status_callback_before_the_sid_is_stored_is_still_applied(harness: Harness) -> None:
+    """Twilio may call back before the sender has saved the SID its create call returned: the
+    callback looks for the row again until the SID is there, then applies to it."""
+    h = harness
+    user = await h.make_user(PHONE)
+    h.twilio.send_callbacks = False
+    result = await send_to_user(h.services, user, text="Tôt")
+    [row] = await outbound_rows(h)
+    sid = result.sids[0]
+    assert row.sid == sid and row.status == "queued"
+    async with h.services.sessions() as db:  # as if the sender had not saved it yet
+        await db.execute(update(OutboundMessage).where(OutboundMessage.id == row.id).values(sid=None))
+        await db.commit()
+    callback = asyncio.create_task(h.post_form("/twilio/status", {
+        "MessageSid": sid, "MessageStatus": "delivered", "AccountSid": h.settings.twilio_account_sid,
+        "To": f"whatsapp:{PHONE}"}))
+    await asyncio.sleep(0.3)
+    assert not callback.done()  # still looking for the SID
+    async with h.services.sessions() as db:
+        await db.execute(update(OutboundMessage).where(OutboundMessage.id == row.id).values(sid=sid))
+        await db.commit()
+    assert (await callback)[0] == 200
+    [row] = await outbound_rows(h)
+    assert row.sid == sid and row.status == "delivered"
 
 
 async def test_a_failure_callback_records_the_error_code(harness: Harness) -> None:

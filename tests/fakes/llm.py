@@ -13,6 +13,7 @@ its first text frame and of its end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import deque
@@ -107,6 +108,7 @@ class FakeLLM:
         self.refused_image_requests = 0
         self.streams: list[dict[str, float | None]] = []  # {"first_text": t, "ended": t} per stream
         self._runner: web.AppRunner | None = None
+        self._stopping = asyncio.Event()  # set by `stop`: a hanging answer gives up, as a server going away
         self.url = ""
 
     # --- scripting -------------------------------------------------------------------------
@@ -135,6 +137,7 @@ class FakeLLM:
         )
 
     def push_hang(self, seconds: float = 3600) -> None:
+        """No answer for `seconds` (then a 504), or until the server stops."""
         self.steps.append(Step("hang", delay_s=seconds))
 
     def push_die(self, content: str = "Je commence") -> None:
@@ -161,7 +164,8 @@ class FakeLLM:
         if step.kind == "status":
             return web.Response(status=step.status, text=step.body, content_type="application/json")
         if step.kind == "hang":
-            await asyncio.sleep(step.delay_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), step.delay_s)
             return web.Response(status=504)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await resp.prepare(request)
@@ -191,6 +195,7 @@ class FakeLLM:
         return resp
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        self._stopping.clear()
         app = web.Application()
         app.router.add_post("/chat/completions", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
@@ -203,6 +208,7 @@ class FakeLLM:
         return self.url
 
     async def stop(self) -> None:
+        self._stopping.set()
         if self._runner is not None:
             await self._runner.cleanup()
 

@@ -5,7 +5,9 @@
 - `GET …/Messages.json?To=&From=`: the list the client uses to resolve an ambiguous send.
 - After a create, like Twilio: fetches each `MediaUrl` with HEAD then GET (recorded in `.fetched`;
   a failed fetch or a wrong Content-Type fails the message with 63019), then posts signed status
-  callbacks (queued → sent → delivered by default) to `StatusCallback`.
+  callbacks (queued → sent → delivered by default) to `StatusCallback`, each `callback_delay_s`
+  (20 ms by default) after the one before: like Twilio's, they come after the create's answer,
+  which the bot stores the SID from (tests/core/test_outbound.py sends one before, on purpose).
 - Injectable failures, one per request: `fail_next("429" | "500" | "500_after_create" | "drop" |
   "drop_after_create" | "400", times=1)`, or any Twilio error code (`fail_next("21610")`,
   `"63016"`, …): a 400 refusal carrying that code, as the REST API answers.
@@ -80,7 +82,7 @@ class FakeTwilio:
         # (monotonic time, "created" | status, sid): the order in which things happened.
         self.events: list[tuple[float, str, str]] = []
         self.callback_statuses: tuple[str, ...] = ("sent", "delivered")
-        self.callback_delay_s = 0.0
+        self.callback_delay_s = 0.02
         self.callback_error_code: str | None = None
         self.send_callbacks = True
         self.fetch_media = True

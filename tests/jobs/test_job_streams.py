@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from bot.capabilities import jobs
-from bot.capabilities.job_page import KEEPALIVE_S
 from bot.storage.state import MemoryState, RedisState
 from tests.support.harness import Harness
 from tests.support.job_page import done, make_job, page_path, read_events, step
@@ -84,7 +83,7 @@ async def test_twenty_readers_of_one_job_leave_the_webhooks_their_redis(harness:
 
 
 async def test_streams_per_address_are_capped(make_harness: Callable[..., Awaitable[Harness]]) -> None:
-    h = await make_harness(SSE_MAX_PER_ADDRESS="3")
+    h = await make_harness(SSE_MAX_PER_ADDRESS="3", SSE_KEEPALIVE_S="0.5")
     user = await h.make_user(PHONE)
     made = [await make_job(h, user, f"Demande {n}") for n in range(4)]
     refused_before = await metric(h, 'deblo_job_streams_refused_total{limit="address"}')
@@ -97,8 +96,8 @@ async def test_streams_per_address_are_capped(make_harness: Callable[..., Awaita
         refused = await metric(h, 'deblo_job_streams_refused_total{limit="address"}')
         assert refused == refused_before + 1
         opened.pop(0).close()  # one reader leaves: its place is free again once the server sees it
-        # (at the stream's next keep-alive write, at most KEEPALIVE_S later)
-        await eventually(lambda: _true(listeners(h, made[0].id) == 0), timeout_s=KEEPALIVE_S + 10)
+        # (at the stream's next keep-alive write, at most SSE_KEEPALIVE_S later)
+        await eventually(lambda: _true(listeners(h, made[0].id) == 0), timeout_s=25)
         async with h.session.get(h.base_url + page_path(h, made[3].id, events=True)) as resp:
             assert resp.status == 200
     finally:

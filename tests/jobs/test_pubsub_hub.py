@@ -68,9 +68,13 @@ async def test_redis_going_away_ends_the_subscriptions_and_a_new_one_works_once_
     ("SSE_MAX_PER_JOB", "0", "SSE_MAX_PER_JOB must be 1 or more"),
     ("SSE_MAX_PER_ADDRESS", "beaucoup", "SSE_MAX_PER_ADDRESS must be a whole number"),
     ("SSE_MAX_SECONDS", "0", "SSE_MAX_SECONDS must be more than 0"),
+    ("SSE_RETRY_MS", "0", "SSE_RETRY_MS must be 1 or more"),
+    ("SSE_REFUSED_RETRY_MS", "bientôt", "SSE_REFUSED_RETRY_MS must be a whole number"),
 ])
 def test_bad_stream_limits_are_refused_by_name(name: str, value: str, said: str) -> None:
     with pytest.raises(ConfigError, match=said):
         load_settings({name: value})
     settings = load_settings({})
     assert (settings.sse_max_per_job, settings.sse_max_per_address, settings.sse_max_seconds) == (5, 20, 600)
+    assert (settings.sse_keepalive_s, settings.sse_retry_ms, settings.sse_refused_retry_ms) == (
+        15, 3000, 15000)

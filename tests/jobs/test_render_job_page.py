@@ -111,7 +111,8 @@ async def test_the_timeline_grows_live_and_the_file_arrives(harness: Harness, br
 async def test_the_page_carries_on_after_its_stream_ends_and_reconnects(
     make_harness: Callable[..., Awaitable[Harness]], browser: Browser,
 ) -> None:
-    h = await make_harness(SSE_MAX_SECONDS="1")  # each stream ends after a second; the browser reconnects
+    # Each stream ends after a second; the browser reconnects a tenth of a second later.
+    h = await make_harness(SSE_MAX_SECONDS="1", SSE_RETRY_MS="100")
     user = await h.make_user(PHONE)
     job = await make_job(h, user, "Un rapport sur les volcans")
     await step(h, job.id, 1, "call_s1", "web_search")
@@ -144,8 +145,9 @@ async def test_a_page_whose_stream_was_refused_opens_it_again_later(
     make_harness: Callable[..., Awaitable[Harness]], browser: Browser,
 ) -> None:
     # One stream per job, each for two seconds: the page's first one is refused (429), and the
-    # browser would not reconnect by itself after that; the page's script opens it again later.
-    h = await make_harness(SSE_MAX_PER_JOB="1", SSE_MAX_SECONDS="2")
+    # browser would not reconnect by itself after that; the page's script opens it again later
+    # (3 s here: after the held stream has ended).
+    h = await make_harness(SSE_MAX_PER_JOB="1", SSE_MAX_SECONDS="2", SSE_REFUSED_RETRY_MS="3000")
     user = await h.make_user(PHONE)
     job = await make_job(h, user, "Un rapport sur les volcans")
     await step(h, job.id, 1, "call_s1", "web_search")
