@@ -8,6 +8,8 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, Engine, Result, create_engine, event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from bot.storage import counting
+
 
 def make_engine(database_url: str) -> AsyncEngine:
     kwargs: dict[str, Any] = {}
@@ -19,6 +21,7 @@ def make_engine(database_url: str) -> AsyncEngine:
     else:
         kwargs.update(pool_size=20, max_overflow=20)
     engine = create_async_engine(database_url, **kwargs)
+    counting.watch(engine.sync_engine)
     if not database_url.startswith("sqlite"):
         event.listen(engine.sync_engine, "checkout", _drop_if_closed)
     if database_url.startswith("sqlite"):
@@ -32,6 +35,7 @@ def make_sync_engine(database_url: str) -> Engine:
     url = database_url.replace("sqlite+aiosqlite:", "sqlite:", 1)
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
     event.listen(engine, "connect", _sqlite_pragmas)
+    counting.watch(engine)
     return engine
 
 
