@@ -284,6 +284,7 @@ class _SqliteThread:
         self._engine: Engine = make_sync_engine(database_url)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbound-writer")
         self._conn: Connection | None = None
+        self._closed = False
 
     @classmethod
     def for_engine(cls, engine: AsyncEngine) -> _SqliteThread | None:
@@ -303,6 +304,8 @@ class _SqliteThread:
             return store.write_batch(self._conn, how, items)
 
     async def drop(self) -> None:
+        if self._closed:
+            return  # closed already (the app's cleanup may close the writer twice)
         await asyncio.get_running_loop().run_in_executor(self._executor, self._drop)
 
     def _drop(self) -> None:
@@ -315,5 +318,6 @@ class _SqliteThread:
 
     async def close(self) -> None:
         await self.drop()
+        self._closed = True
         self._engine.dispose()
         self._executor.shutdown(wait=False)
