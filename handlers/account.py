@@ -69,7 +69,7 @@ async def _ask(msg: Incoming, key: str, now: datetime) -> None:
 async def _tapped_answer(msg: Incoming) -> bool | None:
     """A tap on the question's buttons: True for Oui, False for Non; None for anything else. The
     question is dropped either way once a message came (its buttons answer nothing more)."""
-    menu = await menus.get_menu(msg.services, msg.conversation.id)
+    menu = await menus.get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is None or menu.get("kind") != CONFIRM_KIND:
         return None
     await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)

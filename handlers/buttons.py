@@ -26,7 +26,7 @@ async def handle(msg: Incoming) -> bool:
     picked = tapped(msg.inbound.params or {})
     if picked is None:
         title = _ITEM_TITLE.match(msg.text)
-        if title is not None and await get_menu(msg.services, msg.conversation.id) is not None:
+        if title is not None and await get_menu(msg.services, msg.conversation.id, db=msg.db) is not None:
             msg.text = title.group(1)
         return False
     menu_id, number = picked
@@ -34,7 +34,7 @@ async def handle(msg: Incoming) -> bool:
         await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
         await help.answer_tap(msg, menu_id, number)
         return True
-    menu = await get_menu(msg.services, msg.conversation.id)
+    menu = await get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is not None and (menu.get("menu_id") == menu_id or menu.get("last_inbound") == msg.inbound.id):
         # A retried delivery of a tap already answered finds the next question pending: the menu's
         # handler sends the same reply again (its `last_inbound`).

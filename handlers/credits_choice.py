@@ -31,9 +31,9 @@ async def handle(msg: Incoming) -> bool:
     number = _NUMBER.match(text)
     if number is None:
         return False
-    menu = await menus.get_menu(msg.services, msg.conversation.id)
+    menu = await menus.get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is None:
-        if await menus.expired_menu_kind(msg.services, msg.conversation.id) == "credits":
+        if await menus.expired_menu_kind(msg.services, msg.conversation.id, db=msg.db) == "credits":
             await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
             await msg.reply(
                 msg.t(

@@ -60,7 +60,7 @@ async def _command(msg: Incoming, rest: str) -> bool:
 async def _menu_answer(msg: Incoming) -> bool:
     """The reply to a pending class menu: a level, a number out of range (told, menu kept), or
     anything else (menu dropped, the message goes on)."""
-    menu = await menus.get_menu(msg.services, msg.conversation.id)
+    menu = await menus.get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is None or menu.get("kind") != learner.LEVEL_MENU_KIND:
         return False
     cycle = learner.cycle_by_number(msg.text) if tapped(msg.inbound.params or {}) else None

@@ -163,7 +163,7 @@ async def choose_profile(msg: Incoming, role: str, mode: str) -> None:
     granted = await credits.apply(msg.db, user.id, msg.services.settings.signup_credits, "signup",
                                   ref=f"signup:{user.id}")
     text = confirmation(msg, role, granted and msg.services.settings.signup_credits)
-    pending = await menus.get_menu(msg.services, msg.conversation.id)
+    pending = await menus.get_menu(msg.services, msg.conversation.id, db=msg.db)
     if pending is not None and pending.get("kind") == PROFILE_MENU_KIND:  # answered: its taps are stale
         await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
         await msg.db.commit()

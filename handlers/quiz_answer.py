@@ -36,10 +36,10 @@ async def _expired_hint(msg: Incoming) -> None:
 async def handle(msg: Incoming) -> bool:
     services = msg.services
     conversation_id = msg.conversation.id
-    quiz = await pending_quiz(services, conversation_id, msg.user.id)
+    quiz = await pending_quiz(services, conversation_id, msg.user.id, db=msg.db)
     if quiz is None:
         expired = number_in(msg.text) is not None and (
-            await expired_menu_kind(services, conversation_id) == MENU_KIND
+            await expired_menu_kind(services, conversation_id, db=msg.db) == MENU_KIND
         )
         if expired:
             await _expired_hint(msg)

@@ -67,7 +67,7 @@ async def handle(msg: Incoming) -> bool:
     if wanted == "start":
         await _start(msg)
         return True
-    current = round_from_menu(await get_menu(msg.services, msg.conversation.id))
+    current = round_from_menu(await get_menu(msg.services, msg.conversation.id, db=msg.db))
     if current is None or current.user_id != msg.user.id or current.conversation_id != msg.conversation.id:
         if number_in(msg.text) is not None and await _expired_round(msg):
             await _expired(msg)
@@ -224,7 +224,7 @@ async def _stored_menu(msg: Incoming) -> dict[str, object] | None:
 
 async def _expired_round(msg: Incoming) -> bool:
     """A round was left unfinished and has expired (a finished one expiring is nothing to tell)."""
-    if await expired_menu_kind(msg.services, msg.conversation.id) != REVIEW_KIND:
+    if await expired_menu_kind(msg.services, msg.conversation.id, db=msg.db) != REVIEW_KIND:
         return False
     stored = round_from_menu(await _stored_menu(msg))
     return stored is None or not stored.done

@@ -19,16 +19,16 @@ async def handle(msg: Incoming) -> bool:
     """The files that waited for this user's next message go out now, before the answer.
 
     Never takes the message (returns False): it goes on to the other handlers."""
-    services, user = msg.services, msg.user
-    async with services.sessions() as db:
-        waiting = list((await db.scalars(
-            select(PendingDelivery)
-            .where(PendingDelivery.user_id == user.id, PendingDelivery.sent_at.is_(None))
-            .order_by(PendingDelivery.id)
-        )).all())
-        files = {f.id: f for f in (await db.scalars(
-            select(UserFile).where(UserFile.id.in_([w.file_id for w in waiting]))
-        )).all()} if waiting else {}
+    services, user, db = msg.services, msg.user, msg.db
+    # Read in the message's session: most messages find nothing, and need no transaction for it.
+    waiting = list((await db.scalars(
+        select(PendingDelivery)
+        .where(PendingDelivery.user_id == user.id, PendingDelivery.sent_at.is_(None))
+        .order_by(PendingDelivery.id)
+    )).all())
+    files = {f.id: f for f in (await db.scalars(
+        select(UserFile).where(UserFile.id.in_([w.file_id for w in waiting]))
+    )).all()} if waiting else {}
     for item in waiting:
         media = files.get(item.file_id)
         sent = True

@@ -15,7 +15,9 @@ long-running processes are; that part is not measured. Measured per row:
   the measured run, divided by the replies; the serve's share; and, apart, this process's own (the
   model and Twilio stand-ins and the load, which share the cores). PostgreSQL's and Redis's are not
   counted;
-- doubled: answers sent twice for one message (warm-up included); anything but 0 is a bug.
+- doubled: answers sent twice for one message (warm-up included); anything but 0 is a bug;
+- transactions and statements per reply: the processes' deblo_db_transactions_total and
+  deblo_db_statements_total (each on its own METRICS_PORT) over the measured run, per reply.
 Aim: throughput that grows with workers until the cores are saturated, and p95 within 10 % of the
 model's own time for the turn (3 × the latency), printed beside it.
 """
@@ -123,10 +125,27 @@ class Deployment:
     logs: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
+    metrics_ports: list[int] = field(default_factory=list)
+
     def spawn(self, name: str, command: str) -> None:
+        # Each process serves its own counters (database transactions and statements among them).
+        self.metrics_ports.append(free_port())
+        env = {**self.env, "METRICS_PORT": str(self.metrics_ports[-1])}
         with open(self.logs / f"{name}.log", "ab") as log:
             self.procs.append(subprocess.Popen([sys.executable, "-m", "bot", command], cwd=self.logs,
-                                               env=self.env, stdout=log, stderr=subprocess.STDOUT))
+                                               env=env, stdout=log, stderr=subprocess.STDOUT))
+
+    async def db_counts(self) -> tuple[float, float]:
+        """Database transactions and statements so far, summed over the processes' /metrics."""
+        totals = [0.0, 0.0]
+        async with aiohttp.ClientSession() as session:
+            for port in self.metrics_ports:
+                async with session.get(f"http://127.0.0.1:{port}/metrics") as resp:
+                    text = await resp.text()
+                for i, name in enumerate(("deblo_db_transactions_total", "deblo_db_statements_total")):
+                    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+                    totals[i] += float(found.group(1)) if found else 0.0
+        return totals[0], totals[1]
 
     async def start(self, workers: int) -> None:
         self.spawn("serve", "serve")
@@ -279,12 +298,15 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
             twilio.sent.clear()
             twilio.events.clear()
             cpu_before = deployment.cpu()
+            counts_before = await deployment.db_counts()
             posted = await offer_load(deployment.url, twilio.auth_token, args.rate,
                                       load(0, total, range(args.users), twilio.account_sid))
             await until_replied(twilio, set(posted), args.seconds + args.drain)
             await twilio.idle()
             twice = twice_before + doubled(twilio)
             cpu = [after - before for after, before in zip(deployment.cpu(), cpu_before, strict=True)]
+            counts = [after - before for after, before in zip(await deployment.db_counts(), counts_before,
+                                                              strict=True)]
         finally:
             deployment.stop()
             await clear_redis(prefix, args.redis_url)
@@ -294,7 +316,8 @@ async def measure(workers: int, args: argparse.Namespace, llm: FakeLLM,
     span = max(got.values()) - min(got.values())
     return {"workers": workers, "replies": len(got), "rps": len(got) / span, "p50": percentile(waits, 0.5),
             "p95": percentile(waits, 0.95), "cpu": (cpu[0] + cpu[1]) / len(got), "serve": cpu[0] / len(got),
-            "stand_ins": cpu[2] / len(got), "twice": twice}
+            "stand_ins": cpu[2] / len(got), "twice": twice,
+            "txn": counts[0] / len(got), "stmt": counts[1] / len(got)}
 
 
 def figures(workers: list[int]) -> dict[str, Figure]:
@@ -327,11 +350,12 @@ async def main_async(args: argparse.Namespace) -> None:
     print(f"the model's own time for a turn: {TOOL_CALLS + 1} calls × {args.llm_latency:g} s = "
           f"{turn_s:g} s\n")
     print(f"{'workers':>7}{'replies':>9}{'replies/s':>11}{'p50 s':>8}{'p95 s':>8}{'p95/turn':>10}"
-          f"{'CPU s/reply':>13}{'of it serve':>13}{'stand-ins':>11}{'doubled':>9}")
+          f"{'CPU s/reply':>13}{'of it serve':>13}{'stand-ins':>11}{'doubled':>9}{'txn/reply':>11}"
+          f"{'stmt/reply':>12}")
     for r in rows:
         print(f"{r['workers']:>7}{r['replies']:>9.0f}{r['rps']:>11.2f}{r['p50']:>8.2f}{r['p95']:>8.2f}"
               f"{r['p95'] / turn_s:>10.2f}{r['cpu']:>13.3f}{r['serve']:>13.3f}{r['stand_ins']:>11.3f}"
-              f"{r['twice']:>9.0f}")
+              f"{r['twice']:>9.0f}{r['txn']:>11.1f}{r['stmt']:>12.1f}")
     print(f"\naim: replies/s growing with workers until the cores are saturated; p95 within 10 % of "
           f"{turn_s:g} s (p95/turn <= 1.10)")
 

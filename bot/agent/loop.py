@@ -241,6 +241,11 @@ class _Turn:
         if self.budget is not None and self.budget.spend is not None:
             await self.budget.spend(charged)
 
+    async def settle(self) -> None:
+        """Makes the calls' charges durable (`Budget.settle`): before tools, another call, the end."""
+        if self.budget is not None and self.budget.settle is not None:
+            await self.budget.settle()
+
     async def persist(self, new: list[Message]) -> None:
         self.outcome.new_messages.extend(new)
         await self.side.on_messages(new)
@@ -295,6 +300,7 @@ class _Turn:
     async def _call(self, n: int, request: list[dict[str, Any]], forced: bool) -> LLMResponse | None:
         """The step's model call; None when it failed (the state says what comes next)."""
         s = self.state
+        await self.settle()
         call_deadline = s.deadline if forced else s.deadline - self.reserve
         try:
             resp = await self._chat(request, forced, call_deadline)
@@ -339,6 +345,7 @@ class _Turn:
         once more without tools (still nothing: the usual apology)."""
         if resp.content.strip():
             return resp
+        await self.settle()
         retry = fit_context(self.state.messages, self.setup.context_tokens)
         if not self.affordable(retry, False):
             self.finish(OVER_BUDGET)
@@ -367,6 +374,7 @@ class _Turn:
     async def _tools(self, n: int, resp: LLMResponse,
                      calls: list[ToolCall]) -> AsyncIterator[Text | ToolEvent | LongWork]:
         s = self.state
+        await self.settle()  # tools write in sessions of their own (SQLite has one writer)
         taken = set(s.taken_ids)
         calls = repair_ids(calls, taken)
         s.taken_ids = sorted(taken)
@@ -429,6 +437,7 @@ async def run_turn(llm: LLMClient, state: TurnState, setup: TurnSetup | None = N
             if not state.done and state.iteration >= limits.max_iterations:
                 turn.finish(FORCED_MAX_ITERATIONS)  # a forced step always answers; this is a guard
             await side.save(state)
+        await turn.settle()
     finally:
         outcome = turn.result(exit_reason or state.exit_reason)
     yield Final(outcome)

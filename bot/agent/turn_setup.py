@@ -24,11 +24,14 @@ Message = dict[str, Any]
 class Budget:
     """The most tokens a turn may use (None: no ceiling), and who is told what each call used;
     `notice` ({"fr": …, "en": …}) is what the turn ends with when the ceiling is reached, when it is
-    not the credits that ran out (the day's token limit)."""
+    not the credits that ran out (the day's token limit). `settle` makes what `spend` recorded
+    durable when `spend` does not itself: the loop calls it before tools run, before another model
+    call and at the turn's end, so a charge waits at most for the answer it is saved with."""
 
     tokens: int | None = None
     spend: Callable[[int], Awaitable[None]] | None = None
     notice: dict[str, str] | None = None
+    settle: Callable[[], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True)

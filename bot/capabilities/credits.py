@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.agent.loop import Budget
 from bot.clock import zone
 from bot.config import Settings
+from bot.storage.db import commit_writes
 from bot.storage.models import CreditEntry, InboundMessage, User
 
 log = logging.getLogger(__name__)
@@ -170,7 +171,9 @@ class TurnMeter:
     tokens: int = 0  # what the turn spent so far (a resumed job starts with the direct part's)
     charged: int = 0  # credits asked for so far
 
-    async def spend(self, db: AsyncSession, tokens: int) -> None:
+    async def spend(self, db: AsyncSession, tokens: int, *, commit: bool = True) -> None:
+        """Charges what the turn spent beyond what was charged. Without `commit` the charge is left
+        in `db` for the caller to commit (with the answer it paid for, or `Budget.settle`)."""
         self.tokens += max(0, tokens)
         cost = turn_cost(self.tokens, self.tokens_per_credit)
         if cost <= self.charged:
@@ -179,9 +182,10 @@ class TurnMeter:
                           overdraft=self.overdraft, already_charged=self.charged)
         # What could not be taken (the overdraft floor) is not asked again at the next call.
         self.charged = cost
-        # Even when nothing was taken: `debit` locked the user's row, and tools that credit the
-        # user in their own sessions (bonus awards) must not wait for the end of the step.
-        await db.commit()
+        if commit:
+            # Even when nothing was taken: `debit` locked the user's row, and tools that credit the
+            # user in their own sessions (bonus awards) must not wait for the end of the step.
+            await db.commit()
 
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
@@ -248,12 +252,12 @@ def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> D
 
 
 def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int,
-                 call_ref: Callable[[], str] | None = None) -> Budget:
+                 call_ref: Callable[[], str] | None = None, settle: Any = None) -> Budget:
     """A budget of `ceiling` tokens (None: no other ceiling) that never goes past `left`, what is
     left of the user's day, and counts what each call used into the day (once per `call_ref()`,
     the call's own reference, when given)."""
     if daily is None:
-        return Budget(ceiling, spend)
+        return Budget(ceiling, spend, settle=settle)
 
     async def spend_today(tokens: int) -> None:
         if spend is not None:
@@ -262,14 +266,16 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
     # When the day runs out first, the turn ends saying so rather than speaking of credits.
     first = ceiling is None or left < ceiling
-    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else None)
+    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else None, settle)
 
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
                       settings: Settings, daily: DailyTokens | None = None) -> Budget | None:
     """The budget of a message's turn, charged to the ledger in `db` as the turn spends, within what
     is left of the user's day (`daily`). Guests are served within their daily allowance and not
-    charged: without a daily ceiling their budget is None."""
+    charged: without a daily ceiling their budget is None. A call's charge is committed with what
+    `db` commits next: the answer it paid for (one transaction), else `Budget.settle` before
+    tools or the next call."""
     left = await daily.left() if daily is not None else 0
     if (user.mode or "guest") == "guest":
         return None if daily is None else within_today(None, None, daily, left)
@@ -278,9 +284,12 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
     meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None)
 
     async def spend(tokens: int) -> None:
-        await meter.spend(db, tokens)
+        await meter.spend(db, tokens, commit=False)
 
-    return within_today(meter.ceiling_tokens, spend, daily, left)
+    async def settle() -> None:
+        await commit_writes(db)
+
+    return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle)
 
 
 async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings: Settings,

@@ -72,16 +72,22 @@ async def set_menu(services: Services, conversation_id: int, kind: str, data: di
     return menu_id
 
 
-async def _row(services: Services, conversation_id: int) -> PendingMenu | None:
-    async with services.sessions() as db:
-        return await db.scalar(select(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
+async def _row(services: Services, conversation_id: int, db: AsyncSession | None) -> PendingMenu | None:
+    """The menu's row, read in the caller's session when it has one (a message's: no transaction of
+    its own for a read), else in a session of our own."""
+    query = select(PendingMenu).where(PendingMenu.conversation_id == conversation_id)
+    if db is not None:
+        return await db.scalar(query)
+    async with services.sessions() as own:
+        return await own.scalar(query)
 
 
-async def get_menu(services: Services, conversation_id: int) -> dict[str, Any] | None:
+async def get_menu(services: Services, conversation_id: int, *,
+                   db: AsyncSession | None = None) -> dict[str, Any] | None:
     raw = await services.state.kv_get(_key(conversation_id))
     if raw is not None:
         return json.loads(raw)
-    row = await _row(services, conversation_id)
+    row = await _row(services, conversation_id, db)
     if row is None or row.expires_at <= _now():
         return None
     # The state lost it: put it back for the time it has left.
@@ -97,12 +103,13 @@ async def clear_menu(services: Services, conversation_id: int, *, db: AsyncSessi
     await services.state.kv_delete(_expired_key(conversation_id))
 
 
-async def expired_menu_kind(services: Services, conversation_id: int) -> str | None:
+async def expired_menu_kind(services: Services, conversation_id: int, *,
+                            db: AsyncSession | None = None) -> str | None:
     """The kind of a menu that was shown and has since expired (still unanswered), if any."""
-    if await get_menu(services, conversation_id) is not None:
+    if await get_menu(services, conversation_id, db=db) is not None:
         return None
     kind = await services.state.kv_get(_expired_key(conversation_id))
     if kind is not None:
         return kind
-    row = await _row(services, conversation_id)
+    row = await _row(services, conversation_id, db)
     return row.kind if row is not None and row.hint_until > _now() else None

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 from unidecode import unidecode
 
 from bot.agent.toolspec import ToolContext, tool_error
@@ -248,9 +249,11 @@ async def store_quiz(
     return quiz
 
 
-async def pending_quiz(services: Services, conversation_id: int, user_id: int) -> Quiz | None:
-    """The conversation's pending quiz if it belongs to this user (expired or not)."""
-    menu = await get_menu(services, conversation_id)
+async def pending_quiz(services: Services, conversation_id: int, user_id: int, *,
+                       db: AsyncSession | None = None) -> Quiz | None:
+    """The conversation's pending quiz if it belongs to this user (expired or not); a row is read in
+    `db` when given."""
+    menu = await get_menu(services, conversation_id, db=db)
     quiz = None if menu is None else quiz_from_menu(menu)
     if quiz is None or quiz.user_id != user_id or quiz.conversation_id != conversation_id:
         return None

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 from multidict import MultiDict
-from sqlalchemy import select, text
+from sqlalchemy import case, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from bot import logs, metrics
@@ -162,37 +162,57 @@ def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
     return (sid, new_status) if sid and new_status in STATUS_RANK else None
 
 
-async def _row_for_sid(db: Any, sid: str) -> OutboundMessage | None:
-    """The outbound row with this SID. Twilio may call back before the sender has saved the SID
-    its create call just returned, so an unknown SID is looked for again for a short while (well
-    within SPOOL_AFTER_S), each time in a fresh transaction that sees the sender's commit."""
+def _status_update(sid: str, new_status: str, error_code: str | None, now: Any) -> Any:
+    """The one statement a status callback is: the row moves forward to `new_status` (a late "sent"
+    never overwrites "delivered"), and takes the callback's ErrorCode; it matches no row when there
+    is nothing to change. Returns the user id of the row it changed."""
+    ahead = [s for s, rank in STATUS_RANK.items() if rank >= STATUS_RANK[new_status]]
+    behind = or_(OutboundMessage.status.is_(None), OutboundMessage.status.not_in(ahead))
+    values: dict[str, Any] = {"status": case((behind, new_status), else_=OutboundMessage.status),
+                              "updated_at": now}
+    changes: Any = behind
+    if error_code:
+        values["error_code"] = error_code
+        changes = or_(behind, OutboundMessage.error_code.is_(None))
+    return (update(OutboundMessage).where(OutboundMessage.sid == sid, changes).values(**values)
+            .returning(OutboundMessage.user_id).execution_options(synchronize_session=False))
+
+
+async def _apply_status(db: Any, sid: str, new_status: str, error_code: str | None,
+                        now: Any) -> tuple[bool, int | None] | None:
+    """(changed, its user id) once the row with this SID is found; None when it never was. Twilio
+    may call back before the sender has saved the SID its create call just returned, so an unknown
+    SID is looked for again for a short while (well within SPOOL_AFTER_S), each time in a fresh
+    transaction that sees the sender's commit."""
     deadline = time.monotonic() + UNKNOWN_SID_WAIT_S
     while True:
-        row = await db.scalar(select(OutboundMessage).where(OutboundMessage.sid == sid))
-        if row is not None or time.monotonic() >= deadline:
-            return row
+        changed = (await db.execute(_status_update(sid, new_status, error_code, now))).first()
+        if changed is not None:
+            return True, changed[0]
+        if await db.scalar(select(OutboundMessage.id).where(OutboundMessage.sid == sid)) is not None:
+            return False, None  # known, and already as far (a late or repeated callback)
+        if time.monotonic() >= deadline:
+            return None
         await db.rollback()
         await asyncio.sleep(0.1)
 
 
 async def record_status(services: Services, form: MultiDict[str]) -> None:
-    """Records a (checked, well-formed) status callback on its outbound row."""
+    """Records a (checked, well-formed) status callback on its outbound row: one UPDATE, and the
+    user's delivery health when it failed or delivered (`note_status`)."""
     fields = _status_fields(form)
     assert fields is not None
     sid, new_status = fields
     error_code = form.get("ErrorCode") or None
     async with services.sessions() as db:
-        row = await _row_for_sid(db, sid)
-        if row is None:
+        applied = await _apply_status(db, sid, new_status, error_code, services.clock())
+        if applied is None:
             log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
             return
-        if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0) or (error_code and not row.error_code):
-            if STATUS_RANK[new_status] > STATUS_RANK.get(row.status, 0):
-                row.status = new_status
-            row.error_code = error_code or row.error_code
-            row.updated_at = services.clock()
+        changed, user_id = applied
+        if changed:
             # Counts towards the user's delivery health: repeated permanent failures stop proactive sends.
-            await note_status(services, db, row, new_status)
+            await note_status(services, db, user_id, new_status)
         await db.commit()
     if new_status in FAILED:
         log.warning("message not delivered", extra={"sid": sid, "error_code": error_code})

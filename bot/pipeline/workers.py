@@ -15,55 +15,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
-from sqlalchemy import exists, or_, select, update
+from sqlalchemy import or_, select, update
 
-from bot import logs, metrics
-from bot.capabilities.learner import current_session
-from bot.channel.context import Incoming
-from bot.channel.outbound import SendKeys, inbound_outcome, run_outbox, send_to_user, sending
+from bot.channel.outbound import run_outbox
 from bot.clock import system_now
+from bot.pipeline.messages import Dispatch, Messages, Ran, pending_after
 from bot.pipeline.rate import UserRate
 from bot.pipeline.scheduler import Job, run_jobs, sweep_each_interval
 from bot.services import Services
-from bot.storage.db import rowcount
-from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
-from bot.storage.state import is_unavailable, lock_key
+from bot.storage.models import InboundMessage
+from bot.storage.state import lock_key
 
 log = logging.getLogger("bot.pipeline.workers")
-
-Dispatch = Callable[[Incoming], Awaitable[Any]]
-
-
-def _t(user: User, fr: str, en: str) -> str:
-    return en if (user.language or "fr") == "en" else fr
-
-
-APOLOGY = (
-    "Désolé, un problème technique m'a empêché de répondre à ton message. Réessaie dans un instant.",
-    "Sorry, a technical problem stopped me from answering your message. Please try again in a moment.",
-)
-GAVE_UP = (
-    "Désolé, je n'ai pas réussi à traiter ton message « {quote} ». Peux-tu le renvoyer ?",
-    "Sorry, I could not process your message \"{quote}\". Could you send it again?",
-)
-INTERRUPTED = (
-    "Ma réponse précédente a été interrompue. Si elle te semble incomplète, redemande-moi.",
-    "My previous answer was interrupted. If it looks incomplete, please ask again.",
-)
-
-
-BUSY = -1  # _claim_next: the user's current message is still leased to a live worker
-
-
-async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
-    """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
-    (bot.capabilities.learner.sessions), which starts with the carried-over note."""
-    return await current_session(db, user.id, now, idle_s)
 
 
 class Pipeline:
@@ -78,7 +44,7 @@ class Pipeline:
         self._later: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self.leases = _Leases(services, self._later)
-        self.messages = _Messages(services, dispatch)
+        self.messages = Messages(services, dispatch)
         self.rate = UserRate(services)  # USER_MAX_MESSAGES_PER_MINUTE
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -206,20 +172,20 @@ class Pipeline:
 
     async def _run_rows(self, user_id: int, current: dict[str, int | None]) -> bool:
         """Runs the user's rows one by one; True when it stopped with work left for later."""
+
+        async def started(row_id: int) -> None:
+            current["row"] = row_id
+            await self.rate.started(user_id)
+
         while not self._stopping.is_set():
             if await self.rate.holds_back(user_id, self._has_pending):
                 return True  # kept pending, in order: answered once the user's minute allows
-            row_id = await self.messages.claim_next(user_id)
-            if row_id is None:
-                return False
-            if row_id == BUSY:
-                return True
-            await self.rate.started(user_id)
-            current["row"] = row_id
-            handled = await self.messages.process(row_id)
+            ran = await self.messages.next(user_id, started)
             current["row"] = None
-            if not handled:
-                return True  # look again later rather than spin while Redis is away
+            if ran in (Ran.NOTHING, Ran.LAST):
+                return False
+            if ran in (Ran.BUSY, Ran.POSTPONED):
+                return True  # BUSY: leased elsewhere; POSTPONED: look again later rather than spin
         return False
 
     async def _let_go(self, user_id: int, token: str, row_id: int | None) -> None:
@@ -238,11 +204,7 @@ class Pipeline:
 
     async def _has_pending(self, user_id: int) -> bool:
         async with self.services.sessions() as db:
-            found = await db.scalar(
-                select(InboundMessage.id)
-                .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending").limit(1)
-            )
-        return found is not None
+            return await pending_after(db, user_id)
 
 
 class _Leases:
@@ -301,178 +263,3 @@ class _Leases:
                 await db.commit()
         except Exception:
             log.warning("could not end the lease of an interrupted message", extra={"inbound_id": row_id})
-
-
-class _Messages:
-    """One row at a time: claimed, recovered when a dead worker left it, handled, or failed."""
-
-    def __init__(self, services: Services, dispatch: Dispatch) -> None:
-        self.services = services
-        self.dispatch = dispatch
-
-    async def claim_next(self, user_id: int) -> int | None:
-        """The next row of this user, marked `processing`; recovers a row a dead worker left."""
-        settings = self.services.settings
-        async with self.services.sessions() as db:
-            orphan = await db.scalar(
-                select(InboundMessage)
-                .where(InboundMessage.user_id == user_id, InboundMessage.status == "processing")
-                .order_by(InboundMessage.id).limit(1)
-            )
-            if orphan is not None:
-                # We hold the user's lock, so whoever marked it `processing` should be gone; its
-                # lease in the database must have run out too before the row is taken from it.
-                if orphan.lease_until is not None and orphan.lease_until > system_now():
-                    return BUSY
-                await self._recover(db, orphan)
-                await db.commit()
-                if orphan.status != "pending":
-                    return await self.claim_next(user_id)
-            row = await db.scalar(
-                select(InboundMessage)
-                .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending")
-                .order_by(InboundMessage.id).limit(1)
-            )
-            if row is None:
-                return None
-            claimed = await db.execute(
-                update(InboundMessage)
-                .where(InboundMessage.id == row.id, InboundMessage.status == "pending")
-                .values(status="processing", attempts=InboundMessage.attempts + 1,
-                        lease_until=system_now() + timedelta(seconds=settings.worker_lease_s))
-            )
-            await db.commit()
-            return row.id if rowcount(claimed) == 1 else None
-
-    async def _recover(self, db: Any, row: InboundMessage) -> None:
-        answered = await db.scalar(select(exists().where(OutboundMessage.inbound_id == row.id)))
-        user = await db.get(User, row.user_id)
-        log.warning("recovering an interrupted message",
-                    extra={"inbound_id": row.id, "user_id": row.user_id, "attempts": row.attempts,
-                           "answered": bool(answered)})
-        if answered:
-            row.status, row.error = "failed", "interrupted after replying"
-            row.processed_at = system_now()
-            await self._tell(user, row.id, INTERRUPTED)
-        elif row.attempts >= self.services.settings.max_attempts:
-            row.status, row.error = "failed", f"gave up after {row.attempts} attempts"
-            row.processed_at = system_now()
-            quote = (row.body or "").strip().replace("\n", " ")
-            quote = quote[:60] + ("…" if len(quote) > 60 else "")
-            fr, en = GAVE_UP
-            await self._tell(user, row.id, (fr.format(quote=quote), en.format(quote=quote)))
-            metrics.TURNS.labels("gave_up").inc()
-        else:
-            row.status, row.lease_until = "pending", None
-
-    async def _tell(self, user: User | None, inbound_id: int, texts: tuple[str, str]) -> None:
-        if user is None:
-            return
-        with sending(inbound=inbound_id, keys=SendKeys(f"in:{inbound_id}:system")):
-            try:
-                await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
-            except Exception:
-                log.exception("could not tell the user", extra={"user_id": user.id})
-
-    async def process(self, row_id: int) -> bool:
-        """Handles one row; False when it was postponed (the shared state did not answer)."""
-        services = self.services
-        started = time.perf_counter()
-        # The keys: a replayed turn's sends are found.
-        with sending(inbound=row_id, keys=SendKeys(f"in:{row_id}")):
-            log_token = logs.bind(inbound_id=row_id)
-            try:
-                async with services.sessions() as db:
-                    msg = await self._arrived(db, row_id)
-                    row, user = msg.inbound, msg.user
-                    assert row is not None
-                    with sending(session=db):
-                        try:
-                            await self._handle(msg, row)
-                            # done, or delivering while an answer waits in the outbox (bot.channel.outbound).
-                            row.status, row.processed_at = await inbound_outcome(db, row_id), system_now()
-                            await db.commit()
-                            metrics.TURNS.labels("done").inc()
-                        except asyncio.CancelledError:
-                            raise
-                        except Exception as exc:
-                            await db.rollback()
-                            if is_unavailable(exc):
-                                log.warning("shared state unavailable; message postponed",
-                                            extra={"inbound_id": row_id, "user_id": user.id})
-                                await self._postpone(row_id, repr(exc)[:2000])
-                                return False
-                            log.exception("message failed", extra={"inbound_id": row_id, "user_id": user.id})
-                            await self._fail(row_id, repr(exc)[:2000])
-            finally:
-                metrics.TURN_SECONDS.observe(time.perf_counter() - started)
-                logs.reset(log_token)
-        return True
-
-    async def _arrived(self, db: Any, row_id: int) -> Incoming:
-        """Notes the message's arrival on its user and conversation; the message handlers get."""
-        services = self.services
-        row = await db.get(InboundMessage, row_id)
-        assert row is not None
-        user = await db.get(User, row.user_id)
-        assert user is not None
-        now = services.clock()
-        arrived = row.created_at or now
-        conv = await active_conversation(db, user, arrived, services.settings.learning.session_idle_s)
-        logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
-        conv.user_message_count = (conv.user_message_count or 0) + 1
-        conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)
-        user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)
-        if row.channel == "whatsapp":
-            user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)
-        user.last_channel = row.channel
-        # Committed now: the turn may take long, and SQLite has a single writer.
-        await db.commit()
-        return Incoming(services=services, db=db, user=user, conversation=conv, inbound=row,
-                        channel=row.channel, text=(row.body or "").strip())
-
-    async def _handle(self, msg: Incoming, row: InboundMessage) -> None:
-        """Receives the message's media and voice, then hands it to the handlers when anything
-        is left to answer (a file that could not be received has been apologised for)."""
-        from bot.capabilities import media, speech
-
-        services, db = self.services, msg.db
-        received, failed = await media.receive_all(services, db, msg.user, row)
-        if received:
-            await db.commit()
-        msg.extra["files"] = received
-        msg.extra["media_failed"] = failed
-        if failed:
-            await msg.reply(msg.t(
-                "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
-                "I could not receive your file. Could you send it again?",
-            ), kind="system")
-        # A voice note's words become the message's text for every handler.
-        await speech.hear(msg)
-        unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
-        if (msg.text or received or not failed) and not unheard:
-            taken_by = await self.dispatch(msg)
-            log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
-
-    async def _postpone(self, row_id: int, error: str) -> None:
-        """Back to `pending` for the sweeper to queue once Redis answers; nothing is lost.
-
-        As after a crash, a message that already got part of its answer is not run twice: the
-        user is told it was interrupted instead.
-        """
-        async with self.services.sessions() as db:
-            row = await db.get(InboundMessage, row_id)
-            assert row is not None
-            row.error = error
-            await self._recover(db, row)
-            await db.commit()
-
-    async def _fail(self, row_id: int, error: str) -> None:
-        async with self.services.sessions() as db:
-            row = await db.get(InboundMessage, row_id)
-            assert row is not None
-            row.status, row.error, row.processed_at = "failed", error, system_now()
-            user = await db.get(User, row.user_id)
-            await db.commit()
-        metrics.TURNS.labels("failed").inc()
-        await self._tell(user, row_id, APOLOGY)

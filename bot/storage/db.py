@@ -7,6 +7,9 @@ from typing import Any, cast
 
 from sqlalchemy import CursorResult, Engine, Result, create_engine, event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
+
+from bot.storage import counting
 
 
 def make_engine(database_url: str) -> AsyncEngine:
@@ -19,6 +22,7 @@ def make_engine(database_url: str) -> AsyncEngine:
     else:
         kwargs.update(pool_size=20, max_overflow=20)
     engine = create_async_engine(database_url, **kwargs)
+    counting.watch(engine.sync_engine)
     if not database_url.startswith("sqlite"):
         event.listen(engine.sync_engine, "checkout", _drop_if_closed)
     if database_url.startswith("sqlite"):
@@ -32,6 +36,7 @@ def make_sync_engine(database_url: str) -> Engine:
     url = database_url.replace("sqlite+aiosqlite:", "sqlite:", 1)
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
     event.listen(engine, "connect", _sqlite_pragmas)
+    counting.watch(engine)
     return engine
 
 
@@ -55,8 +60,43 @@ def _drop_if_closed(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:
         raise exc.DisconnectionError("connection closed by the server")  # the pool tries another
 
 
+class _NotingSession(Session):
+    """A session that notes whether it wrote since its last commit (`wrote`)."""
+
+
+@event.listens_for(_NotingSession, "after_flush")
+def _flushed(session: Session, _context: Any) -> None:
+    session.info["wrote"] = True
+
+
+@event.listens_for(_NotingSession, "do_orm_execute")
+def _executed(state: ORMExecuteState) -> None:
+    if not state.is_select:
+        state.session.info["wrote"] = True
+
+
+@event.listens_for(_NotingSession, "after_transaction_end")
+def _ended(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:  # the session's own transaction, not a savepoint inside it
+        session.info.pop("wrote", None)
+
+
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    return async_sessionmaker(engine, expire_on_commit=False)
+    return async_sessionmaker(engine, expire_on_commit=False, sync_session_class=_NotingSession)
+
+
+def wrote(db: AsyncSession) -> bool:
+    """Whether the session wrote (or holds changes to flush) since its last commit or rollback."""
+    return bool(db.info.get("wrote") or db.new or db.dirty or db.deleted)
+
+
+async def commit_writes(db: AsyncSession) -> None:
+    """Commits what the session wrote; a session that only read keeps its transaction open, so
+    the reads that follow share it instead of beginning one of their own. On SQLite a read holds
+    no lock (the driver begins a transaction at the first write), and on PostgreSQL a read
+    committed transaction that only read holds none either."""
+    if wrote(db):
+        await db.commit()
 
 
 def rowcount(result: Result[Any]) -> int:

@@ -30,6 +30,7 @@ from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.streaming import StreamedReply, message_count
 from bot.services import Services
+from bot.storage.db import commit_writes
 from bot.storage.models import TurnRecord, User, UserFile
 from handlers.turn import drive, gate, promote, prompt
 
@@ -192,7 +193,7 @@ async def _record_turn(msg: Incoming, outcome: TurnOutcome, inbound_id: int | No
             detail=detail,
         )
     )
-    await msg.db.commit()
+    # Committed with the message's end (bot.pipeline.messages), in the same transaction.
     metrics.AGENT_TURN_SECONDS.labels(outcome.exit_reason).observe(outcome.latency_ms / 1000)
     log.info(
         "turn ended: %s after %d call(s), %d tokens",
@@ -258,8 +259,8 @@ async def handle(msg: Incoming) -> bool:
     if not msg.text and not msg.extra.get("files"):
         return False
     # Commit what the message path wrote: tools and outbound use their own sessions, and SQLite
-    # allows one writer at a time.
-    await msg.db.commit()
+    # allows one writer at a time. Reads only: their transaction goes on, to the model call.
+    await commit_writes(msg.db)
     if not await gate.can_serve(msg):
         return True
     _show_typing(msg)
@@ -267,7 +268,7 @@ async def handle(msg: Incoming) -> bool:
     photos = prompt.photos_of(msg)
     if not await prompt.save_user_message(msg, photos, inbound_id):
         return True
-    await msg.db.commit()
+    # Committed with the prompt's reads, before the model call (`_run`).
     seen: dict[str, Any] = {"parts": 0, "refused": False}
     messages = await prompt.prompt(msg, photos, seen)
     side = _DirectTurn(msg, photos, seen, _stream_for(msg))

@@ -85,6 +85,9 @@ class FakeTwilio:
         self.callback_delay_s = 0.02
         self.callback_error_code: str | None = None
         self.send_callbacks = True
+        # Set: each message's callbacks wait for this event (a test that counts what the bot does
+        # holds them until the reply is recorded, so they never race the sender's own write).
+        self.callbacks_after: asyncio.Event | None = None
         self.fetch_media = True
         self.requests = 0
         self.unauthorised = 0
@@ -381,6 +384,8 @@ class FakeTwilio:
                     failed_media = True
         callback = fields.get("StatusCallback")
         statuses: tuple[str, ...] = ("failed",) if failed_media else self.callback_statuses
+        if self.callbacks_after is not None:
+            await self.callbacks_after.wait()
         for status in statuses:
             if self.callback_delay_s:
                 await asyncio.sleep(self.callback_delay_s)

@@ -11,9 +11,11 @@ delivery health (`health`). A message already recorded under the turn's idempote
 (`scope.SendKeys`) is not sent again: its row is the answer. Twilio's SID is stored shielded from
 cancellation: a stop right after Twilio took a message must not leave it looking unsent.
 
-Nothing is recorded or sent for a user erased meanwhile (`health.user_gone`, in the transaction of
-the insert). A direct message that failed for good (TOLD_KINDS) is told to the user with the next free-form
-message Twilio accepts for them (`tell_failures`, `failure_told_at`).
+Nothing is recorded or sent for a user erased meanwhile, nor for one who opted out meanwhile or,
+for a proactive kind, whose delivery is blocked (`health.refusal_in`, read in the transaction of
+the insert). A direct message that failed for good (TOLD_KINDS) is told to the user with the next
+free-form message Twilio accepts for them (`tell_failures`, `failure_told_at`; whether any waits
+is read in that same transaction too).
 
 Twilio does not keep separate messages in order: `wait_sent` waits until one is reported sent
 (status callback) or OUTBOUND_PART_WAIT_S passed. Imports `result`, `scope` and `health`.
@@ -34,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import metrics
 from bot.channel import formatting
-from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, user_gone
+from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
 from bot.channel.outbound.result import user_text
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
@@ -48,6 +50,8 @@ SENT_OR_BETTER = frozenset({"sent", "delivered", "read"})
 DIRECT_KINDS = frozenset({"reply", "tool", "progress", "notice", "system", "optout", "pending_file"})
 # Direct kinds whose failure for good the user is told of with their next delivered message.
 TOLD_KINDS = frozenset({"reply", "tool", "progress", "system", "pending_file"})
+# Kinds that reach a user who opted out: only the confirmations of STOP and START.
+OPT_OUT_KINDS = frozenset({"optout"})
 OUTBOX_WAITING = ("queued", "sending")
 
 
@@ -67,6 +71,8 @@ class Attempt:
     exc: TwilioSendError | None = None
     queued: bool = False  # the row waits in the outbox
     erased: bool = False  # the user is gone: nothing recorded, nothing sent
+    refused: tuple[str, str | None] | None = None  # opted out, delivery blocked: (why, detail)
+    untold: bool = False  # earlier direct messages failed for good, not told yet (`tell_failures`)
 
 
 def _fields(services: Services, to: str, from_: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -106,33 +112,28 @@ async def _backlog(db: AsyncSession, to: str, before_id: int) -> bool:
 async def send_one(services: Services, user_id: int | None, channel: str, to: str, from_: str,
                    message: dict[str, Any], kind: str, *, queue_only: bool = False) -> Attempt:
     """Records one message, then sends it (or queues it behind an earlier one, or with
-    `queue_only`); a key already recorded is answered from its row, not sent again."""
-    body = message.get("body", "")
+    `queue_only`); a key already recorded is answered from its row, not sent again. Whether the
+    user may get it is read in the same transaction (`health.refusal_in`)."""
     fields = _fields(services, to, from_, message)
     keys = current_keys.get()
     key = keys.next() if keys is not None else None
     outbox = kind in DIRECT_KINDS and not message.get("no_outbox")
     await commit_turn()
     async with services.sessions() as db:
+        refused = await refusal_in(services, db, user_id, opt_out_kind=kind in OPT_OUT_KINDS,
+                                   proactive=kind not in DIRECT_KINDS)
+        if refused is not None:
+            return Attempt(erased=True) if refused[0] == "erased" else Attempt(refused=refused)
         if key is not None:
             existing = await db.scalar(select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
             if existing is not None:
                 return _replayed(existing)
-        if await user_gone(db, user_id):
-            log.info("not sent: the user was erased", extra={"user_id": user_id, "kind": kind})
-            return Attempt(erased=True)
-        now = services.clock()
-        row = OutboundMessage(
-            user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),
-            media_url=message.get("media_url"), kind=kind, status="sending",
-            segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
-            inbound_id=current_inbound.get(), created_at=now, updated_at=now,
-            idempotency_key=key, payload=fields, attempts=0,
-        )
+        untold = user_id is not None and not message.get("content_sid") and await _untold(db, user_id)
+        row = _new_row(services, user_id, channel, to, message, kind, key, fields)
         db.add(row)
         await db.flush()
         if outbox and (queue_only or await _backlog(db, to, row.id)):
-            row.status, row.next_attempt_at = "queued", now
+            row.status, row.next_attempt_at = "queued", row.created_at
             await db.commit()
             metrics.OUTBOUND.labels(channel, "queued").inc()
             return Attempt(queued=True)
@@ -145,18 +146,49 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
             await mark_interrupted(services, row.id, "unknown")
             raise
         except TwilioSendError as exc:
-            if outbox and is_retryable(exc):
-                await retry_later(services, db, row, exc)
-                return Attempt(exc=exc, queued=True)
-            await record_failure(services, db, row, channel, exc)
-            if kind not in TOLD_KINDS or kind == "tool" or message.get("no_outbox"):
-                # The caller has the result (a tool's result tells the model): nothing to tell later.
-                row.failure_told_at = services.clock()
-                await db.commit()
-            return Attempt(exc=exc)
+            return await _not_taken(services, db, row, exc, outbox=outbox, kind=kind, message=message)
         await store_sent(services, row, sent)
     metrics.OUTBOUND.labels(channel, "sent").inc()
-    return Attempt(sid=sent.sid, status=sent.status)
+    return Attempt(sid=sent.sid, status=sent.status, untold=untold)
+
+
+def _new_row(services: Services, user_id: int | None, channel: str, to: str, message: dict[str, Any],
+             kind: str, key: str | None, fields: dict[str, Any]) -> OutboundMessage:
+    body = message.get("body", "")
+    now = services.clock()
+    return OutboundMessage(
+        user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),
+        media_url=message.get("media_url"), kind=kind, status="sending",
+        segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
+        inbound_id=current_inbound.get(), created_at=now, updated_at=now,
+        idempotency_key=key, payload=fields, attempts=0,
+    )
+
+
+async def _not_taken(services: Services, db: AsyncSession, row: OutboundMessage, exc: TwilioSendError, *,
+                     outbox: bool, kind: str, message: dict[str, Any]) -> Attempt:
+    """Twilio did not take the message: back to the outbox when it may pass, else failed."""
+    if outbox and is_retryable(exc):
+        await retry_later(services, db, row, exc)
+        return Attempt(exc=exc, queued=True)
+    await record_failure(services, db, row, row.channel, exc)
+    if kind not in TOLD_KINDS or kind == "tool" or message.get("no_outbox"):
+        # The caller has the result (a tool's result tells the model): nothing to tell later.
+        row.failure_told_at = services.clock()
+        await db.commit()
+    return Attempt(exc=exc)
+
+
+async def _untold(db: AsyncSession, user_id: int) -> bool:
+    """Whether direct messages to the user failed for good and were not told yet (`tell_failures`)."""
+    found = await db.scalar(select(OutboundMessage.id).where(*_untold_where(user_id)).limit(1))
+    return found is not None
+
+
+def _untold_where(user_id: int) -> tuple[Any, ...]:
+    return (OutboundMessage.user_id == user_id, OutboundMessage.sid.is_(None),
+            OutboundMessage.status == "failed", OutboundMessage.failure_told_at.is_(None),
+            OutboundMessage.kind.in_(TOLD_KINDS))
 
 
 async def mark_interrupted(services: Services, row_id: int, status: str) -> None:
@@ -292,10 +324,7 @@ async def tell_failures(services: Services, user_id: int, channel: str, to: str,
     try:
         async with services.sessions() as db:
             rows = list((await db.scalars(
-                select(OutboundMessage)
-                .where(OutboundMessage.user_id == user_id, OutboundMessage.sid.is_(None),
-                       OutboundMessage.status == "failed", OutboundMessage.failure_told_at.is_(None),
-                       OutboundMessage.kind.in_(TOLD_KINDS))
+                select(OutboundMessage).where(*_untold_where(user_id))
                 .order_by(OutboundMessage.id).limit(20))).all())
             user = await db.get(User, user_id) if rows else None
         if not rows or user is None:

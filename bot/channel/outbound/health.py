@@ -1,7 +1,8 @@
 """The opt-out as stored, and delivery health: when proactive messages to a user stop.
 
 - A user who opted out gets nothing, except the confirmation of the opt-out itself. Every send
-  reads the flag as stored now, not as its caller loaded it (`stored_refusal`, `opted_out_now`).
+  reads the flag as stored now, not as its caller loaded it, in the transaction that records it
+  (`refusal_in`; `stored_refusal`, `opted_out_now` for a read of its own).
 - After DELIVERY_BLOCK_AFTER permanent failures in a row to a user (error codes in
   PERMANENT_CODES, from the REST call or from a status callback), or one that is the person's
   own refusal (BLOCK_AT_ONCE: 21610, 63014), proactive messages stop: reminders, summaries, sends
@@ -11,7 +12,8 @@
   message resets it.
 - A user erased meanwhile (`users forget`, SUPPRIMER: their row is gone) gets nothing, and nothing
   is recorded for them: a send that outlived them (a reminder, a job's last message, a waiting
-  file) is refused before its row is written (`user_gone`, read in the inserting transaction).
+  file) is refused before its row is written (`refusal_in`, `user_gone`: read in the inserting
+  transaction).
 
 Imports only `scope` of the package.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.outbound.scope import commit_turn
@@ -53,6 +55,22 @@ async def opted_out_now(services: Services, user_id: int | None) -> bool:
         return False
     async with services.sessions() as db:
         return bool(await db.scalar(select(User.opted_out).where(User.id == user_id)))
+
+
+async def refusal_in(services: Services, db: AsyncSession, user_id: int | None, *, opt_out_kind: bool,
+                     proactive: bool) -> tuple[str, str | None] | None:
+    """Why a send must not go, read in the transaction that records it (one read of the user's row,
+    held as `user_gone` holds it): erased ("erased"), opted out ("opted_out", but for the opt-out's
+    own confirmations, `opt_out_kind`), or, for a proactive send, delivery blocked."""
+    if user_id is None:
+        return None
+    user = await db.scalar(select(User).where(User.id == user_id).with_for_update(read=True, key_share=True))
+    if user is None:
+        return "erased", None
+    if user.opted_out and not opt_out_kind:
+        return "opted_out", None
+    reason = await _blocked_reason(services, db, user) if proactive and not opt_out_kind else None
+    return ("delivery_blocked", reason) if reason is not None else None
 
 
 async def stored_refusal(services: Services, user_id: int | None, *,
@@ -128,18 +146,22 @@ async def judge_delivery_health(services: Services, db: AsyncSession, user: User
                 extra={"user_id": user.id, "reason": user.delivery_blocked_reason, "failures": len(streak)})
 
 
-async def note_status(services: Services, db: AsyncSession, row: OutboundMessage, status: str) -> None:
-    """For the status callback: a failure counts towards the user's delivery health, a delivery
-    clears it. `row.error_code` is already set from the callback's ErrorCode."""
-    if row.user_id is None:
+async def note_status(services: Services, db: AsyncSession, user_id: int | None, status: str) -> None:
+    """For the status callback of a message to `user_id`: a failure counts towards the user's
+    delivery health, a delivery clears it. The user's row is read only for a failure; a delivery
+    is one UPDATE that touches the row only when failures were counted."""
+    if user_id is None:
         return
-    user = await db.get(User, row.user_id)
+    if status in ("delivered", "read"):
+        await db.execute(update(User).where(User.id == user_id, User.delivery_failures > 0)
+                         .values(delivery_failures=0).execution_options(synchronize_session=False))
+        return
+    if status not in FAILED:
+        return
+    user = await db.get(User, user_id)
     if user is None:
         return
-    if status in FAILED:
-        user.delivery_failures = (user.delivery_failures or 0) + 1
-        await db.flush()
-        if user.delivery_blocked_at is None:
-            await judge_delivery_health(services, db, user)
-    elif status in ("delivered", "read") and user.delivery_failures:
-        user.delivery_failures = 0
+    user.delivery_failures = (user.delivery_failures or 0) + 1
+    await db.flush()
+    if user.delivery_blocked_at is None:
+        await judge_delivery_health(services, db, user)

@@ -32,7 +32,14 @@ from sqlalchemy import select
 
 from bot.channel import console, formatting
 from bot.channel.links import file_url, short_name
-from bot.channel.outbound.attempt import DIRECT_KINDS, is_retryable, send_one, tell_failures, wait_sent
+from bot.channel.outbound.attempt import (
+    DIRECT_KINDS,
+    OPT_OUT_KINDS,
+    is_retryable,
+    send_one,
+    tell_failures,
+    wait_sent,
+)
 from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal, user_gone
 from bot.channel.outbound.result import SendResult, user_text
 from bot.channel.outbound.scope import commit_turn
@@ -44,8 +51,6 @@ log = logging.getLogger("bot.channel.outbound")
 
 WHATSAPP_WINDOW = timedelta(hours=24)
 TEMPLATE_VARIABLE_MAX = 900  # a template's text plus variables must stay within 1,024 characters
-# Kinds that reach a user who opted out: only the confirmations of STOP and START.
-OPT_OUT_KINDS = frozenset({"optout"})
 UNSUBSCRIBED = 21610  # Twilio: the recipient replied STOP to this sender
 
 
@@ -89,14 +94,7 @@ async def send_to_user(
     channel = channel or user.last_channel or ("whatsapp" if settings.twilio_whatsapp_from else "sms")
     if services.console is not None or channel == "cli":
         return _to_console(services, user.phone or str(user.id), text, media)
-    if kind not in OPT_OUT_KINDS:
-        refused = await stored_refusal(services, user.id, proactive=kind not in DIRECT_KINDS)
-        if refused is not None:
-            skipped, reason = refused
-            what = {"opted_out": "user opted out meanwhile", "erased": "user erased meanwhile"}.get(
-                skipped, "delivery blocked")
-            log.info(f"not sent: {what}", extra={"user_id": user.id, "kind": kind, "reason": reason})
-            return SendResult(channel=channel, skipped=skipped, detail=reason)
+    # Whether they opted out or were erased meanwhile is read where each part is recorded (send_one).
     if channel == "whatsapp":
         to = _whatsapp_address(user)
         if to is None:
@@ -106,10 +104,28 @@ async def send_to_user(
                 return await _send_parts(services, user.id, "whatsapp", to, settings.twilio_whatsapp_from,
                                          [_content_message(content, text)], kind)
             return await _send_whatsapp(services, user.id, to, text, media, kind)
-        return await _outside_window(services, user, to, text, media, kind)
+        # Read before: outside the window a file may be kept for later, not only sent.
+        refused = await _refused(services, user, channel, kind)
+        return refused or await _outside_window(services, user, to, text, media, kind)
     if not user.phone:
         return SendResult(channel="sms", skipped="no_address")
     return await _send_sms(services, user.id, user.phone, text, media, kind)
+
+
+def _not_sent(user_id: int | None, channel: str | None, kind: str, skipped: str,
+              reason: str | None) -> SendResult:
+    what = {"opted_out": "user opted out meanwhile", "erased": "user erased meanwhile"}.get(
+        skipped, "delivery blocked")
+    log.info(f"not sent: {what}", extra={"user_id": user_id, "kind": kind, "reason": reason})
+    return SendResult(channel=channel, skipped=skipped, detail=reason)
+
+
+async def _refused(services: Services, user: User, channel: str, kind: str) -> SendResult | None:
+    """The user's row as stored now, in a read of its own, says the message must not go."""
+    if kind in OPT_OUT_KINDS:
+        return None
+    refused = await stored_refusal(services, user.id, proactive=kind not in DIRECT_KINDS)
+    return None if refused is None else _not_sent(user.id, channel, kind, *refused)
 
 
 async def _outside_window(services: Services, user: User, to: str, text: str, media: UserFile | None,
@@ -266,13 +282,16 @@ async def _send_parts(services: Services, user_id: int | None, channel: str, to:
         log.error("no sender number configured", extra={"channel": channel})
         result.skipped = "not_configured"
         return result
+    untold = False
     for index, message in enumerate(messages):
         # Once one part waits in the outbox, the next ones wait behind it (order).
         attempt = await send_one(services, user_id, channel, to, from_, message, kind,
                                  queue_only=result.queued)
-        if attempt.erased:
-            result.skipped = "erased"
+        if attempt.erased or attempt.refused is not None:
+            refused = _not_sent(user_id, channel, kind, *(attempt.refused or ("erased", None)))
+            result.skipped, result.detail = refused.skipped, refused.detail
             break
+        untold = untold or attempt.untold
         if attempt.queued:
             result.queued = True
             if attempt.exc is not None:
@@ -291,7 +310,7 @@ async def _send_parts(services: Services, user_id: int | None, channel: str, to:
             if status in FAILED:
                 result.error = f"part {index + 1} was not delivered ({status})"
                 break
-    if result.sids and user_id is not None and not any(m.get("content_sid") for m in messages):
+    if untold and result.sids and user_id is not None and not any(m.get("content_sid") for m in messages):
         # Free-form text reaches them on this address now: the place to say what never went out.
         await tell_failures(services, user_id, channel, to, from_)
     return result

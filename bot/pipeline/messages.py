@@ -1,0 +1,260 @@
+"""One user's rows, one at a time: claimed, recovered when a dead worker left one, handled, failed.
+
+Each message costs the pipeline two transactions of its own: the claim, with the message's
+arrival noted on its user and conversation (`claim`), and its end, with the look for the user's
+next pending row (`run`). Between them the handlers use the same session (`Incoming.db`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import exists, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot import logs, metrics
+from bot.capabilities.learner import current_session
+from bot.channel.context import Incoming
+from bot.channel.outbound import SendKeys, inbound_outcome, send_to_user, sending
+from bot.clock import system_now
+from bot.services import Services
+from bot.storage.db import rowcount
+from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
+from bot.storage.state import is_unavailable
+
+log = logging.getLogger("bot.pipeline.workers")
+
+Dispatch = Callable[[Incoming], Awaitable[Any]]
+
+
+class Ran(enum.Enum):
+    """What `Messages.next` did."""
+
+    NOTHING = "nothing"  # no pending row
+    BUSY = "busy"  # the user's current row is still leased to a live worker
+    MORE = "more"  # a row handled (or failed), and another one waits
+    LAST = "last"  # a row handled (or failed), and none waits
+    POSTPONED = "postponed"  # the shared state did not answer: the row is pending again
+
+
+def _t(user: User, fr: str, en: str) -> str:
+    return en if (user.language or "fr") == "en" else fr
+
+
+APOLOGY = (
+    "Désolé, un problème technique m'a empêché de répondre à ton message. Réessaie dans un instant.",
+    "Sorry, a technical problem stopped me from answering your message. Please try again in a moment.",
+)
+GAVE_UP = (
+    "Désolé, je n'ai pas réussi à traiter ton message « {quote} ». Peux-tu le renvoyer ?",
+    "Sorry, I could not process your message \"{quote}\". Could you send it again?",
+)
+INTERRUPTED = (
+    "Ma réponse précédente a été interrompue. Si elle te semble incomplète, redemande-moi.",
+    "My previous answer was interrupted. If it looks incomplete, please ask again.",
+)
+
+
+async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
+    """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
+    (bot.capabilities.learner.sessions), which starts with the carried-over note."""
+    return await current_session(db, user.id, now, idle_s)
+
+
+async def pending_after(db: AsyncSession, user_id: int) -> bool:
+    """Whether one of the user's rows is still pending."""
+    found = await db.scalar(
+        select(InboundMessage.id)
+        .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending").limit(1)
+    )
+    return found is not None
+
+
+class Messages:
+    """The rows of the user a worker holds, claimed and handled one at a time in id order."""
+
+    def __init__(self, services: Services, dispatch: Dispatch) -> None:
+        self.services = services
+        self.dispatch = dispatch
+
+    async def next(self, user_id: int, started: Callable[[int], Awaitable[None]]) -> Ran:
+        """Claims the user's next row and handles it; `started(row_id)` is told once it is claimed."""
+        services = self.services
+        began = time.perf_counter()
+        log_token = logs.bind(user_id=user_id)
+        try:
+            async with services.sessions() as db:
+                claimed = await self._claim(db, user_id)
+                if isinstance(claimed, Ran):
+                    return claimed
+                msg = await self._arrived(db, claimed)
+                # Committed now, claim and arrival together: the turn may take long, and SQLite has
+                # a single writer.
+                await db.commit()
+                await started(claimed)
+                return await self._run(db, msg)
+        finally:
+            metrics.TURN_SECONDS.observe(time.perf_counter() - began)
+            logs.reset(log_token)
+
+    async def _claim(self, db: AsyncSession, user_id: int) -> int | Ran:
+        """Marks the user's next row `processing` (not committed); recovers a row a dead worker left."""
+        settings = self.services.settings
+        orphan = await db.scalar(
+            select(InboundMessage)
+            .where(InboundMessage.user_id == user_id, InboundMessage.status == "processing")
+            .order_by(InboundMessage.id).limit(1)
+        )
+        if orphan is not None:
+            # We hold the user's lock, so whoever marked it `processing` should be gone; its
+            # lease in the database must have run out too before the row is taken from it.
+            if orphan.lease_until is not None and orphan.lease_until > system_now():
+                return Ran.BUSY
+            await self._recover(db, orphan)
+            await db.commit()
+            if orphan.status != "pending":
+                return await self._claim(db, user_id)
+        row_id = await db.scalar(
+            select(InboundMessage.id)
+            .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending")
+            .order_by(InboundMessage.id).limit(1)
+        )
+        if row_id is None:
+            return Ran.NOTHING
+        claimed = await db.execute(
+            update(InboundMessage)
+            .where(InboundMessage.id == row_id, InboundMessage.status == "pending")
+            .values(status="processing", attempts=InboundMessage.attempts + 1,
+                    lease_until=system_now() + timedelta(seconds=settings.worker_lease_s))
+            .execution_options(synchronize_session=False)
+        )
+        return row_id if rowcount(claimed) == 1 else Ran.NOTHING
+
+    async def _arrived(self, db: AsyncSession, row_id: int) -> Incoming:
+        """Notes the message's arrival on its user and conversation; the message handlers get."""
+        services = self.services
+        row = await db.get(InboundMessage, row_id, populate_existing=True)  # as the claim left it
+        assert row is not None
+        user = await db.get(User, row.user_id)
+        assert user is not None
+        arrived = row.created_at or services.clock()
+        conv = await active_conversation(db, user, arrived, services.settings.learning.session_idle_s)
+        logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
+        conv.user_message_count = (conv.user_message_count or 0) + 1
+        conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)
+        user.last_inbound_at = max(user.last_inbound_at or arrived, arrived)
+        if row.channel == "whatsapp":
+            user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)
+        user.last_channel = row.channel
+        return Incoming(services=services, db=db, user=user, conversation=conv, inbound=row,
+                        channel=row.channel, text=(row.body or "").strip())
+
+    async def _run(self, db: AsyncSession, msg: Incoming) -> Ran:
+        """Handles the claimed row; its end and the look for the next row are one transaction."""
+        row, user = msg.inbound, msg.user
+        assert row is not None
+        # The keys: a replayed turn's sends are found.
+        with sending(inbound=row.id, keys=SendKeys(f"in:{row.id}"), session=db):
+            try:
+                await self._handle(msg, row)
+                # done, or delivering while an answer waits in the outbox (bot.channel.outbound).
+                row.status, row.processed_at = await inbound_outcome(db, row.id), system_now()
+                more = await pending_after(db, user.id)
+                await db.commit()
+                metrics.TURNS.labels("done").inc()
+                return Ran.MORE if more else Ran.LAST
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                await db.rollback()
+                if is_unavailable(exc):
+                    log.warning("shared state unavailable; message postponed",
+                                extra={"inbound_id": row.id, "user_id": user.id})
+                    await self._postpone(row.id, repr(exc)[:2000])
+                    return Ran.POSTPONED
+                log.exception("message failed", extra={"inbound_id": row.id, "user_id": user.id})
+                await self._fail(row.id, repr(exc)[:2000])
+                return Ran.MORE
+
+    async def _handle(self, msg: Incoming, row: InboundMessage) -> None:
+        """Receives the message's media and voice, then hands it to the handlers when anything
+        is left to answer (a file that could not be received has been apologised for)."""
+        from bot.capabilities import media, speech
+
+        services, db = self.services, msg.db
+        received, failed = await media.receive_all(services, db, msg.user, row)
+        if received:
+            await db.commit()
+        msg.extra["files"] = received
+        msg.extra["media_failed"] = failed
+        if failed:
+            await msg.reply(msg.t(
+                "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
+                "I could not receive your file. Could you send it again?",
+            ), kind="system")
+        # A voice note's words become the message's text for every handler.
+        await speech.hear(msg)
+        unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
+        if (msg.text or received or not failed) and not unheard:
+            taken_by = await self.dispatch(msg)
+            log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
+
+    # --- what goes wrong ---------------------------------------------------------------------
+    async def _recover(self, db: Any, row: InboundMessage) -> None:
+        answered = await db.scalar(select(exists().where(OutboundMessage.inbound_id == row.id)))
+        user = await db.get(User, row.user_id)
+        log.warning("recovering an interrupted message",
+                    extra={"inbound_id": row.id, "user_id": row.user_id, "attempts": row.attempts,
+                           "answered": bool(answered)})
+        if answered:
+            row.status, row.error = "failed", "interrupted after replying"
+            row.processed_at = system_now()
+            await self._tell(user, row.id, INTERRUPTED)
+        elif row.attempts >= self.services.settings.max_attempts:
+            row.status, row.error = "failed", f"gave up after {row.attempts} attempts"
+            row.processed_at = system_now()
+            quote = (row.body or "").strip().replace("\n", " ")
+            quote = quote[:60] + ("…" if len(quote) > 60 else "")
+            fr, en = GAVE_UP
+            await self._tell(user, row.id, (fr.format(quote=quote), en.format(quote=quote)))
+            metrics.TURNS.labels("gave_up").inc()
+        else:
+            row.status, row.lease_until = "pending", None
+
+    async def _tell(self, user: User | None, inbound_id: int, texts: tuple[str, str]) -> None:
+        if user is None:
+            return
+        with sending(inbound=inbound_id, keys=SendKeys(f"in:{inbound_id}:system")):
+            try:
+                await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
+            except Exception:
+                log.exception("could not tell the user", extra={"user_id": user.id})
+
+    async def _postpone(self, row_id: int, error: str) -> None:
+        """Back to `pending` for the sweeper to queue once Redis answers; nothing is lost.
+
+        As after a crash, a message that already got part of its answer is not run twice: the
+        user is told it was interrupted instead.
+        """
+        async with self.services.sessions() as db:
+            row = await db.get(InboundMessage, row_id)
+            assert row is not None
+            row.error = error
+            await self._recover(db, row)
+            await db.commit()
+
+    async def _fail(self, row_id: int, error: str) -> None:
+        async with self.services.sessions() as db:
+            row = await db.get(InboundMessage, row_id)
+            assert row is not None
+            row.status, row.error, row.processed_at = "failed", error, system_now()
+            user = await db.get(User, row.user_id)
+            await db.commit()
+        metrics.TURNS.labels("failed").inc()
+        await self._tell(user, row_id, APOLOGY)

@@ -1,0 +1,115 @@
+"""The database work of one plain answer, counted: at most 10 transactions from the inbound webhook
+to the reply's last status callback (one model call, one reply, its callbacks sent and delivered).
+
+Counts are deterministic where times are not: the harness's background rounds (sweeper, outbox,
+job sweeper, lease renewal) are set far apart so that only the message's own work falls in the
+window, and the waiting is done on the fakes, never by reading the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from sqlalchemy import select
+
+from bot.storage import counting
+from bot.storage.models import User
+from tests.support.harness import Harness
+from tests.support.waiting import eventually
+
+MAX_TRANSACTIONS = 10
+QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
+         "WORKER_LEASE_S": "600"}
+
+
+def rounds_ended(h: Harness) -> Callable[[], bool]:
+    """Whether a worker's round on a user (claims, turns, the last look for more) ended since this
+    was called: the worker's own end, where `pipeline.active` is given up before its last read."""
+    ended: list[int] = []
+    original = h.pipeline.process_user
+
+    async def process_user(user_id: int) -> None:
+        try:
+            await original(user_id)
+        finally:
+            ended.append(user_id)
+
+    h.pipeline.process_user = process_user  # type: ignore[method-assign]
+    return lambda: bool(ended)
+
+
+async def answered(h: Harness, phone: str, body: str) -> counting.Totals:
+    """What one message costs the database, from its webhook to its reply's last callback. The
+    callbacks are held until the worker is done, so that they never race the sender's own record
+    of the reply (a race would add a retry, and the count would depend on the machine's speed)."""
+    h.llm.push_text("Une réponse simple.")
+    sent_before, callbacks_before = len(h.twilio.sent), len(h.twilio.callbacks)
+    h.twilio.callbacks_after = asyncio.Event()
+    ended = rounds_ended(h)
+    with counting.record() as counts:
+        status, _ = await h.inbound(phone, body)
+        assert status == 200
+
+        async def done() -> bool:
+            return len(h.twilio.sent) > sent_before and ended()
+
+        await eventually(done)
+        h.twilio.callbacks_after.set()
+        await h.twilio.idle()
+    assert [m["Body"] for m in h.twilio.sent[sent_before:]] == ["Une réponse simple."]
+    assert [c["MessageStatus"] for c in h.twilio.callbacks[callbacks_before:]] == ["sent", "delivered"]
+    return counts
+
+
+@pytest.fixture
+async def quiet(make_harness: Callable[..., Awaitable[Harness]]) -> Harness:
+    return await make_harness(**QUIET)
+
+
+@pytest.mark.parametrize("mode", ["child", "guest"])
+async def test_a_plain_answer_takes_at_most_ten_transactions(quiet: Harness, mode: str) -> None:
+    h = quiet
+    phone = "+2250700002801"
+    await h.make_user(phone, mode=mode)
+    first = await answered(h, phone, "Bonjour")  # the session's first message opens it
+    later = await answered(h, phone, "Combien font 2 + 3 ?")
+    print(f"{mode}: {first} then {later}")
+    for counts in (first, later):
+        assert 0 < counts.transactions <= MAX_TRANSACTIONS, counts
+        assert counts.statements >= counts.transactions, counts
+
+
+async def test_the_counter_sees_one_more_transaction(quiet: Harness) -> None:
+    h = quiet
+    await h.stop_workers()  # their rounds (the outbox's first one) are not this test's
+    with counting.record() as none:
+        pass
+    with counting.record() as one:
+        async with h.services.sessions() as db:
+            await db.scalar(select(User.id).limit(1))
+    with counting.record() as two:
+        for _ in range(2):
+            async with h.services.sessions() as db:
+                await db.scalar(select(User.id).limit(1))
+                await db.scalar(select(User.id).limit(1))
+    assert (none.transactions, none.statements) == (0, 0)
+    assert (one.transactions, two.transactions) == (1, 2)
+    assert two.statements - one.statements == 3
+
+
+def _scraped(text: str, name: str) -> float:
+    return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
+async def test_the_counts_are_metrics(quiet: Harness) -> None:
+    status, _, body = await quiet.scrape()
+    text = body.decode()
+    assert status == 200
+    first = _scraped(text, "deblo_db_transactions_total")
+    async with quiet.services.sessions() as db:
+        await db.scalar(select(User.id).limit(1))
+    _, _, body = await quiet.scrape()
+    assert _scraped(body.decode(), "deblo_db_transactions_total") >= first + 1
+    assert _scraped(body.decode(), "deblo_db_statements_total") > 0
