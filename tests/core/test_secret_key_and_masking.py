@@ -8,6 +8,8 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,17 +42,24 @@ def test_numbers_with_separators_are_masked(written: str) -> None:
     assert len(digits) <= 6 and "0000" not in digits
 
 
-def test_masked_in_json_logs_too() -> None:
+@contextmanager
+def json_logger(name: str) -> Iterator[tuple[logging.Logger, io.StringIO]]:
+    """A logger writing through the bot's JSON formatter into a string, for the test's length."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logs.JsonFormatter())
-    logger = logging.getLogger("test.masking")
+    logger = logging.getLogger(name)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        logger.info("rappel pour +225 07 00 00 00 01", extra={"to": "(225) 07-00-00-00-01"})
+        yield logger, stream
     finally:
         logger.removeHandler(handler)
+
+
+def test_masked_in_json_logs_too() -> None:
+    with json_logger("test.masking") as (logger, stream):
+        logger.info("rappel pour +225 07 00 00 00 01", extra={"to": "(225) 07-00-00-00-01"})
     entry = json.loads(stream.getvalue())
     assert "00 00" not in stream.getvalue() and "00-00" not in stream.getvalue()
     assert entry["msg"] == "rappel pour +2250*******01" and entry["to"] == "2250*******01"
@@ -59,18 +68,10 @@ def test_masked_in_json_logs_too() -> None:
 def test_a_log_line_keeps_values_json_cannot_hold_as_is() -> None:
     """Keys that are not strings, an integer past 64 bits, a date, an object: the line is still
     written, one JSON object, with the number still masked inside."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logs.JsonFormatter())
-    logger = logging.getLogger("test.odd_values")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
     at = datetime(2026, 12, 2, 8, 0, tzinfo=UTC)
-    try:
+    with json_logger("test.odd_values") as (logger, stream):
         logger.info("a", extra={"counts": {1: "+2250700000001"}, "at": at, "obj": Path("/x")})
         logger.info("b", extra={"big": 2**70})
-    finally:
-        logger.removeHandler(handler)
     first, second = (json.loads(line) for line in stream.getvalue().splitlines())
     assert first["counts"] == {"1": "+2250*******01"} and first["obj"] == "/x"
     assert datetime.fromisoformat(first["at"]) == at
