@@ -13,7 +13,8 @@ A marker file, written once the environment is complete, says which kind it is; 
 without it (an interrupted setup) or with another kind is built again. Today's bench/,
 tests/fakes/ and tests/support/ are then copied over REV's own, so both sides run the same
 measuring code against different product code. REV is looked up in this checkout's repository,
-or in the one DEBLO_BENCH_REPO names.
+or in the one DEBLO_BENCH_REPO names; a release name of bench/releases.txt (v0.7) is found there
+even in a copy made without its tags.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MARKER = ".deblo-bench-ready"
 SHARED = ("bench", "tests/fakes", "tests/support")
 LOCK = "requirements/test.txt"
+RELEASES = ROOT / "bench" / "releases.txt"
 
 
 class Unmeasurable(Exception):
@@ -48,13 +50,24 @@ def cache_root() -> Path:
     return Path(xdg) / "deblo-bench"
 
 
-def resolve(rev: str) -> str:
-    """REV's full commit id in the repository."""
-    found = subprocess.run(["git", "-C", str(repository()), "rev-parse", "--verify", "--quiet",
-                            f"{rev}^{{commit}}"], capture_output=True, text=True)
-    if found.returncode != 0 or not found.stdout.strip():
-        raise Unmeasurable(f"no commit {rev!r} in {repository()}")
-    return found.stdout.strip()
+def releases(path: Path = RELEASES) -> dict[str, str]:
+    """The release names of bench/releases.txt and their commits."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return {parts[0]: parts[1] for parts in (line.split() for line in lines)
+            if len(parts) >= 2 and not parts[0].startswith("#")}
+
+
+def resolve(rev: str, release_list: Path = RELEASES) -> str:
+    """REV's full commit id in the repository: a revision git knows, else a release's listed commit
+    (a checkout made without its tags still compares with the last release by name)."""
+    for candidate in (rev, releases(release_list).get(rev)):
+        if candidate is None:
+            continue
+        found = subprocess.run(["git", "-C", str(repository()), "rev-parse", "--verify", "--quiet",
+                                f"{candidate}^{{commit}}"], capture_output=True, text=True)
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    raise Unmeasurable(f"no commit {rev!r} in {repository()}")
 
 
 def python(revdir: Path) -> Path:

@@ -13,6 +13,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -112,6 +113,33 @@ class JsonFormatter(logging.Formatter):
             return orjson.dumps(entry, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         except TypeError:  # what orjson refuses (an integer past 64 bits): the standard library's way
             return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+REPEAT_WINDOW_S = 10.0
+_repeats: dict[tuple[str, str], list[float]] = {}  # (logger, message) -> [last written, left out]
+
+
+def warning_sampled(logger: logging.Logger, message: str, extra: dict[str, Any] | None = None, *,
+                    every_s: float = REPEAT_WINDOW_S, now: float | None = None) -> bool:
+    """A warning that anyone outside can make us write (a webhook refused before it is checked),
+    written at most once per `every_s` for one logger and message: a flood of refusals costs one
+    line, not a line each. The line written after a quiet spell says how many were left out before
+    it (`repeated`). Their counts stay exact in the metrics. True when the line was written."""
+    at = time.monotonic() if now is None else now
+    key = (logger.name, message)
+    seen = _repeats.get(key)
+    if seen is not None and at - seen[0] < every_s:
+        seen[1] += 1
+        return False
+    left_out = int(seen[1]) if seen is not None else 0
+    _repeats[key] = [at, 0]
+    logger.warning(message, extra={**(extra or {}), **({"repeated": left_out} if left_out else {})})
+    return True
+
+
+def forget_repeats() -> None:
+    """Every sampled warning written again at its next occurrence (a test's fresh start)."""
+    _repeats.clear()
 
 
 def setup(level: str = "INFO", stream: Any = None) -> None:

@@ -41,12 +41,20 @@ async def apply(
     Returns the new balance, or None when (reason, ref) was already applied. The balance update is
     one atomic UPDATE so that concurrent changes of the same user never lose each other.
     """
-    if ref is not None:
-        seen = await db.scalar(
-            select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
-        )
-        if seen is not None:
-            return None
+    if ref is not None and await _applied(db, reason, ref):
+        return None
+    return await _apply_unseen(db, user_id, delta, reason, ref)
+
+
+async def _applied(db: AsyncSession, reason: str, ref: str) -> bool:
+    return await db.scalar(
+        select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)) is not None
+
+
+async def _apply_unseen(db: AsyncSession, user_id: int, delta: int, reason: str,
+                        ref: str | None) -> int | None:
+    """`apply` once (reason, ref) was looked for and not found: the unique index still settles a
+    race with another process."""
     try:
         return await _apply_row(db, user_id, delta, reason, ref)
     except IntegrityError:
@@ -99,9 +107,7 @@ async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str 
     `detail`) and not asked again. Returns (credits taken, new balance or None)."""
     if due <= 0:
         return 0, None
-    if ref is not None and await db.scalar(
-        select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)
-    ) is not None:
+    if ref is not None and await _applied(db, reason, ref):
         return 0, None  # already charged (a replay): neither taken again nor logged as cut
     # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
     # (a background job and a new message's turn) read the balance one after the other.
@@ -116,7 +122,7 @@ async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str 
         )
     if taken == 0:
         return 0, current
-    new_balance = await apply(db, user_id, -taken, reason, ref)
+    new_balance = await _apply_unseen(db, user_id, -taken, reason, ref)  # its ref looked for above
     return (taken if new_balance is not None else 0), new_balance
 
 

@@ -20,21 +20,22 @@ import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import phonenumbers
 from sqlalchemy import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.channel import inbound_store as store
+from bot.channel.inbound_store import InboundParams
 from bot.channel.locale import Locale
 from bot.storage.db import make_sync_engine
 
 log = logging.getLogger("bot.channel.inbound")
 
 _BSUID = re.compile(r"^[A-Z]{2}\.[0-9A-Za-z]{4,}$")
+_SID = re.compile(r"[A-Za-z0-9_-]+")
 MAX_MEDIA = 10
 # C0 control characters but tab (\x09), LF (\x0a) and CR (\x0d): never meant in a message, and NUL
 # is refused by PostgreSQL.
@@ -44,20 +45,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # not Unicode: no UTF-8 for it
 
 class MalformedWebhook(ValueError):
     pass
-
-
-@dataclass
-class InboundParams:
-    message_sid: str
-    channel: str  # whatsapp | sms
-    from_addr: str
-    to_addr: str
-    body: str
-    phone: str | None  # E.164 when the sender's number is known
-    external_id: str | None  # WhatsApp BSUID
-    profile_name: str | None
-    media: list[dict[str, str]] = field(default_factory=list)
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -88,13 +75,17 @@ def clean_text(value: str) -> str:
 
 
 # A control character in a form body, as itself or percent-encoded: the body's fields need
-# `clean_text` only then (a body decoded strictly as UTF-8 holds no lone surrogate).
-_RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]|%(?:0[0-8bBcCeEfF]|1[0-9a-fA-F])")
+# `clean_text` only then (a body decoded strictly as UTF-8 holds no lone surrogate). Two C scans:
+# one regex alternating a class with `%` was tried at every byte, ten times slower.
+_CONTROL_BYTES = bytes([*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])
+_ESCAPED_CONTROL = re.compile(rb"%(?:0[0-8bBcCeEfF]|1[0-9a-fA-F])")
 
 
 def has_control(raw: bytes) -> bool:
     """Whether a urlencoded body may decode to a field `clean_text` changes."""
-    return _RAW_CONTROL.search(raw) is not None
+    if len(raw.translate(None, _CONTROL_BYTES)) != len(raw):
+        return True
+    return _ESCAPED_CONTROL.search(raw) is not None
 
 
 def clean_form(pairs: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -109,7 +100,7 @@ def parse_params(form: Mapping[str, str]) -> InboundParams:
         raise MalformedWebhook("no MessageSid")
     if not from_addr:
         raise MalformedWebhook("no From")
-    if len(sid) > 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", sid):
+    if len(sid) > 64 or not _SID.fullmatch(sid):
         raise MalformedWebhook("bad MessageSid")
     channel = "whatsapp" if from_addr.startswith("whatsapp:") else "sms"
     sender = _strip_channel(from_addr)

@@ -19,7 +19,6 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qsl
 
 from aiohttp import web
 from multidict import MultiDict
@@ -65,32 +64,33 @@ async def _signed_form(request: web.Request, services: Services,
     settings = services.settings
     raw = await checks.read_capped(request, settings.webhook_max_bytes)
     if raw is None:
-        log.warning("webhook body too large", extra={"path": request.path, "peer": request.remote,
-                                                    "declared": request.content_length})
+        logs.warning_sampled(log, "webhook body too large", {
+            "path": request.path, "peer": request.remote, "declared": request.content_length})
         metrics.inbound(channel, "too_large").inc()
         return await checks.refuse_unread(request, "request body too large")
     signature = request.headers.get("X-Twilio-Signature", "")
     if not signature:
-        log.warning("webhook without signature", extra={"path": request.path, "peer": request.remote})
+        logs.warning_sampled(log, "webhook without signature", {"path": request.path, "peer": request.remote})
         metrics.inbound(channel, "rejected").inc()
         return web.Response(status=403, text="missing signature")
     if request.content_type != "application/x-www-form-urlencoded":
         metrics.inbound(channel, "rejected").inc()
         return web.Response(status=400, text="expected application/x-www-form-urlencoded")
     if checks.field_count(raw) > checks.MAX_FIELDS:
-        log.warning("webhook with too many fields", extra={"path": request.path, "peer": request.remote})
+        logs.warning_sampled(log, "webhook with too many fields",
+                             {"path": request.path, "peer": request.remote})
         metrics.inbound(channel, "too_large").inc()
         return checks.too_large("too many form fields")
     try:
-        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, errors="strict")
+        pairs = checks.parse_form(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        log.warning("webhook with bad encoding", extra={"path": request.path})
+        logs.warning_sampled(log, "webhook with bad encoding", {"path": request.path})
         metrics.inbound(channel, "rejected").inc()
         return web.Response(status=400, text="body is not valid UTF-8 form data")
     form: MultiDict[str] = MultiDict(pairs)
     url = settings.public_base_url + request.raw_path
     if not checks.signature_matches(settings.twilio_auth_token, url, form, signature):
-        log.warning("webhook with wrong signature", extra={"path": request.path, "url": url})
+        logs.warning_sampled(log, "webhook with wrong signature", {"path": request.path, "url": url})
         metrics.inbound(channel, "rejected").inc()
         return web.Response(status=403, text="invalid signature")
     if not checks.account_matches(form, settings.twilio_account_sid):

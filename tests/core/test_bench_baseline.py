@@ -67,3 +67,19 @@ def test_a_commit_that_cannot_run_todays_benchmark_exits_2_and_says_why(tmp_path
     unknown = bench("bench.cost", ["--baseline", "no-such-revision"], env)
     assert unknown.returncode == 2
     assert "no-such-revision cannot be measured by bench.cost: no commit" in unknown.stderr
+
+
+def test_a_release_name_is_found_in_the_list_when_the_checkout_has_no_such_tag(tmp_path: Path) -> None:
+    from bench import baseline
+
+    listed = tmp_path / "releases.txt"
+    head = git("rev-parse", "HEAD")
+    listed.write_text(f"# name commit what\nv9.9-untagged {head[:10]} a release with no tag here\n")
+    assert baseline.releases(listed) == {"v9.9-untagged": head[:10]}
+    assert baseline.resolve("v9.9-untagged", listed) == head
+    assert baseline.resolve("HEAD", listed) == head  # what git knows comes first
+    with pytest.raises(baseline.Unmeasurable, match=r"no commit 'v9\.8'"):
+        baseline.resolve("v9.8", listed)
+    # Every release the project lists is a commit of its history.
+    for name, commit in baseline.releases().items():
+        assert baseline.resolve(name) == git("rev-parse", commit), name

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from bot import logs
 from bot.channel.web import SPOOL
 from bot.storage.models import InboundMessage, OutboundMessage
 from tests.support.harness import Harness, new_sid, sign
@@ -41,16 +42,23 @@ async def refusals(h: Harness, channel: str, result: str) -> float:
 
 
 def count_twilio_macs(monkeypatch: pytest.MonkeyPatch, token: str) -> list[int]:
-    """Counts the HMACs computed with the auth token (whoever computes them: ours or twilio's)."""
+    """Counts the HMACs computed with the auth token, whoever computes them (ours with the one-shot
+    `hmac.digest`, twilio's with `hmac.new`)."""
     calls = [0]
-    real = hmac.new
+    real_new, real_digest = hmac.new, hmac.digest
 
-    def counting(key: Any, msg: Any = None, digestmod: Any = "") -> Any:
+    def counting_new(key: Any, msg: Any = None, digestmod: Any = "") -> Any:
         if key == token.encode():
             calls[0] += 1
-        return real(key, msg, digestmod)
+        return real_new(key, msg, digestmod)
 
-    monkeypatch.setattr(hmac, "new", counting)
+    def counting_digest(key: Any, msg: Any, digest: Any) -> bytes:
+        if key == token.encode():
+            calls[0] += 1
+        return real_digest(key, msg, digest)
+
+    monkeypatch.setattr(hmac, "new", counting_new)
+    monkeypatch.setattr(hmac, "digest", counting_digest)
     return calls
 
 
@@ -65,6 +73,37 @@ async def test_a_signed_body_over_64_kb_is_refused_and_not_stored(harness: Harne
     assert status == 200
     assert await stored(h) == 1
     assert await refusals(h, "unknown", "too_large") == before + 1
+
+
+async def test_a_flood_of_oversized_bodies_is_counted_each_and_logged_once(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = harness
+    logs.forget_repeats()
+    before = await refusals(h, "unknown", "too_large")
+    with caplog.at_level(logging.WARNING, logger="bot.channel.web"):
+        for _ in range(6):
+            assert (await h.post_form(INBOUND, form(h, "x" * 70_000)))[0] == 413
+            assert (await h.post_form(INBOUND, form(h), signed=False))[0] == 403  # no signature
+    lines = [r for r in caplog.records if r.getMessage() == "webhook body too large"]
+    assert len(lines) == 1 and not hasattr(lines[0], "repeated")
+    assert len([r for r in caplog.records if r.getMessage() == "webhook without signature"]) == 1
+    assert await refusals(h, "unknown", "too_large") == before + 6
+    assert await refusals(h, "unknown", "rejected") >= 6
+
+
+def test_a_sampled_warning_says_how_many_it_stands_for(caplog: pytest.LogCaptureFixture) -> None:
+    logs.forget_repeats()
+    log = logging.getLogger("tests.sampled")
+    with caplog.at_level(logging.WARNING, logger="tests.sampled"):
+        written = [logs.warning_sampled(log, "refused", {"peer": "p"}, every_s=10, now=t)
+                   for t in (100.0, 101.0, 105.0, 109.9, 110.0, 111.0, 125.0)]
+        logs.warning_sampled(log, "another", now=101.0)  # its own window
+    assert written == [True, False, False, False, True, False, True]
+    lines = [r for r in caplog.records if r.getMessage() == "refused"]
+    assert [getattr(r, "repeated", 0) for r in lines] == [0, 3, 1]
+    assert all(r.peer == "p" for r in lines)
+    assert [r.getMessage() for r in caplog.records].count("another") == 1
 
 
 async def test_a_chunked_body_is_cut_at_the_cap(make_harness: Any) -> None:

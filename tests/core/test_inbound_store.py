@@ -1,0 +1,198 @@
+"""The webhook's fast paths agree with the slow ways they replace: the form split as parse_qsl
+splits it, STOP told apart as its keyword tells it, the control-character check never missing one,
+and a batch's rows on SQLite (sent as SQL text) the same as Core writes them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import sqlite3
+import sys
+import unicodedata
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import parse_qsl
+
+import pytest
+from sqlalchemy import Connection
+
+from bot.channel import inbound_store as store
+from bot.channel.inbound import clean_form, has_control
+from bot.channel.inbound_store import InboundParams
+from bot.channel.keywords import ALNUM, STOP_WORDS, is_stop, keyword
+from bot.channel.locale import Locale
+from bot.channel.webhook_checks import parse_form
+from bot.storage.db import make_sync_engine
+from bot.storage.migrate import upgrade
+
+pytestmark = pytest.mark.single_pass
+
+# Pieces a hostile or odd form body is made of: escapes of the separators, of UTF-8 (whole, cut,
+# invalid), of controls, raw non-ASCII, pluses and empty fields.
+PIECES = ["a", "Z", "0", "&", "=", "+", "%", "%2", "%26", "%3D", "%3d", "%2B", "%20", "%C3%A9", "%C3",
+          "%A9", "%E2%82%AC", "%ED%A0%80", "%FF", "%ZZ", "%00", "%0A", "%1f", "%7F", "é", "€", "日",
+          "\x01", "&&", "==", "Body", "From=", "whatsapp%3A%2B225"]
+
+
+def bodies(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 14))) for _ in range(count)]
+
+
+def split_as_parse_qsl(text: str) -> list[tuple[str, str]] | type[Exception]:
+    try:
+        return parse_qsl(text, keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        return UnicodeDecodeError
+
+
+def split_as_parse_form(text: str) -> list[tuple[str, str]] | type[Exception]:
+    try:
+        return parse_form(text)
+    except UnicodeDecodeError:
+        return UnicodeDecodeError
+
+
+def test_parse_form_splits_and_refuses_every_body_as_parse_qsl_does() -> None:
+    cases = [*bodies(5000, seed=28), "", "&", "=", "a", "a=", "=b", "a=b=c", "a=%26&b=%3D",
+             "Body=STOP%21+", "a=%C3&b=%A9", "a=%C3%A9%C3"]
+    refused = 0
+    for text in cases:
+        expected = split_as_parse_qsl(text)
+        assert split_as_parse_form(text) == expected, text
+        refused += expected is UnicodeDecodeError
+    assert 100 < refused < len(cases) - 1000  # both outcomes were tried, many times each
+
+
+def test_a_body_without_control_characters_is_left_as_it_is_and_one_with_them_is_seen() -> None:
+    seen = 0
+    for text in bodies(3000, seed=7):
+        raw = text.encode()
+        pairs = split_as_parse_qsl(text)
+        if pairs is UnicodeDecodeError:
+            continue
+        assert isinstance(pairs, list)
+        if clean_form(pairs) != pairs:
+            assert has_control(raw), text  # never missed
+            seen += 1
+        if not has_control(raw):
+            assert clean_form(pairs) == pairs
+    assert seen > 100
+    assert has_control(b"Body=a%0bb") and has_control(b"Body=a\x1fb") and has_control(b"Body=%1F")
+    assert not has_control(b"Body=a%0Ab%0D%09+c") and not has_control(b"Body=%7F%20%2B")
+
+
+def test_no_combining_mark_is_a_letter_or_digit() -> None:
+    # What is_stop's shortcut stands on: each letter or digit of a message stays in its keyword.
+    import re
+
+    alnum = re.compile(ALNUM)
+    marks = [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.combining(c)]
+    assert len(marks) > 900
+    assert not [c for c in marks if alnum.match(c)]
+
+
+def test_is_stop_says_what_the_keyword_says() -> None:
+    tricky = ["STOP", "stop", " Stop ! ", "Arrêt", "ARRÊT...", "A\u0301rret", "ＳＴＯＰ", "ⓈⓉⓄⓅ", "STOP¨",
+              "**stop**", "~stop~", "_STOP_", "stop" + "!" * 200, "stop" + "\u0301" * 300,
+              " \u00a0stop\u2003", "S T O P", "stop please", "unsubscribe", "UNSUBSCRIBEX", "stopall",
+              "STOP ALL", "start", "ﷺ", "1234567890123", "stop1", "Bonjour, question numéro 12"]
+    rng = random.Random(3)
+    letters = ["s", "t", "o", "p", "S", "A", "r", "e", "ê", "\u0301", " ", "!", "…", "*", "_", "~", "¨",
+               "Ｓ", "1", "\u00a0", "."]
+    generated = ["".join(rng.choice(letters) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
+    stops = 0
+    for text in tricky + generated:
+        expected = keyword(text) in STOP_WORDS
+        assert is_stop(text) is expected, repr(text)
+        stops += expected
+    assert stops > 10
+    assert is_stop("stop" + "\u0301" * 300) and is_stop("ⓈⓉⓄⓅ") and not is_stop("stop please")
+
+
+# --- a batch's rows: SQL text on SQLite against Core --------------------------------------------
+
+NOW = datetime(2026, 12, 2, 19, 30, 5, 123456, tzinfo=UTC)
+
+
+def webhook(sid: str, phone: str, body: str = "Bonjour", **extra: object) -> InboundParams:
+    fields = {"MessageSid": sid, "From": f"whatsapp:{phone}", "Body": body, "Quote": "l'été \"x\" €"}
+    return InboundParams(message_sid=sid, channel="whatsapp", from_addr=f"whatsapp:{phone}",
+                         to_addr="whatsapp:+14155238886", body=body, phone=phone, external_id=None,
+                         profile_name="Awa", params=fields, **extra)  # type: ignore[arg-type]
+
+
+BATCHES = [
+    [(webhook("SM1", "+2250700000001"), NOW), (webhook("SM2", "+2250700000002", "Arrêt !"), NOW)],
+    [(webhook("SM3", "+2250700000001", "x" * 3000), NOW + timedelta(seconds=1)),
+     (webhook("SM3", "+2250700000001"), NOW),  # the same MessageSid twice in one batch
+     (webhook("SM1", "+2250700000001"), NOW),  # one stored before
+     (webhook("SM4", "+2250700000003", "photo", media=[{"url": "https://api.twilio.com/m/1",
+                                                         "content_type": "image/jpeg"}]),
+      NOW.astimezone(timezone(timedelta(hours=-5))))],  # another zone: stored as UTC
+    [(webhook("SM5", "+2250700000003", "Salut"), NOW)],
+]
+
+
+async def write_all(path: Path, sqlite_text: bool) -> tuple[list[object], sqlite3.Connection]:
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade(url)
+    engine = make_sync_engine(url)
+    how = store.Batch(dataclasses.replace(store.statements("sqlite"), sqlite_text=sqlite_text),
+                      store.UserCache(100), Locale("Africa/Abidjan", "fr"))
+    results: list[object] = []
+    try:
+        with engine.connect() as conn:
+            for number, batch in enumerate(BATCHES):
+                with conn.begin():
+                    if number == 1:  # a sender whose sends failed: the next message resets them
+                        failing(conn)
+                    results.append(store.write_batch(conn, how, batch))
+    finally:
+        engine.dispose()
+    return results, sqlite3.connect(path)
+
+
+def failing(conn: Connection) -> None:
+    conn.exec_driver_sql("UPDATE users SET delivery_failures = 3, delivery_blocked_reason = 'x', "
+                         "delivery_blocked_at = '2026-12-01 10:00:00.000000'")
+
+
+def table(db: sqlite3.Connection, name: str) -> list[tuple[object, ...]]:
+    columns = [row[1] for row in db.execute(f"PRAGMA table_info({name})")]
+    rows = db.execute(f"SELECT * FROM {name} ORDER BY id").fetchall()
+    # JSON compared as what it holds (Core spaces its text, orjson does not); the rest as stored,
+    # with SQLite's type of each value.
+    return [tuple((c, json.loads(v) if c in ("media", "params") and v is not None else v,
+                   type(v).__name__) for c, v in zip(columns, row, strict=True)) for row in rows]
+
+
+async def test_sqlite_text_writes_the_rows_core_writes(tmp_path: Path) -> None:
+    core_results, core = await write_all(tmp_path / "core.db", sqlite_text=False)
+    text_results, text = await write_all(tmp_path / "text.db", sqlite_text=True)
+    assert text_results == core_results
+    assert core_results[1] == [(1, 3), (1, None), (1, None), (3, 4)]  # type: ignore[comparison-overlap]
+    for name in ("inbound_messages", "users"):
+        assert table(text, name) == table(core, name), name
+    users = text.execute("SELECT phone, delivery_failures, delivery_blocked_at, opted_out FROM users "
+                         "ORDER BY id").fetchall()
+    # +2250700000002 typed « Arrêt ! »; only the senders of the second batch had their health reset.
+    assert users == [("+2250700000001", 0, None, 0), ("+2250700000002", 3, "2026-12-01 10:00:00.000000", 1),
+                     ("+2250700000003", 0, None, 0)]
+    created = text.execute("SELECT created_at FROM inbound_messages WHERE message_sid = 'SM4'").fetchone()
+    assert created == ("2026-12-02 19:30:05.123456",)
+
+
+async def test_a_naive_time_is_refused_by_both_ways(tmp_path: Path) -> None:
+    for sqlite_text in (False, True):
+        url = f"sqlite+aiosqlite:///{tmp_path / f'{sqlite_text}.db'}"
+        await upgrade(url)
+        engine = make_sync_engine(url)
+        how = store.Batch(dataclasses.replace(store.statements("sqlite"), sqlite_text=sqlite_text),
+                          store.UserCache(10), Locale("Africa/Abidjan", "fr"))
+        try:
+            with engine.connect() as conn, pytest.raises(Exception, match="naive datetime"), conn.begin():
+                store.write_batch(conn, how, [(webhook("SM9", "+2250700000009"), datetime(2026, 12, 2))])
+        finally:
+            engine.dispose()
