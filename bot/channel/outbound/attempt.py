@@ -32,6 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import metrics
@@ -130,8 +131,9 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
                 return _replayed(existing)
         untold = user_id is not None and not message.get("content_sid") and await _untold(db, user_id)
         row = _new_row(services, user_id, channel, to, message, kind, key, fields)
-        db.add(row)
-        await db.flush()
+        recorded = await _record(db, row)
+        if recorded is not None:
+            return recorded
         if outbox and (queue_only or await _backlog(db, to, row.id)):
             row.status, row.next_attempt_at = "queued", row.created_at
             await db.commit()
@@ -150,6 +152,25 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
         await store_sent(services, row, sent)
     metrics.OUTBOUND.labels(channel, "sent").inc()
     return Attempt(sid=sent.sid, status=sent.status, untold=untold)
+
+
+async def _record(db: AsyncSession, row: OutboundMessage) -> Attempt | None:
+    """Inserts the message's row; when its idempotency key was recorded in the meantime, the
+    attempt of that row instead (nothing sent twice)."""
+    db.add(row)
+    try:
+        await db.flush()
+    except IntegrityError:
+        # Another run of the same turn recorded this key between our look and this insert (a
+        # worker still finishing a turn whose lease ran out while the shared state was down).
+        await db.rollback()
+        key = row.idempotency_key
+        existing = None if key is None else await db.scalar(
+            select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
+        if existing is None:
+            raise
+        return _replayed(existing)
+    return None
 
 
 def _new_row(services: Services, user_id: int | None, channel: str, to: str, message: dict[str, Any],
