@@ -225,20 +225,23 @@ class _Leases:
                 return
             except TimeoutError:
                 pass
-            try:
-                if not await self.services.state.renew(lock_key(user_id), token, lease):
-                    log.warning("user lock lost", extra={"user_id": user_id})
-            except Exception:
-                # Keep extending the row's lease below: it alone guards the message until the
-                # shared state answers again.
-                log.warning("could not renew a user lock", extra={"user_id": user_id})
             row_id = current["row"]
-            # The row's lease in the database is extended on the side: waiting for SQLite's
-            # writer must never delay the lock's renewal above.
+            # The row's lease in the database is extended first and on the side: waiting for
+            # SQLite's writer must never delay the lock's renewal below, and a shared state that
+            # does not answer must never let the row's lease run out (another worker would then
+            # take the message over and answer it a second time).
             if row_id is not None and (db_renewal is None or db_renewal.done()):
                 db_renewal = asyncio.create_task(self._extend_row_lease(row_id, lease))
                 self._later.add(db_renewal)
                 db_renewal.add_done_callback(self._later.discard)
+            try:
+                async with asyncio.timeout(lease / 3):
+                    renewed = await self.services.state.renew(lock_key(user_id), token, lease)
+                if not renewed:
+                    log.warning("user lock lost", extra={"user_id": user_id})
+            except Exception:
+                # The row's lease alone guards the message until the shared state answers again.
+                log.warning("could not renew a user lock", extra={"user_id": user_id})
 
     async def _extend_row_lease(self, row_id: int, lease: float) -> None:
         try:

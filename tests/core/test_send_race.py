@@ -10,8 +10,7 @@ from typing import Any
 from sqlalchemy import event, func, select
 from sqlalchemy.util import await_only
 
-from bot.channel.outbound import send_to_user
-from bot.channel.outbound.scope import SendKeys, sending
+from bot.channel.outbound import SendKeys, send_to_user, sending
 from bot.clock import system_now
 from bot.storage.models import OutboundMessage
 from tests.support.harness import Harness
