@@ -47,7 +47,9 @@ class Deployment:
         for _ in range(workers):
             self.workers.append(self._spawn("worker", env=worker_env))
         async with aiohttp.ClientSession() as session:
-            for _ in range(200):
+            # Up to 30 s: three processes importing the whole bot at once, beside both test passes,
+            # took over 10 s on a slow 2-core machine.
+            for _ in range(600):
                 try:
                     async with session.get(self.url + "/readyz") as resp:
                         if resp.status == 200:
