@@ -26,9 +26,15 @@ log = logging.getLogger("bot.cli")
 
 
 def dispatch_function() -> Any:
-    """The handler chain the workers run for each inbound message."""
-    from handlers import dispatch
+    """The handler chain the workers run for each inbound message, its modules and the 24 tools'
+    imported now: imported at the first message instead (matplotlib, the document libraries), they
+    held the event loop for seconds while turns were running, long enough on a busy machine for a
+    user's lock and the message's lease to lapse and another worker to take the message over."""
+    from handlers import chain, dispatch
+    from tools import all_tools
 
+    chain()
+    all_tools()
     return dispatch
 
 

@@ -3,7 +3,7 @@ and JSON log lines that carry one message's ids from the webhook to the reply an
 
 from __future__ import annotations
 
-import io
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -99,23 +99,32 @@ async def test_queue_depth_and_the_oldest_pending_message_age(harness: Harness) 
 # --- logs ----------------------------------------------------------------------------------------
 
 
+class _Collected(logging.Handler):
+    """Each record as the JSON line the bot writes (bot.logs), parsed as it is written."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.setFormatter(logs.JsonFormatter())
+        self.lines = lines
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(self.format(record)))
+
+
 @contextmanager
 def json_lines() -> Iterator[list[dict[str, Any]]]:
-    """Every log line written meanwhile, as the JSON the bot writes (bot.logs)."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logs.JsonFormatter())
+    """Every log line written meanwhile, as the JSON the bot writes, in the list as it comes."""
+    lines: list[dict[str, Any]] = []
+    handler = _Collected(lines)
     root = logging.getLogger()
     level = root.level
     root.addHandler(handler)
     root.setLevel(logging.INFO)
-    lines: list[dict[str, Any]] = []
     try:
         yield lines
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-        lines += [json.loads(line) for line in stream.getvalue().splitlines() if line.strip()]
 
 
 OURS = ("bot.", "handlers.", "tools.")
@@ -153,6 +162,11 @@ async def test_a_background_job_logs_with_the_ids_of_the_message_it_came_from(ma
         await h.inbound(PHONE, "Fais le bilan en arrière-plan", sid=sid)
         await h.settle()
         job = await wait_job(h, "completed")
+        # The job's row is marked completed just before its last line is written.
+        for _ in range(200):
+            if any(line["msg"].startswith("background job ended") for line in ours(lines)):
+                break
+            await asyncio.sleep(0.05)
     async with h.services.sessions() as db:
         row_id = await db.scalar(select(InboundMessage.id).where(InboundMessage.message_sid == sid))
     of_job = [line for line in ours(lines) if line.get("job_id") == job.id]

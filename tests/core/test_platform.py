@@ -308,6 +308,29 @@ def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.single_pass
+def test_the_workers_import_the_whole_handler_chain_and_every_tool_before_the_first_message() -> None:
+    """Imported at the first message instead, the handlers' and tools' modules (matplotlib, the
+    document libraries) held a worker's event loop for seconds: its users' lock leases lapsed and
+    another worker took a running message over."""
+    script = (
+        "import sys\n"
+        "from bot import cli\n"
+        "cli.dispatch_function(); cli.job_runner()\n"
+        "before = set(sys.modules)\n"
+        "import handlers, tools\n"
+        "from bot.config import load_settings\n"
+        "handlers.chain()\n"
+        "for mode in ('child', 'pro'): tools.for_mode(mode, load_settings({}))\n"
+        "ours = {'handlers', 'tools', 'matplotlib'}\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.split('.')[0] in ours))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_serve_names_the_first_missing_setting(tmp_path: Path) -> None:
     result = _run(["serve"], tmp_path)
     assert result.returncode == 2

@@ -337,7 +337,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         # Every harness starts job workers; stopping them waits one poll (each test closes one):
         # the shortest poll there is.
         "JOB_POLL_S": "0.05",
-        "AGENT_TOOL_TIMEOUT_S": "5",
+        "AGENT_TOOL_TIMEOUT_S": "30",
         "AGENT_PROGRESS_NOTE_AFTER_S": "30",
         "LLM_TIMEOUT_S": "10",
         "LLM_RETRY_BASE_S": "0.01",
