@@ -14,12 +14,14 @@ takes no NUL in text or JSON) and block what comes behind it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -268,14 +270,31 @@ class InboundWriter:
             return await self._conn.run_sync(store.write_batch, self._batch, items)
 
 
+# How often, at most, the WAL is copied back into the database file while webhooks are written.
+CHECKPOINT_EVERY_S = 0.5
+CHECKPOINT_PASSES = 20
+# Past this many frames (about 16 MB of WAL), the writer finishes a checkpoint itself (see _write).
+WAL_FRAMES_LIMIT = 4000
+
+
 class _SqliteThread:
-    """The writer's own SQLite connection, used from one thread only: a batch is one hop there."""
+    """The writer's own SQLite connection, used from one thread only: a batch is one hop there.
+
+    Its commits never checkpoint (bot.storage.db.make_sync_engine): left to SQLite, the commit that
+    takes the WAL past 1,000 pages copies it back into the database file and syncs it, some 15 ms
+    every 250 webhooks, and every webhook arriving meanwhile waits (p99 at 300 req/s went from 2.6
+    to 11 ms). A passive checkpoint runs instead in a thread and connection of its own, at most every
+    CHECKPOINT_EVERY_S after a write: SQLite lets the writer go on beside it."""
 
     def __init__(self, database_url: str) -> None:
         self._engine: Engine = make_sync_engine(database_url)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbound-writer")
         self._conn: Connection | None = None
         self._closed = False
+        self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inbound-checkpoint")
+        self._checkpointing: Future[None] | None = None
+        self._checkpointed_at = 0.0
+        self._finish = False  # whether the writer is to finish the last checkpoint (see _write)
 
     @classmethod
     def for_engine(cls, engine: AsyncEngine) -> _SqliteThread | None:
@@ -286,11 +305,53 @@ class _SqliteThread:
     async def write(self, how: store.Batch,
                     items: store.Items) -> list[tuple[int, int | None]]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._write, how, items)
+        written = await loop.run_in_executor(self._executor, self._write, how, items)
+        self._checkpoint_soon()
+        return written
+
+    def _checkpoint_soon(self) -> None:
+        now = time.monotonic()
+        running = self._checkpointing is not None and not self._checkpointing.done()
+        if running or self._closed or now - self._checkpointed_at < CHECKPOINT_EVERY_S:
+            return
+        self._checkpointed_at = now
+        self._checkpointing = self._checkpointer.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        """Copies the WAL into the database file, pass after pass until one finds nothing written
+        since the one before: the WAL is then all copied, and the next write starts it over instead
+        of making it longer. (A pass reports the WAL as it was when it began: "all copied" alone
+        does not say that nothing was written meanwhile.) Each pass after the first is short."""
+        try:
+            with contextlib.closing(self._engine.raw_connection()) as conn:
+                seen = -1
+                for _ in range(CHECKPOINT_PASSES):
+                    _busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if self._closed or frames <= 0 or (frames == seen and copied >= frames):
+                        return
+                    if frames > WAL_FRAMES_LIMIT:
+                        self._finish = True
+                        return
+                    seen = frames
+        except Exception:
+            # Nothing is lost: the WAL keeps the rows, and the next checkpoint copies them.
+            log.warning("inbound writer checkpoint failed", exc_info=True)
 
     def _write(self, how: store.Batch, items: store.Items) -> list[tuple[int, int | None]]:
         if self._conn is None or self._conn.closed:
             self._conn = self._engine.connect()
+        if self._finish and (self._checkpointing is None or self._checkpointing.done()):
+            # Webhooks without a pause: every background pass finds new frames, the WAL is never
+            # all copied and only grows. The only writer finishes the copy here, between two batches
+            # (short: the pass that just ended copied the bulk), and its write below starts the WAL
+            # over.
+            self._finish = False
+            raw = self._conn.connection.driver_connection
+            assert raw is not None  # a connection just checked out
+            try:
+                raw.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except Exception:  # the batch is what matters; the next pass copies the rest
+                log.warning("inbound writer checkpoint failed", exc_info=True)
         with self._conn.begin():
             return store.write_batch(self._conn, how, items)
 
@@ -312,5 +373,8 @@ class _SqliteThread:
             return
         await self.drop()
         self._closed = True
+        if self._checkpointing is not None:
+            await asyncio.wrap_future(self._checkpointing)
+        self._checkpointer.shutdown(wait=False)
         self._engine.dispose()
         self._executor.shutdown(wait=False)

@@ -36,6 +36,8 @@ def make_sync_engine(database_url: str) -> Engine:
     url = database_url.replace("sqlite+aiosqlite:", "sqlite:", 1)
     engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
     event.listen(engine, "connect", _sqlite_pragmas)
+    # Its commits leave the WAL to the writer's checkpoint thread (bot.channel.inbound).
+    event.listen(engine, "connect", _no_autocheckpoint)
     counting.watch(engine)
     return engine
 
@@ -48,6 +50,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
+
+
+def _no_autocheckpoint(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA wal_autocheckpoint=0")
 
 
 def _drop_if_closed(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:
