@@ -25,16 +25,18 @@ log = logging.getLogger("bot.cli")
 # --- what the application is made of ----------------------------------------------------------
 
 
-def dispatch_function() -> Any:
-    """The handler chain the workers run for each inbound message, its modules and the 24 tools'
-    imported now: imported at the first message instead (matplotlib, the document libraries), they
-    held the event loop for seconds while turns were running, long enough on a busy machine for a
-    user's lock and the message's lease to lapse and another worker to take the message over."""
+def dispatch_function(warm: bool = True) -> Any:
+    """The handler chain the workers run for each inbound message; with `warm`, its modules and the
+    24 tools' are imported now: imported at the first message instead (matplotlib, the document
+    libraries), they held the event loop for seconds while turns were running, long enough on a
+    busy machine for a user's lock and the message's lease to lapse and another worker to take the
+    message over. A process that runs no workers (`serve` beside `worker` processes) skips it."""
     from handlers import chain, dispatch
     from tools import all_tools
 
-    chain()
-    all_tools()
+    if warm:
+        chain()
+        all_tools()
     return dispatch
 
 
@@ -112,13 +114,14 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
     # On SIGTERM the webhooks in flight get SHUTDOWN_GRACE_S to be answered (see _stop_all).
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=settings.shutdown_grace_s)
     await runner.setup()
+    # --with-workers: the message and job workers run here with Redis too (one process for it all,
+    # or next to `worker` processes). What they run is imported before the first webhook is taken.
+    run_workers = with_workers or (settings.single_process if workers is None else workers > 0)
+    dispatch = dispatch_function(warm=run_workers)
     site = web.TCPSite(runner, settings.host, settings.port)
     await site.start()
     metrics_site = await start_metrics_site(services)
-    # --with-workers: the message and job workers run here with Redis too (one process for it all,
-    # or next to `worker` processes).
-    run_workers = with_workers or (settings.single_process if workers is None else workers > 0)
-    pipeline = Pipeline(services, dispatch_function(), concurrency=workers or None, jobs=registered_jobs())
+    pipeline = Pipeline(services, dispatch, concurrency=workers or None, jobs=registered_jobs())
     background = JobWorkers(services, job_runner()) if run_workers else None
     if background is not None:
         await pipeline.start()
@@ -203,7 +206,8 @@ async def _chat(settings: Settings, phone: str, lines: Sequence[str] | None = No
     await services.state.close()
     services.state = MemoryState()  # the terminal conversation is private to this process
     services.console = ConsoleSink()
-    pipeline = Pipeline(services, dispatch_function(), concurrency=1, jobs=())
+    # One conversation, no other turn or lease to hold up: imported as the messages need it.
+    pipeline = Pipeline(services, dispatch_function(warm=False), concurrency=1, jobs=())
     await pipeline.start()
     print("Deblo: conversation in the terminal. Ctrl-D to quit.", flush=True)
     loop = asyncio.get_running_loop()
