@@ -6,7 +6,7 @@
 - a light one when REV's requirements/test.txt is the same as today's (or REV has none): no
   packages of its own, a .pth file pointing at the current environment's site-packages, so the
   same library versions are measured and only the product code differs;
-- else a full one: `pip install --require-hashes -r requirements/test.txt`, then the project
+- else a full one: `pip install --no-deps --require-hashes -r requirements/test.txt`, then the project
   itself with `--no-deps -e .`.
 
 A marker file, written once the environment is complete, says which kind it is; a directory
@@ -115,7 +115,7 @@ def _make_environment(revdir: Path, kind: str) -> None:
         return
     _run([sys.executable, "-m", "venv", str(venv)], revdir, "python -m venv")
     pip = [str(python(revdir)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    _run([*pip, "--require-hashes", "-r", LOCK], revdir, f"pip install -r {LOCK}")
+    _run([*pip, "--no-deps", "--require-hashes", "-r", LOCK], revdir, f"pip install -r {LOCK}")
     _run([*pip, "--no-deps", "-e", "."], revdir, "pip install -e .")
 
 
