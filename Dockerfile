@@ -20,8 +20,8 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
 WORKDIR /app
 # The pinned versions first (requirements/run.txt, made by scripts/lock, checked against their
 # hashes, every dependency listed, so --no-deps: nothing resolved again): a layer that changes only
-# when they do. Behind a TLS-intercepting proxy, pass its CA
-# bundle as the build secret `ca` (scripts/image-test passes the host's).
+# when they do. Behind a TLS-intercepting proxy, pass its CA bundle as the build secret `ca`
+# (scripts/image-test passes the host's).
 COPY requirements/run.txt ./requirements/run.txt
 RUN --mount=type=cache,target=/root/.cache/pip --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \

@@ -28,6 +28,7 @@ from bot.channel.locale import Locale
 from bot.channel.webhook_checks import parse_form
 from bot.storage.db import make_engine, make_sync_engine
 from bot.storage.migrate import upgrade
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.single_pass
 
@@ -238,11 +239,11 @@ async def test_the_writer_s_commits_leave_the_wal_to_a_checkpoint_thread_that_st
             await asyncio.sleep(CHECKPOINT_EVERY_S + 0.1)
             await writer.submit(webhook(f"SM{n}last", "+2250799999999"), NOW)  # the next checkpoint
             stored += 201
-            for _ in range(200):
-                if _rows_in_the_file_alone(path, tmp_path / "copy.db") == stored:
-                    break
-                await asyncio.sleep(0.05)
-            assert _rows_in_the_file_alone(path, tmp_path / "copy.db") == stored
+
+            async def all_copied(expected: int = stored) -> bool:
+                return _rows_in_the_file_alone(path, tmp_path / "copy.db") == expected
+
+            await eventually(all_copied, timeout_s=10)
             wal_sizes.append(_wal_size(path))
         # Webhooks without a pause: the background passes never find the WAL all copied.
         loop = asyncio.get_running_loop()

@@ -3,7 +3,6 @@ and JSON log lines that carry one message's ids from the webhook to the reply an
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from bot import logs
 from bot.storage.models import InboundMessage
 from tests.support.background_turns import long_harness, script_steps, wait_job
 from tests.support.harness import Harness, new_sid
+from tests.support.waiting import eventually
 
 PHONE = "+2250700000501"
 
@@ -163,10 +163,11 @@ async def test_a_background_job_logs_with_the_ids_of_the_message_it_came_from(ma
         await h.settle()
         job = await wait_job(h, "completed")
         # The job's row is marked completed just before its last line is written.
-        for _ in range(200):
-            if any(line["msg"].startswith("background job ended") for line in ours(lines)):
-                break
-            await asyncio.sleep(0.05)
+
+        async def ended() -> bool:
+            return any(line["msg"].startswith("background job ended") for line in ours(lines))
+
+        await eventually(ended, timeout_s=10)
     async with h.services.sessions() as db:
         row_id = await db.scalar(select(InboundMessage.id).where(InboundMessage.message_sid == sid))
     of_job = [line for line in ours(lines) if line.get("job_id") == job.id]
