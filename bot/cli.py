@@ -48,7 +48,7 @@ def job_runner() -> Any:
 
 
 def registered_jobs() -> list[Any]:
-    """Periodic jobs (bot.pipeline.scheduler.Job) run by every worker: each once per period across
+    """Periodic jobs (bot.periodic.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
     from bot.capabilities.learner import nudge_jobs
     from bot.capabilities.library import index_jobs

@@ -286,7 +286,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     spool_replay_s: Positive = 2.0
     spool_max_bytes: int = Field(100 * 1024 * 1024, ge=4096)
     spool_max_attempts: int = Field(5, ge=1)
-    # Proactive sends (reminders, summaries, parents' digests) and their retries (bot.pipeline.scheduler).
+    # Proactive sends (reminders, summaries, parents' digests) and their retries (bot.channel.scheduled).
     scheduled_send_attempts: int = Field(5, ge=1)
     scheduled_send_backoff_s: float = Field(60.0, ge=0)
     scheduled_send_claim_s: float = Field(300.0, gt=0)

@@ -202,7 +202,7 @@ def short_page(status: int, fr: str, en: str) -> web.Response:
 
 async def authorised_job(request: web.Request) -> tuple[Services, GenerationJob, User | None] | web.Response:
     """The job the link opens, with its owner; else the 403 (bad or expired sig) or 404 page."""
-    from bot.channel.web import services_of  # late: bot.channel.web builds the app that mounts this route
+    from bot.channel.app_keys import services_of
 
     services = services_of(request)
     job_id = check_job_signature(services.settings, request.match_info["id"], request.query.get("sig", ""))

@@ -27,8 +27,10 @@ from bot.capabilities.learner.profile import (
     to_work_on,
 )
 from bot.capabilities.learner.subjects import canonical_subject
+from bot.channel.keywords import stop_line
+from bot.channel.scheduled import Outgoing, deliver_due, plan
 from bot.config_groups import Learning
-from bot.pipeline.scheduler import Job, Outgoing, deliver_due, plan
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import ExerciseResult, ParentLink, ScheduledSend, User
@@ -248,15 +250,6 @@ def latest_summary_slot(now: datetime, weekday: int, hour: int, timezone: str) -
     return slot.astimezone(now.tzinfo)
 
 
-def stop_line(language: str) -> str:
-    """What STOP really does (handlers/optout.py): everything stops, on every channel, until START."""
-    return _t(language,
-              "Répondez STOP pour ne plus recevoir aucun message de Deblo (résumés et rappels compris), "
-              "START pour reprendre.",
-              "Reply STOP to get no more messages from Deblo at all (summaries and reminders included), "
-              "START to resume.")
-
-
 def weekly_text(stats: list[SubjectStats], name: str, language: str,
                 struggles: Sequence[SkillView] = ()) -> str:
     """The parent's weekly SMS: the week's checked answers per subject, the week before, and the
@@ -337,7 +330,7 @@ async def send_weekly_summaries(services: Services, now: datetime) -> int:
     """The periodic job: one summary per confirmed link, once per weekly slot; returns how many were sent.
 
     Idempotent across workers: a link is claimed by an atomic UPDATE of `last_summary_at`, and its
-    send planned in the same transaction (bot.pipeline.scheduler sends it, retrying a failed send). A link
+    send planned in the same transaction (bot.channel.scheduled sends it, retrying a failed send). A link
     confirmed after the slot waits for the next one. Opted-out parents (STOP) are skipped, and the
     outbound path refuses them too. The parent's last channel is used (SMS for a parent who never
     wrote to the bot).
@@ -365,7 +358,7 @@ async def send_weekly_summaries(services: Services, now: datetime) -> int:
 
 
 async def weekly_summary_job(services: Services, now: datetime) -> None:
-    """The scheduler's entry point (a bot.pipeline.scheduler.Job), ticking
+    """The scheduler's entry point (a bot.periodic.Job), ticking
     often; the slot decides when to send."""
     await send_weekly_summaries(services, now)
 

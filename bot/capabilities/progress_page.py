@@ -34,8 +34,8 @@ from bot.capabilities.progress_chart import (
     week_label,
     zone_of,
 )
+from bot.channel.app_keys import services_of
 from bot.channel.links import ID_PATTERN, check_progress_signature
-from bot.channel.web import services_of
 from bot.services import Services
 from bot.storage.models import User
 

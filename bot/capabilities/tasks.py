@@ -4,7 +4,7 @@ A task has two reminders, both kept in the database so that they survive restart
 reminder (REMINDER_LEAD_MINUTES before) and the due reminder. Every worker runs the reminder job;
 each reminder is taken off its task with one atomic UPDATE … WHERE <not yet planned> and planned as
 a ScheduledSend row in the same transaction, so whichever worker wins plans it and the others see
-zero rows changed. bot.pipeline.scheduler then sends it at least once and never twice (a failed send is
+zero rows changed. bot.channel.scheduled then sends it at least once and never twice (a failed send is
 retried with backoff, a bounded number of times). Confirmed parents do not get each reminder: they
 get one digest a day of their children's tasks (`send_parent_digests`).
 """
@@ -21,9 +21,10 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.capabilities.progress import stop_line
+from bot.channel.keywords import stop_line
+from bot.channel.scheduled import Outgoing, deliver_due, plan
 from bot.clock import zone
-from bot.pipeline.scheduler import Job, Outgoing, deliver_due, plan
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, ScheduledSend, Task, User

@@ -41,3 +41,12 @@ def is_stop(text: str) -> bool:
     if _TOO_MANY_LETTERS.match(decomposed):
         return False
     return _keyword(decomposed) in STOP_WORDS
+
+
+def stop_line(language: str) -> str:
+    """What STOP really does (handlers/optout.py): everything stops, on every channel, until START."""
+    fr = ("Répondez STOP pour ne plus recevoir aucun message de Deblo (résumés et rappels compris), "
+          "START pour reprendre.")
+    en = ("Reply STOP to get no more messages from Deblo at all (summaries and reminders included), "
+          "START to resume.")
+    return en if language == "en" else fr

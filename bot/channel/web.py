@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from bot import logs, metrics
 from bot.channel import gauges
 from bot.channel import webhook_checks as checks
+from bot.channel.app_keys import SERVICES, services_of
 from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, has_control, parse_params
 from bot.channel.links import ID_PATTERN, check_link
@@ -39,7 +40,6 @@ from bot.storage.models import OutboundMessage, UserFile
 
 log = logging.getLogger("bot.channel.web")
 
-SERVICES: web.AppKey[Services] = web.AppKey("services", Services)
 TWIML_EMPTY = '<?xml version="1.0" encoding="UTF-8"?><Response/>'
 # Progress order of delivery statuses: a late "sent" never overwrites "delivered".
 STATUS_RANK = {"created": 0, "accepted": 1, "scheduled": 1, "queued": 2, "sending": 3, "sent": 4,
@@ -47,10 +47,6 @@ STATUS_RANK = {"created": 0, "accepted": 1, "scheduled": 1, "queued": 2, "sendin
 FAILED = frozenset({"undelivered", "failed"})
 STATUS_KEY_TTL_S = 900
 UNKNOWN_SID_WAIT_S = 3.0
-
-
-def services_of(request: web.Request) -> Services:
-    return request.app[SERVICES]
 
 
 def twiml() -> web.Response:

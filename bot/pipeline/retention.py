@@ -13,7 +13,7 @@ call whose result is gone an "interrupted" result, so a cut through a turn loads
 The newest inbound row is never deleted, only emptied: SQLite gives a new row the highest id + 1,
 and the ledger refers to turns by inbound id (`turn:<id>:<attempt>`), so an id must never come back.
 
-The job (`retention_jobs`) runs in one process per period (the period's key in bot.pipeline.scheduler),
+The job (`retention_jobs`) runs in one process per period (the period's key: bot.periodic),
 and every step is idempotent, so a tick cut short, or two at once (one that ran past its period),
 does no harm. Rows
 go in batches, each its own short transaction (SQLite has one writer), at most `_MAX_BATCHES` per
@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select, update
 
-from bot.pipeline.scheduler import Job
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import (

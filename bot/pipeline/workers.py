@@ -22,9 +22,10 @@ from sqlalchemy import or_, select, update
 
 from bot.channel.outbound import run_outbox
 from bot.clock import system_now
+from bot.periodic import Job
 from bot.pipeline.messages import Dispatch, Messages, Ran, pending_after
 from bot.pipeline.rate import UserRate
-from bot.pipeline.scheduler import Job, run_jobs, sweep_each_interval
+from bot.pipeline.scheduler import run_jobs, sweep_each_interval
 from bot.services import Services
 from bot.storage.models import InboundMessage
 from bot.storage.state import lock_key

@@ -22,7 +22,7 @@ from bot.channel import formatting
 from bot.channel.web import create_app
 from bot.clock import ManualClock
 from bot.config import load_settings
-from bot.pipeline.scheduler import Job
+from bot.periodic import Job
 from bot.services import build_services
 from bot.storage.db import make_engine
 from bot.storage.migrate import schema_differences
@@ -96,6 +96,8 @@ ALLOWED: dict[str, set[str]] = {
     "bot.config": BASE, "bot.config_values": BASE, "bot.config_groups": BASE, "bot.logs": BASE,
     "bot.metrics": BASE, "bot.clock": BASE, "bot.credentials": BASE,
     "bot.storage": BASE,
+    # What a periodic job is; the pipeline's scheduler runs them.
+    "bot.periodic": BASE | {"bot.storage", "bot.services"},
     # The container of clients; build_services makes the LLM and Twilio clients it holds.
     "bot.services": BASE | {"bot.storage", "bot.agent.llm", "bot.channel.twilio_client"},
     # The channel side and the agent never import each other.
@@ -104,8 +106,8 @@ ALLOWED: dict[str, set[str]] = {
     # What tools build on: sends through the channel, takes the agent's tool contract and budget,
     # plans proactive sends with the scheduler.
     "bot.capabilities": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.agent",
-                                "bot.pipeline.scheduler"},
-    "bot.pipeline": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.capabilities"},
+                                "bot.periodic"},
+    "bot.pipeline": BASE | {"bot.storage", "bot.services", "bot.periodic", "bot.channel", "bot.capabilities"},
     # The operator's checks look at everything below the composition root, and at nothing above it.
     "bot.doctor": BASE | {"bot.storage", "bot.capabilities"},
     # The composition root wires everything, handlers and tools included.

@@ -20,8 +20,8 @@ from sqlalchemy import select
 from bot.capabilities.progress import weekly_summary_jobs
 from bot.capabilities.tasks import create, reminder_jobs
 from bot.cli import dispatch_function
+from bot.periodic import Job
 from bot.pipeline.retention import retention_jobs
-from bot.pipeline.scheduler import Job
 from bot.pipeline.workers import Pipeline
 from bot.storage.models import ParentLink, ScheduledSend
 from tests.support.harness import REDIS_URL, Harness, clear_redis

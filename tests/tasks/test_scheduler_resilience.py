@@ -18,7 +18,8 @@ from sqlalchemy import select, text, update
 
 from bot.capabilities.tasks import _plan_reminders, create, reminder_jobs, send_due_reminders
 from bot.config import ConfigError, load_settings
-from bot.pipeline.scheduler import Job, run_jobs
+from bot.periodic import Job
+from bot.pipeline.scheduler import run_jobs
 from bot.storage.models import ScheduledSend, Task
 from bot.storage.state import RedisState
 

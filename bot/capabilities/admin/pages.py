@@ -20,7 +20,7 @@ from bot.services import Services
 
 
 def _services(request: web.Request) -> Services:
-    from bot.channel.web import services_of  # late: bot.channel.web builds the app that mounts these routes
+    from bot.channel.app_keys import services_of
     return services_of(request)
 
 

@@ -8,7 +8,7 @@ zone, at most once per local day (the ScheduledSend key is the student and that 
 the window, so never a paid template; and never by SMS: an SMS costs money per message and a nudge is
 not worth it (a student who only writes by SMS gets none).
 
-Planned and sent as the reminders are (bot.pipeline.scheduler): whichever worker runs the job
+Planned and sent as the reminders are (bot.channel.scheduled): whichever worker runs the job
 plans the day's row once (its key is unique), and `deliver_due` claims each row before sending. The
 row is checked again when it goes out (still due items, still daytime, window still open, nudges
 still on); otherwise nothing is sent and the row is "skipped", never retried into the night.
@@ -22,8 +22,9 @@ from sqlalchemy import ColumnElement, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.capabilities.learner.items import due_count
+from bot.channel.scheduled import Outgoing, deliver_due, plan
 from bot.clock import zone
-from bot.pipeline.scheduler import Job, Outgoing, deliver_due, plan
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.models import QuizItem, ScheduledSend, User
 

@@ -16,7 +16,7 @@ from bot.capabilities.documents.extract import kind_of
 from bot.capabilities.library.chunks import chunk_file, pdf_pages
 from bot.capabilities.library.embeddings import EmbeddingError, embedder_for, to_bytes
 from bot.capabilities.library.text import keyword_terms
-from bot.pipeline.scheduler import Job
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.models import LibraryChunk, UserFile
 

@@ -48,7 +48,7 @@ def _page(services: Services, payment: Payment, language: str, *, status: int = 
 
 
 async def show(request: web.Request) -> web.Response:
-    from bot.channel.web import services_of  # late: bot.channel.web builds the app that mounts this
+    from bot.channel.app_keys import services_of
 
     services = services_of(request)
     found = await _payment(services, request.match_info["reference"])
@@ -58,7 +58,7 @@ async def show(request: web.Request) -> web.Response:
 
 
 async def confirm(request: web.Request) -> web.Response:
-    from bot.channel.web import services_of
+    from bot.channel.app_keys import services_of
 
     services = services_of(request)
     found = await _payment(services, request.match_info["reference"])

@@ -31,7 +31,7 @@ async def read_body(request: web.Request, cap: int) -> bytes | None:
 
 
 async def payment_webhook(request: web.Request) -> web.Response:
-    from bot.channel.web import services_of  # late: bot.channel.web builds the app that mounts this route
+    from bot.channel.app_keys import services_of
 
     body = await read_body(request, MAX_BODY)
     if body is None:

@@ -19,8 +19,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.capabilities import accounts, credits
-from bot.capabilities.progress import stop_line
 from bot.capabilities.school.roster_file import RosterRow
+from bot.channel.keywords import stop_line
 from bot.channel.locale import default_locale, locale_for
 from bot.services import Services
 from bot.storage.models import CohortMember, ParentLink, User

@@ -31,7 +31,7 @@ from bot.capabilities.school.classes import (
 )
 from bot.capabilities.school.operators import operator_cohorts
 from bot.config_groups import Learning
-from bot.pipeline.scheduler import Job
+from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Cohort, Operator

@@ -5,7 +5,7 @@ when Twilio does not take one for a reason that may pass (5xx, 429, refused conn
 `is_retryable`) the row stays `queued` for the background sender (`outbox`), with a backoff that
 doubles with each attempt (OUTBOX_BACKOFF_S up to OUTBOX_BACKOFF_MAX_S). Order per address: while
 a row to an address waits, later ones to it are queued behind it, never sent ahead. Proactive
-kinds are not queued: their caller (bot.pipeline.scheduler) retries them with its own backoff.
+kinds are not queued: their caller (bot.channel.scheduled) retries them with its own backoff.
 A refusal for good (PERMANENT_CODES and any other 4xx) is `failed` and counts towards the user's
 delivery health (`health`). A message already recorded under the turn's idempotency key
 (`scope.SendKeys`) is not sent again: its row is the answer. Twilio's SID is stored shielded from

@@ -358,7 +358,7 @@ class ParentLink(Base):
 
 class ScheduledSend(Base):
     """One proactive message (a task reminder, a weekly summary, a parent's daily digest), see
-    bot.pipeline.scheduler: `key` makes it unique, a claim (status "sending" until `claimed_until`) is taken
+    bot.channel.scheduled: `key` makes it unique, a claim (status "sending" until `claimed_until`) is taken
     before sending and released with a later `next_attempt_at` when the send fails."""
 
     __tablename__ = "scheduled_sends"
