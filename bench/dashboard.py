@@ -29,8 +29,6 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 from sqlalchemy import insert  # noqa: E402
 
-from bot.capabilities.admin import SESSION_COOKIE  # noqa: E402
-from bot.capabilities.admin.auth import token_hash  # noqa: E402
 from bot.cli import registered_routes  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from bot.services import Services, build_services  # noqa: E402
@@ -51,6 +49,8 @@ from bot.storage.models import (  # noqa: E402
     TurnRecord,
     User,
 )
+from bot.web.admin import SESSION_COOKIE  # noqa: E402
+from bot.web.admin.auth import token_hash  # noqa: E402
 from tests.support.harness import POSTGRES_ADMIN_URL, create_postgres_database, drop_postgres_database  # noqa: E402
 
 CLASS_SIZE = 40

@@ -41,7 +41,7 @@ def dispatch_function(warm: bool = True) -> Any:
 
 
 def job_runner() -> Any:
-    """What a background job runs (bot.pipeline.jobs.JobWorkers): the agent turn carried on."""
+    """What a background job runs (bot.pipeline.job_workers.JobWorkers): the agent turn carried on."""
     from handlers.turn import run_job
 
     return run_job
@@ -50,12 +50,12 @@ def job_runner() -> Any:
 def registered_jobs() -> list[Any]:
     """Periodic jobs (bot.periodic.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
-    from bot.capabilities.learner import nudge_jobs
-    from bot.capabilities.library import index_jobs
-    from bot.capabilities.progress import weekly_summary_jobs
-    from bot.capabilities.school import teacher_summary_jobs
-    from bot.capabilities.tasks import reminder_jobs
+    from bot.assistant.tasks import reminder_jobs
+    from bot.learning import nudge_jobs
+    from bot.learning.progress import weekly_summary_jobs
+    from bot.library import index_jobs
     from bot.pipeline.retention import retention_jobs
+    from bot.school import teacher_summary_jobs
 
     return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
             *retention_jobs(), *index_jobs()]
@@ -64,10 +64,10 @@ def registered_jobs() -> list[Any]:
 def registered_routes() -> list[Any]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[Any] = []
-    from bot.capabilities.admin import ROUTES as admin_routes
-    from bot.capabilities.job_stream import ROUTES as job_page_routes
-    from bot.capabilities.payments.webhook import ROUTES as payment_routes
-    from bot.capabilities.progress_page import ROUTES as progress_page_routes
+    from bot.web.admin import ROUTES as admin_routes
+    from bot.web.job_stream import ROUTES as job_page_routes
+    from bot.web.payment_webhook import ROUTES as payment_routes
+    from bot.web.progress_page import ROUTES as progress_page_routes
 
     routes += payment_routes
     routes += job_page_routes  # /jobs/{id}: a background job's live progress page
@@ -78,9 +78,9 @@ def registered_routes() -> list[Any]:
 
 def startup_checks(settings: Settings) -> None:
     """Says at start-up what is off, so an operator is not surprised by a missing tool."""
-    from bot.capabilities import speech
-    from bot.capabilities.sandbox import log_availability
     from bot.doctor import log_summary
+    from bot.media import speech
+    from bot.sandbox.bwrap import log_availability
 
     log_summary(settings)  # settings, tools and disk, as `doctor` shows them (providers not asked)
     log_availability(settings)
@@ -104,7 +104,7 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
     from aiohttp import web
 
     from bot.channel.web import create_app, start_metrics_site
-    from bot.pipeline.jobs import JobWorkers
+    from bot.pipeline.job_workers import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
@@ -141,7 +141,7 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
 
 async def _worker(settings: Settings, concurrency: int | None) -> None:
     from bot.channel.web import start_metrics_site
-    from bot.pipeline.jobs import JobWorkers
+    from bot.pipeline.job_workers import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
 
@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _school_parsers(sub: Any) -> None:
-    """`cohorts …` and `operators …` (bot.capabilities.school.console runs them)."""
+    """`cohorts …` and `operators …` (bot.console.school runs them)."""
     cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list")
     cohorts_sub = cohorts_parser.add_subparsers(dest="cohorts_command", required=True)
     cohorts_sub.add_parser("create", help="a new class").add_argument("name")
@@ -415,17 +415,13 @@ def _console(args: argparse.Namespace) -> int:
 
     settings = _settings()
     logs.setup("WARNING" if settings.log_level == "INFO" else settings.log_level)
+    from bot import console
+
     if args.command == "users":
-        from bot.capabilities.operator_console import users
-
-        return asyncio.run(users(settings, args))
+        return asyncio.run(console.users(settings, args))
     if args.command == "library":
-        from bot.capabilities.library import library_command
-
-        return asyncio.run(library_command(settings, args))
-    from bot.capabilities import school
-
-    command = school.cohorts_command if args.command == "cohorts" else school.operators_command
+        return asyncio.run(console.library_command(settings, args))
+    command = console.cohorts_command if args.command == "cohorts" else console.operators_command
     return asyncio.run(command(settings, args))
 
 

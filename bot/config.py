@@ -294,7 +294,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     parent_summary_hour: int = 18
     parent_digest_hour: Hour = 7  # local hour of a parent's digest
     reminder_lead_minutes: int = 60
-    max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.capabilities.tasks)
+    max_open_tasks: int = Field(50, ge=1)  # create_task refuses more (bot.assistant.tasks)
     # Messages, payloads, outbound rows, tool effects and files older than this are purged.
     retention_days: int = Field(365, ge=1)
     # Limits that protect people and the bill: turns one user may start per rolling minute (more
@@ -347,7 +347,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     # Bug reports.
     bug_report_email: str = ""
     bug_report_whatsapp: str = ""
-    # Sandbox for bash_execute (bubblewrap), limits per command (checked by bot.capabilities.sandbox).
+    # Sandbox for bash_execute (bubblewrap), limits per command (checked by bot.sandbox.bwrap).
     sandbox_bwrap: str = "bwrap"
     sandbox_timeout_s: float = 30.0
     sandbox_cpu_s: int = 20
@@ -362,7 +362,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     sandbox_cpus: float = 1.0  # CPU quota per sandbox
     sandbox_limiter: Lower = "auto"  # auto | cgroup2 | cgroup1 | rlimits (per-process limits only)
     sandbox_cgroup: str = "deblo-sandbox"  # name of the parent control group
-    # Photos and voice notes (bot.agent.vision, bot.capabilities.speech); "" URLs, keys, model: the LLM's.
+    # Photos and voice notes (bot.agent.vision, bot.media.speech); "" URLs, keys, model: the LLM's.
     llm_vision: bool = True
     llm_vision_model: str = ""
     transcribe_base_url: Url = ""
@@ -378,7 +378,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     image_input_credits: int = Field(1, ge=0)
     audio_seconds_per_credit: int = Field(60, ge=1)
     speech_chars_per_credit: int = Field(500, ge=1)
-    # Background jobs (bot.storage.job_queue, bot.pipeline.jobs): jobs run at once per process; the
+    # Background jobs (bot.storage.job_queue, bot.pipeline.job_workers): jobs run at once per process; the
     # lease a running job holds (renewed every third of it, with the job's heartbeat); how often
     # jobs whose heartbeat is older than two leases are queued again.
     job_concurrency: int = Field(2, ge=1)

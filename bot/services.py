@@ -42,7 +42,7 @@ class Services:
     twilio: TwilioClient
     llm: LLMClient
     files: FileStore
-    jobs: JobQueue  # background jobs (run by bot.pipeline.jobs)
+    jobs: JobQueue  # background jobs (run by bot.pipeline.job_workers)
     clock: Clock = system_now
     console: Console | None = None  # set when running `python -m bot chat`
     extra: dict[str, Any] = field(default_factory=dict)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from bot.capabilities import accounts, menus
+from bot import accounts
+from bot.channel import menus
 from bot.channel.buttons import Menu, tapped
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword

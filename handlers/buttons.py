@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from bot.capabilities.menus import get_menu
 from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
+from bot.channel.menus import get_menu
 from handlers import help
 
 # A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its

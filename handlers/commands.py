@@ -3,11 +3,11 @@ NOUVEAU/NEW (a new session at once), CREDITS, LANGUE."""
 
 from __future__ import annotations
 
-from bot.capabilities import credits, menus
-from bot.capabilities.learner import start_session
-from bot.channel import formatting
+from bot.billing import credits
+from bot.channel import formatting, menus
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
+from bot.learning import start_session
 from bot.storage.models import Conversation
 from handlers import help
 
@@ -58,7 +58,7 @@ async def show_commands(msg: Incoming, word: str, rest: str = "") -> None:
 
 async def new_conversation(msg: Incoming) -> Conversation:
     """Closes the active conversation and opens a fresh session at once (history starts again,
-    with the note carried over from the one closed: bot.capabilities.learner.sessions)."""
+    with the note carried over from the one closed: bot.learning.sessions)."""
     old = msg.conversation
     fresh = await start_session(msg.db, msg.user.id, msg.services.clock())
     await menus.clear_menu(msg.services, old.id, db=msg.db)

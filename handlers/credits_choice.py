@@ -6,8 +6,9 @@ import re
 
 from unidecode import unidecode
 
-from bot.capabilities import menus, payments
-from bot.capabilities.payments.provider import PaymentError
+from bot.billing import payments
+from bot.billing.payments.provider import PaymentError
+from bot.channel import menus
 from bot.channel.context import Incoming
 
 _SHOW = re.compile(r"^(acheter|acheter des credits|acheter credits|buy|buy credits|recharger|top up)$")

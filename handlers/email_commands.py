@@ -18,7 +18,8 @@ import re
 import secrets
 from datetime import timedelta
 
-from bot.capabilities.email import (
+from bot.channel.context import Incoming
+from bot.channel.email import (
     EmailError,
     build_message,
     normalize_address,
@@ -26,7 +27,6 @@ from bot.capabilities.email import (
     sender_address,
     smtp_configured,
 )
-from bot.channel.context import Incoming
 
 _COMMAND = re.compile(r"^(?:e-?mail|courriel)\s*[:=]?\s*(\S*)\s*$", re.I)
 _CODE = re.compile(r"^(?:code|e-?mail|courriel)\s*[:=]?\s*(\d{6})$", re.I)

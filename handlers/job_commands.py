@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from bot.capabilities import jobs
-from bot.capabilities.job_page import job_files
+from bot import jobs
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.links import job_page_url
 from bot.storage.models import GenerationJob
+from bot.web.job_page import job_files
 
 # Both words in both languages: « status » is what many French speakers type too.
 STATUS_WORDS = frozenset({"STATUT", "STATUS"})

@@ -1,7 +1,7 @@
 """The student's class: CLASSE / LEVEL shows it and offers the class menu, CLASSE 4e / LEVEL 4e sets
 it, and a number (or a level's name) answers the pending class menu.
 
-The menu is asked once (bot.capabilities.learner.levels): any other message goes on down the chain
+The menu is asked once (bot.learning.levels): any other message goes on down the chain
 as usual and the menu is dropped, so « je ne sais pas » or a question simply skips it. On WhatsApp
 its list offers the cycles: a tapped cycle gets its levels as a second menu (handlers/buttons.py
 has already checked that the tap is for the pending menu); a tapped level is its number.
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.capabilities import learner, menus
+from bot import learning
+from bot.channel import menus
 from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
@@ -32,7 +33,7 @@ async def _show(msg: Incoming) -> None:
     current = msg.user.school_level
     head = msg.t(f"Ta classe : {current}." if current else "Je ne connais pas encore ta classe.",
                  f"Your class: {current}." if current else "I do not know your class yet.")
-    menu = await learner.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
+    menu = await learning.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
                                           msg.services.clock())
     await msg.db.commit()
     await msg.reply(menu=replace(menu, body=f"{head}\n{menu.body}"))
@@ -42,7 +43,7 @@ async def _command(msg: Incoming, rest: str) -> bool:
     if not rest:
         await _show(msg)
         return True
-    level = learner.parse_level(rest)
+    level = learning.parse_level(rest)
     if level is None:
         if len(rest.split()) > 2:  # « classe grammaticale de ce mot ? » is a question for the tutor
             return False
@@ -61,21 +62,21 @@ async def _menu_answer(msg: Incoming) -> bool:
     """The reply to a pending class menu: a level, a number out of range (told, menu kept), or
     anything else (menu dropped, the message goes on)."""
     menu = await menus.get_menu(msg.services, msg.conversation.id, db=msg.db)
-    if menu is None or menu.get("kind") != learner.LEVEL_MENU_KIND:
+    if menu is None or menu.get("kind") != learning.LEVEL_MENU_KIND:
         return False
-    cycle = learner.cycle_by_number(msg.text) if tapped(msg.inbound.params or {}) else None
+    cycle = learning.cycle_by_number(msg.text) if tapped(msg.inbound.params or {}) else None
     if cycle is not None:
-        levels = await learner.offer_cycle(msg.services, msg.db, msg.conversation.id, str(menu["menu_id"]),
+        levels = await learning.offer_cycle(msg.services, msg.db, msg.conversation.id, str(menu["menu_id"]),
                                            cycle, msg.lang)
         await msg.db.commit()
         await msg.reply(menu=levels)
         return True
-    level = learner.level_by_number(msg.text) or learner.parse_level(msg.text)
+    level = learning.level_by_number(msg.text) or learning.parse_level(msg.text)
     if level is not None:
         await _set(msg, level)
         return True
     if msg.text.strip().lstrip("#").rstrip(".)").strip().isdigit():
-        count = len(learner.LEVELS)
+        count = len(learning.LEVELS)
         await msg.reply(msg.t(f"Réponds par un numéro entre 1 et {count}, ou pose ta question.",
                               f"Reply with a number from 1 to {count}, or ask your question."))
         return True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from bot.capabilities import memory
+from bot.assistant import memory
 from bot.channel.context import Incoming
 
 _LIST = re.compile(r"^(m[ée]moire|memory|ma m[ée]moire|my memory)[\s.!?]*$", re.I)

@@ -30,7 +30,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from bot.capabilities import credits, learner, menus
+from bot import learning
+from bot.billing import credits
+from bot.channel import menus
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
@@ -150,7 +152,7 @@ async def level_question(msg: Incoming) -> Menu | None:
     asked (None otherwise); committed, so that the reply carrying it can go."""
     if not needs_level(msg.user):
         return None
-    menu = await learner.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
+    menu = await learning.offer_level_menu(msg.services, msg.db, msg.user, msg.conversation.id,
                                           msg.services.clock())
     await msg.db.commit()
     return menu

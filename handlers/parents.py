@@ -1,8 +1,8 @@
 """Linking a parent: `PARENT +225…` from a student, `OUI 4821` / `NON 4821` from the parent.
 
 The parent gets exactly one SMS asking for confirmation and nothing else until they confirm (then a
-weekly progress summary, see bot.capabilities.progress.send_weekly_summaries, and at most one message a
-day about the child's tasks, bot.capabilities.tasks.send_parent_digests).
+weekly progress summary, see bot.learning.progress.send_weekly_summaries, and at most one message a
+day about the child's tasks, bot.assistant.tasks.send_parent_digests).
 
 That SMS goes to a number that has not agreed to anything yet, so it carries no text the requester
 chose (no WhatsApp display name, nothing they typed): fixed words, the requester's masked number and
@@ -34,10 +34,10 @@ import phonenumbers
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.capabilities.quiz import normalise
-from bot.capabilities.school import make_parent
 from bot.channel.context import Incoming
 from bot.channel.locale import default_locale, locale_for
+from bot.learning.quiz import normalise
+from bot.school import make_parent
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, User
 

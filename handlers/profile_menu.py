@@ -4,7 +4,7 @@ the welcome (handlers/onboarding.py) and by the notice a guest gets past the day
 
 from __future__ import annotations
 
-from bot.capabilities import menus
+from bot.channel import menus
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 

@@ -1,11 +1,11 @@
 """PROGRES / PROGRESS: the student's own summary (a parent is pointed to ENFANTS). ENFANTS /
 CHILDREN: a parent's confirmed children.
 
-On WhatsApp the text goes with its chart (bot.capabilities.progress_chart: one PNG per student,
+On WhatsApp the text goes with its chart (bot.learning.progress_chart: one PNG per student,
 kept as a generated file of the person it is sent to, as every file that goes out is, and sent as
 its signed link); a parent gets one message and one chart per child, at most MAX_CHILD_CHARTS
 charts. By SMS, which carries no image, each student's text ends with the signed link to their
-progress page (bot.capabilities.progress_page). A chart that cannot be drawn leaves the text alone.
+progress page (bot.web.progress_page). A chart that cannot be drawn leaves the text alone.
 
 Each user only ever sees their own results, and a parent only students linked to them by a link
 the parent confirmed (and did not stop).
@@ -18,14 +18,14 @@ import logging
 
 from sqlalchemy import select
 
-from bot.capabilities import safety
-from bot.capabilities.learner import due_count, skill_views
-from bot.capabilities.library import add_file
-from bot.capabilities.progress import format_progress, struggles, student_name, subject_stats
-from bot.capabilities.progress_chart import progress_data, progress_png
-from bot.capabilities.quiz import normalise
+from bot import safety
 from bot.channel.context import Incoming
 from bot.channel.links import progress_page_url, short_name
+from bot.learning import due_count, skill_views
+from bot.learning.progress import format_progress, struggles, student_name, subject_stats
+from bot.learning.progress_chart import progress_data, progress_png
+from bot.learning.quiz import normalise
+from bot.library import add_file
 from bot.storage.models import ParentLink, User, UserFile
 
 log = logging.getLogger("deblo.progress")

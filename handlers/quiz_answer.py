@@ -4,16 +4,17 @@ A reply answers the quiz when it is an option number (`2`, `2.`, `2️⃣`), the
 the option's text, or for true/false `vrai`/`faux`/`true`/`false`/`v`/`f`. Anything else goes on to
 the agent and the quiz stays pending until its TTL. A number sent after the quiz expired gets a
 short hint instead of going to the agent as a bare "2". The answer moves the skill's mastery and
-schedules the quiz's item for review (bot.capabilities.learner.record).
+schedules the quiz's item for review (bot.learning.record).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.capabilities.learner import find_item, record_checked
-from bot.capabilities.menus import clear_menu, expired_menu_kind
-from bot.capabilities.quiz import (
+from bot.channel.context import Incoming
+from bot.channel.menus import clear_menu, expired_menu_kind
+from bot.learning import find_item, record_checked
+from bot.learning.quiz import (
     MENU_KIND,
     Quiz,
     history_note,
@@ -22,7 +23,6 @@ from bot.capabilities.quiz import (
     pending_quiz,
     render_verdict,
 )
-from bot.channel.context import Incoming
 from bot.storage.models import Message
 
 

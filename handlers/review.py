@@ -1,5 +1,5 @@
 """REVISION / REVIEW: a round of the student's quiz items asked again, checked on the server with no
-model call (bot.capabilities.learner.rounds); REVISION NON / REVIEW OFF and REVISION OUI / REVIEW ON
+model call (bot.learning.rounds); REVISION NON / REVIEW OFF and REVISION OUI / REVIEW ON
 stop and restart the reminders to review.
 
 While a round's question is pending, an option (`2`, `b`, the option's text, `vrai`) answers it; a
@@ -15,7 +15,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from bot.capabilities.learner import (
+from bot.channel.context import Incoming
+from bot.channel.keywords import keyword
+from bot.channel.menus import expired_menu_kind, get_menu, set_menu
+from bot.learning import (
     REVIEW_KIND,
     Round,
     has_items,
@@ -27,8 +30,7 @@ from bot.capabilities.learner import (
     round_intro,
     score_line,
 )
-from bot.capabilities.menus import expired_menu_kind, get_menu, set_menu
-from bot.capabilities.quiz import (
+from bot.learning.quiz import (
     TRUE_FALSE,
     Quiz,
     number_in,
@@ -38,8 +40,6 @@ from bot.capabilities.quiz import (
     render_quiz,
     render_verdict,
 )
-from bot.channel.context import Incoming
-from bot.channel.keywords import keyword
 from bot.storage.models import Message, PendingMenu, QuizItem
 
 WORDS = frozenset({"REVISION", "REVISIONS", "REVIEW", "REVIEWS"})

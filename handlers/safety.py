@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.capabilities import safety
+from bot import safety
 from bot.channel.context import Incoming
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The first message of a session (bot.capabilities.learner.sessions) when questions are due for
+"""The first message of a session (bot.learning.sessions) when questions are due for
 review: answered by the agent turn as any other, then one line after the answer offers them
 (« 2 questions à revoir — écris REVISION »). After the answer, because the answer is what the person
 asked for, and only on the session's first message, so it is offered once a session and never in the
@@ -7,7 +7,7 @@ middle of a lesson. The carried-over note tells the model the same.
 
 from __future__ import annotations
 
-from bot.capabilities import learner
+from bot import learning
 from bot.channel.context import Incoming
 from handlers import turn
 
@@ -21,7 +21,7 @@ def review_offer(msg: Incoming, due: int) -> str:
 async def handle(msg: Incoming) -> bool:
     if msg.conversation.user_message_count != 1 or (msg.user.mode or "guest") == "guest":
         return False
-    due = await learner.due_count(msg.db, msg.user.id, msg.services.clock())
+    due = await learning.due_count(msg.db, msg.user.id, msg.services.clock())
     if not due:
         return False
     await turn.handle(msg)

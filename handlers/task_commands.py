@@ -8,7 +8,7 @@ import re
 from unidecode import unidecode
 
 from bot import clock
-from bot.capabilities import tasks
+from bot.assistant import tasks
 from bot.channel.context import Incoming
 from bot.storage.models import Task
 

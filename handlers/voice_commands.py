@@ -5,9 +5,9 @@ The word alone toggles; VOCAL OUI / VOICE ON and VOCAL NON / VOICE OFF set it ei
 
 from __future__ import annotations
 
-from bot.capabilities import speech
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
+from bot.media import speech
 
 WORDS = frozenset({"VOCAL", "VOICE"})
 ON = frozenset({"ON", "OUI", "YES"})

@@ -114,7 +114,7 @@ def sandbox_state(serve_logs: str) -> str:
             record = json.loads(line)
         except ValueError:
             continue
-        if record.get("logger") == "bot.capabilities.sandbox" and "bash_execute" in str(record.get("msg")):
+        if record.get("logger") == "bot.sandbox.bwrap" and "bash_execute" in str(record.get("msg")):
             return str(record["msg"])[:100]
     return "not reported"
 

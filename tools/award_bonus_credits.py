@@ -23,7 +23,7 @@ from sqlalchemy import select
 
 from bot.agent import effects
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.storage.models import CreditEntry, ExerciseResult, User
 from tools.modes import modes_for
 

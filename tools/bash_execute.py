@@ -6,8 +6,8 @@ import logging
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import sandbox
 from bot.config import Settings
+from bot.sandbox import bwrap as sandbox
 from tools.modes import modes_for
 
 log = logging.getLogger(__name__)

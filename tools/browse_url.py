@@ -1,7 +1,7 @@
 """browse_url: the readable text of a web page, at most 8,000 characters.
 
 Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side; the host is resolved
-and checked here first, as for a direct fetch), otherwise a direct fetch by bot.capabilities.web_fetch, which
+and checked here first, as for a direct fetch), otherwise a direct fetch by bot.agent.web_fetch, which
 refuses private and reserved addresses at every hop, then readable text extraction. Either way
 only http(s) URLs are taken and the result is capped. In a turn, only URLs the user sent, this
 turn's search results and links of pages opened in this turn to their own site are followed, and at
@@ -18,7 +18,7 @@ import httpx
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.agent.untrusted import UrlRefused, links_in_html, urls_in
-from bot.capabilities.web_fetch import (
+from bot.agent.web_fetch import (
     Fetched,
     FetchFailed,
     FetchRefused,

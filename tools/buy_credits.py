@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import payments
-from bot.capabilities.payments.provider import PaymentError
+from bot.billing import payments
+from bot.billing.payments.provider import PaymentError
 from bot.config import Settings
 from tools.modes import modes_for
 

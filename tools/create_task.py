@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.agent import untrusted
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import tasks
+from bot.assistant import tasks
 from tools.modes import modes_for
 
 

@@ -10,15 +10,9 @@ from __future__ import annotations
 from email.message import EmailMessage
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.email import (
-    EmailError,
-    build_message,
-    clean_subject,
-    load_attachments,
-    normalize_address,
-)
+from bot.channel.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
 from bot.channel.links import file_url
 from bot.storage.models import User
 from tools.modes import modes_for

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents import run_cpu
-from bot.capabilities.documents.content import (
-    NO_CONTENT,
-    ContentError,
-    document_schema,
-    has_content,
-)
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.names import MIME_BY_EXT, safe_filename
+from bot.documents import run_cpu
+from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.names import MIME_BY_EXT, safe_filename
 from tools.generate_pdf import document_text
 from tools.modes import modes_for
 

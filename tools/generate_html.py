@@ -1,24 +1,19 @@
 """generate_html: one self-contained HTML page (newsletter, formatted content).
 
 Everything the model writes is escaped, or sanitised when it gives HTML: the page runs no script
-and loads nothing from elsewhere (see bot.capabilities.documents.markdown)."""
+and loads nothing from elsewhere (see bot.documents.markdown)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents.content import (
-    NO_CONTENT,
-    ContentError,
-    document_schema,
-    has_content,
-)
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.extract import _html as html_text
-from bot.capabilities.documents.markdown import build_html
-from bot.capabilities.documents.names import safe_filename
+from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
+from bot.documents.convert import parse_document
+from bot.documents.extract import _html as html_text
+from bot.documents.markdown import build_html
+from bot.documents.names import safe_filename
 from tools.modes import modes_for
 
 NAME = "generate_html"

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents.content import (
-    NO_CONTENT,
-    ContentError,
-    document_schema,
-    has_content,
-)
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.markdown import build_md
-from bot.capabilities.documents.names import safe_filename
+from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
+from bot.documents.convert import parse_document
+from bot.documents.markdown import build_md
+from bot.documents.names import safe_filename
 from tools.modes import modes_for
 
 NAME = "generate_md"

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents import run_cpu
-from bot.capabilities.documents.content import (
-    ContentError,
-    Document,
-    document_schema,
-    has_content,
-    plain,
-)
-from bot.capabilities.documents.convert import converted, parse_document
-from bot.capabilities.documents.names import safe_filename
-from bot.capabilities.documents.pdf import MAX_PAGES, build_pdf
+from bot.documents import run_cpu
+from bot.documents.content import ContentError, Document, document_schema, has_content, plain
+from bot.documents.convert import converted, parse_document
+from bot.documents.names import safe_filename
+from bot.documents.pdf import MAX_PAGES, build_pdf
 from tools.modes import modes_for
 
 NAME = "generate_pdf"

@@ -7,12 +7,12 @@ import re
 import zipfile
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents import run_cpu
-from bot.capabilities.documents.content import ContentError, plain, xml_safe
-from bot.capabilities.documents.names import MIME_BY_EXT, safe_filename
-from bot.capabilities.documents.pptx import MAX_SLIDES, SLIDES_SCHEMA, Slide, build_pptx, parse_slides
+from bot.documents import run_cpu
+from bot.documents.content import ContentError, plain, xml_safe
+from bot.documents.names import MIME_BY_EXT, safe_filename
+from bot.documents.pptx import MAX_SLIDES, SLIDES_SCHEMA, Slide, build_pptx, parse_slides
 from tools.modes import modes_for
 
 NAME = "generate_pptx"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
-from bot.capabilities.documents import run_cpu
-from bot.capabilities.documents.calc import Computed, computed_workbook
-from bot.capabilities.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
-from bot.capabilities.documents.extract import extract_text
-from bot.capabilities.documents.names import MIME_BY_EXT, safe_filename
-from bot.capabilities.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, parse_workbook
+from bot.documents import run_cpu
+from bot.documents.calc import Computed, computed_workbook
+from bot.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
+from bot.documents.extract import extract_text
+from bot.documents.names import MIME_BY_EXT, safe_filename
+from bot.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, parse_workbook
 from tools.modes import modes_for
 
 NAME = "generate_xlsx"

@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities.quiz import (
-    MCQ,
-    QuizError,
-    ask,
-    parse_mcq_args,
-)
+from bot.learning.quiz import MCQ, QuizError, ask, parse_mcq_args
 from tools.modes import modes_for
 
 NAME = "interactive_quiz"

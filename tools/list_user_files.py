@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult
-from bot.capabilities import library
 from tools.modes import modes_for
 
 NAME = "list_user_files"

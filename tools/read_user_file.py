@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot import library
 from bot.agent import vision
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
 from tools.modes import modes_for
 
 NAME = "read_user_file"

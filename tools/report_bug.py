@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities.email import EmailError, build_message, send_message, sender_address, smtp_configured
+from bot.channel.email import EmailError, build_message, send_message, sender_address, smtp_configured
 from bot.channel.outbound import send_to_number
 from bot.config import Settings
 from bot.storage.models import User

@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.agent import effects
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities.learner import record_reported, subject_for
+from bot.learning import record_reported, subject_for
 from tools.modes import modes_for
 
 NAME = "report_exercise_result"

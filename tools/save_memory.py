@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.agent import effects, untrusted
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import memory
+from bot.assistant import memory
 from tools.modes import modes_for
 
 NAME = "save_memory"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
 from tools.modes import modes_for
 
 NAME = "search_user_files"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities.email import (
+from bot.channel.email import (
     EmailError,
     build_message,
     load_attachments,

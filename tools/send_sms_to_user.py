@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import library
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities import library
 from bot.channel.outbound import MODEL_ADVICE, SendResult, send_to_user
 from bot.storage.models import User
 from tools.modes import modes_for

@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from bot.capabilities.quiz import (
-    TRUE_FALSE,
-    QuizError,
-    ask,
-    parse_true_false_args,
-)
+from bot.learning.quiz import TRUE_FALSE, QuizError, ask, parse_true_false_args
 from tools.modes import modes_for
 
 NAME = "true_false_quiz"

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from bot.capabilities.learner import SkillView
-from bot.capabilities.progress_chart import ProgressData, Week, chart_svgs, progress_png
+from bot.learning import SkillView
+from bot.learning.progress_chart import ProgressData, Week, chart_svgs, progress_png
 
 COLUMNS = ("case", "skills", "PNG ms", "PNG KB", "SVGs ms", "SVGs KB")
 SUBJECTS = ("Mathématiques", "Français", "SVT", "Physique-Chimie", "Histoire-Géographie")

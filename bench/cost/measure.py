@@ -28,7 +28,7 @@ def approx_tokens(n_bytes: int) -> int:
 
 def current_prompt(mode: str, language: str, learner: str = "") -> dict[str, Any]:
     """Today's system prompt and tool schemas for `mode` and `language`, read from the code;
-    `learner` adds a student's learner block (bot.capabilities.learner.learner_block)."""
+    `learner` adds a student's learner block (bot.learning.learner_block)."""
     import tools
     from bot.agent.prompts import build_system_prompt
     from tools.modes import MODE_TOOLS
@@ -42,7 +42,7 @@ def learner_blocks() -> dict[str, str]:
     """Two learner blocks: a usual one (a class, a few skills, items due) and the largest one a
     student can have (the longest class, many skills whose labels are all accented letters, which
     json.dumps sends as six bytes each, a huge count of items due)."""
-    from bot.capabilities.learner import LearnerView, SkillView, learner_block
+    from bot.learning import LearnerView, SkillView, learner_block
 
     def skill(label: str, p: float, status: str) -> SkillView:
         return SkillView(subject="Mathématiques", skill=label, label=label, p_known=p, answers=10, correct=5,

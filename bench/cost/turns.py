@@ -22,7 +22,7 @@ from aiohttp import web
 from bot.agent.llm import LLMClient
 from bot.agent.loop import Budget, QuietSide, TurnSetup, new_state, run_turn
 from bot.agent.toolspec import Tool, ToolContext
-from bot.capabilities.credits import turn_cost
+from bot.billing.credits import turn_cost
 from bot.config import Limits, load_settings
 
 TOKENS_PER_CREDIT = 2000

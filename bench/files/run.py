@@ -29,8 +29,8 @@ LOREM = (
 
 
 def pdf_20_pages() -> Callable[[], str]:
-    from bot.capabilities.documents.convert import parse_document
-    from bot.capabilities.documents.pdf import build_pdf
+    from bot.documents.convert import parse_document
+    from bot.documents.pdf import build_pdf
 
     blocks: list[dict[str, Any]] = []
     for section in range(1, 18):
@@ -68,7 +68,7 @@ def pdf_20_pages() -> Callable[[], str]:
 
 
 def xlsx_10000_rows() -> Callable[[], str]:
-    from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+    from bot.documents.xlsx import build_xlsx, parse_workbook
 
     rows = [
         [
@@ -109,7 +109,7 @@ def xlsx_10000_rows() -> Callable[[], str]:
 def xlsx_10000_rows_of_text() -> Callable[[], str]:
     """The same size written as the model often writes it: amounts, negatives, percentages and
     dates as text, every column typed from its values."""
-    from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+    from bot.documents.xlsx import build_xlsx, parse_workbook
 
     rows = [
         [
@@ -141,7 +141,7 @@ def xlsx_10000_rows_of_text() -> Callable[[], str]:
 
 
 def pptx_30_slides() -> Callable[[], str]:
-    from bot.capabilities.documents.pptx import build_pptx, parse_slides
+    from bot.documents.pptx import build_pptx, parse_slides
 
     args = {
         "slides": [
@@ -168,8 +168,8 @@ def pptx_30_slides() -> Callable[[], str]:
 
 
 def docx_20_pages() -> Callable[[], str]:
-    from bot.capabilities.documents.convert import parse_document
-    from bot.capabilities.documents.docx import build_docx
+    from bot.documents.convert import parse_document
+    from bot.documents.docx import build_docx
 
     blocks: list[dict[str, Any]] = []
     for article in range(1, 37):
@@ -203,7 +203,7 @@ CASES: dict[str, Callable[[], Callable[[], str]]] = {
 
 
 def _measure(name: str, repeat: int, out: Any) -> None:
-    from bot.capabilities.documents.pdf import register_fonts
+    from bot.documents.pdf import register_fonts
 
     register_fonts()
     make = CASES[name]()

@@ -2,7 +2,7 @@
 
 - none: the bot before the learner was kept: a quiz is asked once and a missed one never returns.
 - fixed: the item comes back 1, 3, 7 then every 14 days after the previous answer, whatever it was.
-- fsrs: the bot's own scheduler, `bot.capabilities.learner.next_review` (FSRS, right/wrong only).
+- fsrs: the bot's own scheduler, `bot.learning.next_review` (FSRS, right/wrong only).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from bench.learning.student import Item
-from bot.capabilities.learner import next_review
+from bot.learning import next_review
 
 Schedule = Callable[[Item, bool, float], float | None]
 

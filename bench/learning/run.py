@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from bench.learning.policies import POLICIES, Schedule, due_now
 from bench.learning.student import Item, Memory, Student, draw_truth, held_chance, probe_right
 from bench.learning.student import answer as student_answer
-from bot.capabilities.learner import bkt_update, is_mastered
 from bot.config_groups import Learning
+from bot.learning import bkt_update, is_mastered
 
 SESSION_HOUR = 17 / 24  # sessions after school; every schedule here is in whole days from one
 COLUMNS = ("policy", "questions", "reviews", "right at d{days}", "held at d{days}", "mastered (BKT)",

@@ -98,7 +98,7 @@ async def make_users(database_url: str, users: int) -> None:
     """Onboarded pupils who wrote recently, with credits for the whole run."""
     from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
-    from bot.capabilities import credits
+    from bot.billing import credits
     from bot.clock import system_now
     from bot.storage.models import User
 

@@ -33,7 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bot.capabilities import library  # noqa: E402
+from bot import library  # noqa: E402
 from bot.config import load_settings  # noqa: E402
 from bot.services import Services, build_services  # noqa: E402
 from bot.storage.models import LibraryChunk, User, UserFile  # noqa: E402

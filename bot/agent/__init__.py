@@ -1,4 +1,4 @@
 """The agent: the loop, the LLM client and stream assembly, tool execution, truncation, history, prompts.
 
-May import storage, services and the top-level modules; never the channel, capabilities or pipeline.
+May import storage, services and the top-level modules; never the channel, a domain or an edge.
 """

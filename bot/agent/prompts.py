@@ -3,7 +3,7 @@
 The prompt is a stable prefix (the mode's file, then common.md, then for the modes with tools
 tools.md and untrusted.md: what the envelopes around web and file text mean) followed by what is specific to
 the user (profile, language, for a student the learner block: class, skills mastered and to work
-on, items due, from bot.capabilities.learner; saved memories), and last what changes at every turn
+on, items due, from bot.learning; saved memories), and last what changes at every turn
 (the user's local date and time). Only the end changes between users and turns, so providers' prompt caching
 applies to the prefix.
 """
@@ -93,7 +93,7 @@ def build_system_prompt(
 ) -> str:
     """`now` (an aware datetime) adds the local date and time, last since it changes at every turn;
     `today` (YYYY-MM-DD) is the older, date-only form, used when `now` is not given. `learner` is
-    the student's block (bot.capabilities.learner.learner_block), which carries the class itself."""
+    the student's block (bot.learning.learner_block), which carries the class itself."""
     parts = [stable_prefix(mode), "", PERSONAL_HEADING]
     profile = _profile_lines(user, with_level=not learner) if user is not None else []
     parts.extend(profile or ["- (profil non renseigné)"])

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 from urllib.parse import urlsplit
 
-from bot.capabilities import speech
-from bot.capabilities.email import smtp_configured
-from bot.capabilities.sandbox import unavailable_reason
+from bot.channel.email import smtp_configured
 from bot.config import Settings
 from bot.doctor.report import Check, fail, off, ok
+from bot.media import speech
+from bot.sandbox.bwrap import unavailable_reason
 
 # .env.example's values an operator may have kept by copying the file.
 PLACEHOLDER_HOSTS = ("example.org", "example.com", "example.net")

@@ -1,4 +1,6 @@
-"""What orders work: the workers (queue, user locks, sweeper, outbox sender), periodic jobs, retention.
+"""What orders work: the workers (queue, user locks, sweeper), the job workers (background jobs), the
+runner of periodic jobs, retention.
 
-May import storage, services, the channel and capabilities; never the agent (handlers bring it).
+An edge: may import the core and every domain; never the agent (handlers bring it), the web pages,
+the console or doctor.
 """

@@ -19,10 +19,10 @@ from sqlalchemy import exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import logs, metrics
-from bot.capabilities.learner import current_session
 from bot.channel.context import Incoming
 from bot.channel.outbound import SendKeys, inbound_outcome, send_to_user, sending
 from bot.clock import system_now
+from bot.learning import current_session
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
@@ -63,7 +63,7 @@ INTERRUPTED = (
 
 async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
     """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
-    (bot.capabilities.learner.sessions), which starts with the carried-over note."""
+    (bot.learning.sessions), which starts with the carried-over note."""
     return await current_session(db, user.id, now, idle_s)
 
 
@@ -185,7 +185,8 @@ class Messages:
     async def _handle(self, msg: Incoming, row: InboundMessage) -> None:
         """Receives the message's media and voice, then hands it to the handlers when anything
         is left to answer (a file that could not be received has been apologised for)."""
-        from bot.capabilities import media, speech
+        from bot.media import received as media
+        from bot.media import speech
 
         services, db = self.services, msg.db
         received, failed = await media.receive_all(services, db, msg.user, row)

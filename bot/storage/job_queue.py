@@ -3,7 +3,7 @@
 With REDIS_URL the broker is Dramatiq's RedisBroker (its keys under REDIS_KEY_PREFIX), shared by
 every process; without it a StubBroker inside this process. The `generation_jobs` row is the truth
 and a message only says "run this job now": a lost message delays a job (the sweeper of
-bot.pipeline.jobs queues it again) but never loses it, and a message delivered twice runs the job
+bot.pipeline.job_workers queues it again) but never loses it, and a message delivered twice runs the job
 once (its lease, `job_lock_key`).
 
 The actor is declared on this queue's own broker, not on Dramatiq's global one, so that several
@@ -35,7 +35,7 @@ Runner = Callable[[int], None]  # called on a Dramatiq worker thread with the jo
 
 
 def job_lock_key(job_id: int) -> str:
-    """The lease of a job: held by the worker running it (bot.pipeline.jobs)."""
+    """The lease of a job: held by the worker running it (bot.pipeline.job_workers)."""
     return f"lock:job:{job_id}"
 
 
@@ -74,7 +74,7 @@ class JobQueue:
             broker=self.broker, actor_name=ACTOR_NAME, queue_name=QUEUE_NAME,
             max_retries=MAX_RETRIES, min_backoff=MIN_BACKOFF_MS, max_backoff=MAX_BACKOFF_MS,
             # Dramatiq's TimeLimit middleware only runs under its own command line (`process_boot`);
-            # bot.pipeline.jobs enforces this limit itself (see JobWorkers).
+            # bot.pipeline.job_workers enforces this limit itself (see JobWorkers).
             time_limit=int(self.time_limit_s * 1000),
         )(self._run)
 

@@ -25,10 +25,11 @@ from bot.agent.events import LongWork, LoopEvent, Text, ToolProgress, TurnOutcom
 from bot.agent.loop import PROMOTED, Budget, TurnState, new_state
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
-from bot.capabilities import credits, speech
+from bot.billing import credits
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.streaming import StreamedReply, message_count
+from bot.media import speech
 from bot.services import Services
 from bot.storage.db import commit_writes
 from bot.storage.models import TurnRecord, User, UserFile

@@ -4,7 +4,7 @@ A turn runs either for a message, in the worker that took it (handlers/turn/dire
 background job that goes on from where the message's turn stopped (handlers/turn/job.py). Both
 offer the user's tools, give tools the same context, run the loop with the same setup (the limits,
 the quiz's redaction, the prompt-cache key) and are charged by the same meter
-(bot.capabilities.credits.TurnMeter). What differs is the side: where sends go and what the
+(bot.billing.credits.TurnMeter). What differs is the side: where sends go and what the
 caller does with the loop's events, held by each side's `TurnSide`.
 """
 
@@ -19,8 +19,8 @@ from bot.agent.llm import prompt_cache_key
 from bot.agent.loop import Budget, LoopSide, TurnSetup, TurnState, run_turn
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
-from bot.capabilities.quiz import redact_tool_arguments
 from bot.channel.buttons import Menu
+from bot.learning.quiz import redact_tool_arguments
 from bot.services import Services
 from bot.storage.models import User, UserFile
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot import metrics
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.channel.context import Incoming
 from handlers.profile_menu import profile_menu
 

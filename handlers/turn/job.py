@@ -1,6 +1,6 @@
 """A background job: a promoted turn run to its end by a job worker.
 
-`run_job` is what a job worker runs (bot/pipeline/jobs.py passes it the job's id, under the job's
+`run_job` is what a job worker runs (bot/pipeline/job_workers.py passes it the job's id, under the job's
 lease): it resumes the saved state step by step, saving it after each, so a worker killed mid-job
 is replaced by another that starts again from the last saved step. A step run again neither sends
 twice (each step's messages carry outbox keys `job:<id>:<step>:<n>`), nor charges twice (one
@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
-from bot import logs
+from bot import jobs, logs
 from bot.agent import history
 from bot.agent.effects import EffectStore
 from bot.agent.events import LoopEvent, StepStarted, Text, ToolEnded, ToolEvent, ToolProgress, ToolStarted
@@ -28,7 +28,7 @@ from bot.agent.loop import CANCELLED as LOOP_CANCELLED
 from bot.agent.loop import PROVIDER_ERROR, Budget, TurnState
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import ToolContext
-from bot.capabilities import credits, jobs
+from bot.billing import credits
 from bot.channel.buttons import Menu, send_menu
 from bot.channel.outbound import SendKeys, send_to_user, sending
 from bot.clock import system_now

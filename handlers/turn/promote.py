@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import jobs
 from bot.agent.loop import TurnState
-from bot.capabilities import jobs
 from bot.channel.context import Incoming
 from bot.channel.links import job_page_url
 from bot.services import Services

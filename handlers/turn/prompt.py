@@ -11,11 +11,11 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot import library
 from bot.agent import history, vision
 from bot.agent.prompts import build_system_prompt
-from bot.capabilities import library
-from bot.capabilities.learner import learner_block, learner_view
 from bot.channel.context import Incoming
+from bot.learning import learner_block, learner_view
 from bot.storage.models import Memory, UserFile
 
 __all__ = ["HISTORY_SHARE", "photos_of", "prompt", "save_user_message"]

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import func, select
 
-from bot.capabilities.admin import SESSION_COOKIE
 from bot.storage.models import OperatorSession
+from bot.web.admin import SESSION_COOKIE
 from tests.support.admin import PASSWORD, client, csrf_of, logged_in, make_operator
 from tests.support.harness import Harness
 

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.capabilities.admin import safe_cell
 from bot.storage.models import Conversation, CreditEntry, OutboundMessage, SafetyFlag, TurnRecord
+from bot.web.admin import safe_cell
 from tests.support.admin import add_flag, add_result, logged_in, make_cohort, make_operator, set_mastery
 from tests.support.harness import Harness
 

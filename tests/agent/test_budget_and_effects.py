@@ -16,7 +16,7 @@ from bot.agent.llm import LLMClient
 from bot.agent.loop import ANSWERED, OVER_BUDGET, Budget
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.config import Limits
 from bot.storage.models import CreditEntry, InboundMessage, Memory, Task, ToolEffect, TurnRecord
 from tests.fakes.llm import FakeLLM

@@ -10,8 +10,8 @@ from bot.agent.llm import LLMClient
 from bot.agent.loop import ANSWERED, FORCED_DEADLINE, FORCED_MAX_ITERATIONS, PROVIDER_ERROR
 from bot.agent.toolspec import Tool, ToolContext
 from bot.agent.truncation import total_tokens
-from bot.capabilities.killable import pid_alive
 from bot.config import Limits
+from bot.sandbox.killable import pid_alive
 from tests.fakes.llm import FakeLLM
 from tests.support.agent_loop import (
     BOOM,

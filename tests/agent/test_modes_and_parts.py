@@ -12,8 +12,8 @@ from bot.agent import history
 from bot.agent.executor import parse_arguments
 from bot.agent.prompts import build_system_prompt, stable_prefix
 from bot.agent.truncation import fit_context, total_tokens, truncate_result
-from bot.capabilities.killable import KillableError, pid_alive, run_killable
 from bot.config import load_settings
+from bot.sandbox.killable import KillableError, pid_alive, run_killable
 from bot.storage.models import Conversation, Message, User
 from tests.support.killable_targets import fail, sleep_then, write_pid_and_spin
 from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.agent.toolspec import Tool
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.storage.models import CreditEntry, GenerationJob, Memory, Message, TurnRecord
 from handlers.turn import LONG_WORK_NOTE
 from tests.support.agent_loop import ECHO, HANG, HUGE, offer

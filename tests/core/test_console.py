@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, update
 
-from bot.capabilities import accounts, library
+from bot import accounts, library
 from bot.storage.models import (
     Base,
     CreditEntry,
@@ -296,7 +296,7 @@ async def test_a_wrong_argument_is_one_line_exit_2_and_changes_nothing(harness: 
 
 
 async def test_credit_refuses_an_amount_beyond_the_bound_and_cleans_the_reason(harness: Harness) -> None:
-    from bot.capabilities.operator_credit import MAX_OPERATOR_CREDIT
+    from bot.console.credit import MAX_OPERATOR_CREDIT
 
     h = harness
     user = await h.make_user(PHONE)

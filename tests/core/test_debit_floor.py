@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.storage.models import CreditEntry
 
 pytestmark = pytest.mark.postgres_only

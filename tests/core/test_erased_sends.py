@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from bot.capabilities import accounts
+from bot import accounts
 from bot.channel.outbound import send_to_user
 from bot.storage.models import OutboundMessage, PendingDelivery, UserFile
 from tests.support.harness import Harness, new_sid

@@ -1,5 +1,5 @@
 """A debit looks for its reference once: `debit` checks it, then writes the row without asking
-again (bot.capabilities.credits), and a replay of the same reference takes nothing."""
+again (bot.billing.credits), and a replay of the same reference takes nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import event, func, select
 
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.storage.models import CreditEntry
 from tests.support.harness import Harness
 

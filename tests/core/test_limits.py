@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from bot.agent.llm import LLMClient, LLMError
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.channel.context import Incoming
 from bot.config import load_settings
 from bot.pipeline.rate import NOTICE

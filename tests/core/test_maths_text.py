@@ -10,11 +10,11 @@ import pytest
 from docx import Document as DocxDocument
 from pypdf import PdfReader
 
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.pdf import build_pdf
 from bot.channel import formatting
 from bot.channel.maths import gsm7_maths, latex_to_text
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.pdf import build_pdf
 
 pytestmark = pytest.mark.single_pass
 

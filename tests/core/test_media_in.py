@@ -128,8 +128,8 @@ NOT_TWILIO_URLS = [
 
 
 def test_only_twilio_media_hosts_over_https_are_fetched() -> None:
-    from bot.capabilities.media import media_url
     from bot.config import load_settings
+    from bot.media.received import media_url
 
     settings = load_settings({})
     assert [u for u in TWILIO_URLS if media_url(settings, u) is None] == []

@@ -89,27 +89,40 @@ async def test_readyz_reports_the_database_down(tmp_path: Path) -> None:
 
 
 # Which part of bot/ may import which. A module belongs to the first name here that is its own or a
-# parent of it; it may import its own part and the parts listed. Lower parts first.
+# parent of it; it may import its own part and the parts listed. Lower parts first: the base, storage,
+# the services, then the channel and the agent (never each other), then the domains (each says which
+# other domains it builds on), then the edges (web pages, the operator's console, doctor, the
+# pipeline: any domain, never each other), then the composition root.
 BASE = {"bot.config", "bot.config_values", "bot.config_groups", "bot.logs", "bot.metrics", "bot.clock",
         "bot.credentials"}
+CORE = BASE | {"bot.storage", "bot.services", "bot.periodic", "bot.channel", "bot.agent"}
+DOMAINS: dict[str, set[str]] = {
+    "bot.sandbox": set(),
+    "bot.billing": set(),
+    "bot.jobs": set(),
+    "bot.safety": set(),
+    "bot.assistant": set(),
+    "bot.documents": {"bot.sandbox"},
+    "bot.accounts": {"bot.billing"},
+    "bot.library": {"bot.documents"},
+    "bot.learning": {"bot.documents"},
+    "bot.media": {"bot.library", "bot.billing", "bot.documents"},
+    "bot.school": {"bot.accounts", "bot.billing", "bot.learning"},
+}
+EDGES = ("bot.web", "bot.console", "bot.doctor", "bot.pipeline")
 ALLOWED: dict[str, set[str]] = {
     "bot.config": BASE, "bot.config_values": BASE, "bot.config_groups": BASE, "bot.logs": BASE,
     "bot.metrics": BASE, "bot.clock": BASE, "bot.credentials": BASE,
     "bot.storage": BASE,
-    # What a periodic job is; the pipeline's scheduler runs them.
-    "bot.periodic": BASE | {"bot.storage", "bot.services"},
     # The container of clients; build_services makes the LLM and Twilio clients it holds.
     "bot.services": BASE | {"bot.storage", "bot.agent.llm", "bot.channel.twilio_client"},
+    # What a periodic job is; the pipeline's scheduler runs them.
+    "bot.periodic": BASE | {"bot.storage", "bot.services"},
     # The channel side and the agent never import each other.
     "bot.channel": BASE | {"bot.storage", "bot.services"},
     "bot.agent": BASE | {"bot.storage", "bot.services"},
-    # What tools build on: sends through the channel, takes the agent's tool contract and budget,
-    # plans proactive sends with the scheduler.
-    "bot.capabilities": BASE | {"bot.storage", "bot.services", "bot.channel", "bot.agent",
-                                "bot.periodic"},
-    "bot.pipeline": BASE | {"bot.storage", "bot.services", "bot.periodic", "bot.channel", "bot.capabilities"},
-    # The operator's checks look at everything below the composition root, and at nothing above it.
-    "bot.doctor": BASE | {"bot.storage", "bot.capabilities"},
+    **{domain: CORE | below for domain, below in DOMAINS.items()},
+    **{edge: CORE | set(DOMAINS) for edge in EDGES},
     # The composition root wires everything, handlers and tools included.
     "bot.cli": {"bot", "handlers", "tools"},
     "bot.__main__": {"bot.cli"},
@@ -156,7 +169,7 @@ def _project_modules() -> dict[str, Path]:
 def test_each_part_of_bot_imports_only_what_it_may() -> None:
     """bot/ never imports handlers or tools (only the composition root does), and its packages import
     one way: storage at the bottom, then services, then the channel and the agent (never each other),
-    then capabilities, then the pipeline."""
+    then the domains as DOMAINS orders them, then the edges, each on its own."""
     modules = _project_modules()
     offenders = []
     for name, path in modules.items():

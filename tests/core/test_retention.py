@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from bot.capabilities import library
+from bot import library
 from bot.cli import registered_jobs
 from bot.config import ConfigError, load_settings
 from bot.pipeline.retention import purge

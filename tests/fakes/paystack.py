@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.capabilities.payments.paystack import signature
+from bot.billing.payments.paystack import signature
 
 
 class PaystackStandIn:

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import aiohttp
 from sqlalchemy import select
 
+from bot import library
 from bot.agent.toolspec import ToolContext
-from bot.capabilities import library
 from bot.channel.links import file_path
 from bot.channel.outbound import SendResult, send_to_user
 from bot.storage.models import User, UserFile

@@ -16,19 +16,14 @@ from docx import Document as DocxDocument
 from pptx import Presentation
 from pypdf import PdfReader
 
-from bot.capabilities.documents.content import (
-    MAX_TABLE_ROWS,
-    ContentError,
-    column_types,
-    language_tag,
-)
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.markdown import build_html, build_md, sanitize_html
-from bot.capabilities.documents.names import safe_filename
-from bot.capabilities.documents.pdf import build_pdf, register_fonts
-from bot.capabilities.documents.pptx import MAX_SLIDES, build_pptx, parse_slides
-from bot.capabilities.documents.xlsx import MAX_ROWS, build_xlsx, parse_number, parse_workbook
+from bot.documents.content import MAX_TABLE_ROWS, ContentError, column_types, language_tag
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.markdown import build_html, build_md, sanitize_html
+from bot.documents.names import safe_filename
+from bot.documents.pdf import build_pdf, register_fonts
+from bot.documents.pptx import MAX_SLIDES, build_pptx, parse_slides
+from bot.documents.xlsx import MAX_ROWS, build_xlsx, parse_number, parse_workbook
 
 FRENCH = "Élève, école, ça, cœur, « guillemets », 1 250 000 FCFA, 12 € — déjà là"
 
@@ -422,7 +417,7 @@ def test_very_long_names_are_cut_keeping_the_extension() -> None:
 def test_extraction_refuses_archives_that_inflate_too_much() -> None:
     import struct
 
-    from bot.capabilities.documents.extract import MAX_UNZIPPED_BYTES, extract_text
+    from bot.documents.extract import MAX_UNZIPPED_BYTES, extract_text
 
     real = build_docx(parse_document({"title": "Petit", "blocks": ["Bonjour"]}))
     assert "Bonjour" in (extract_text(real, "a.docx", "") or "")
@@ -436,7 +431,7 @@ def test_extraction_refuses_archives_that_inflate_too_much() -> None:
 
 
 def test_declared_types_are_checked() -> None:
-    from bot.capabilities.documents.names import mime_for
+    from bot.documents.names import mime_for
 
     assert mime_for("a.pdf", "application/pdf; charset=binary") == "application/pdf"
     assert mime_for("a.pdf", "application/octet-stream") == "application/pdf"
@@ -538,7 +533,7 @@ def test_xlsx_wide_sheet_prints_landscape_and_a_sheet_without_header_has_its_row
 
 
 def test_pdf_wide_table_is_laid_out_in_landscape_and_amounts_keep_their_width() -> None:
-    from bot.capabilities.documents.pdf import frame_widths, table_layout
+    from bot.documents.pdf import frame_widths, table_layout
 
     row = ["601100", "Achats de marchandises", *(["12 345 678"] * 11)]
     block = parse_document({"title": "t", "blocks": [{"type": "table", "rows": [row] * 3}]}).blocks[0]

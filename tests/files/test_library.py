@@ -13,13 +13,13 @@ from pptx import Presentation
 from pypdf import PdfReader
 from sqlalchemy import func, select
 
-from bot.capabilities import library
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.names import MIME_BY_EXT
-from bot.capabilities.documents.pdf import build_pdf
-from bot.capabilities.documents.pptx import build_pptx, parse_slides
-from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+from bot import library
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.names import MIME_BY_EXT
+from bot.documents.pdf import build_pdf
+from bot.documents.pptx import build_pptx, parse_slides
+from bot.documents.xlsx import build_xlsx, parse_workbook
 from bot.storage.models import UserFile
 from tests.support.library import Library
 from tools import by_name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.capabilities import memory
+from bot.assistant import memory
 from tests.support.library import Library
 from tools import by_name
 

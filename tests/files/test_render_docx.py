@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from docx import Document as DocxDocument
 
-from bot.capabilities.documents.content import ContentError, Document
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.markdown import build_html, build_md
+from bot.documents.content import ContentError, Document
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.markdown import build_html, build_md
 from tests.support import render
 
 MARKDOWN = """# Leçon : les fractions
@@ -153,7 +153,7 @@ def test_markdown_and_html_keep_quotes_and_nesting(lesson: Rendered) -> None:
 
 
 def test_pdf_keeps_quote_and_nested_items(tmp_path: Path) -> None:
-    from bot.capabilities.documents.pdf import build_pdf
+    from bot.documents.pdf import build_pdf
 
     doc = parse_document({"title": "Leçon : les fractions", "markdown": MARKDOWN})
     pdf = tmp_path / "lecon.pdf"
@@ -187,7 +187,7 @@ def test_bad_levels_say_what_to_give(levels: object) -> None:
 
 
 def test_extracted_text_has_plain_spaces_for_search() -> None:
-    from bot.capabilities.documents.extract import extract_text
+    from bot.documents.extract import extract_text
 
     doc = parse_document({"title": "Devis", "blocks": ["Tables-bancs : 45\u202f000\u00a0FCFA"]})
     text = extract_text(build_docx(doc), "devis.docx", "") or ""
@@ -195,6 +195,6 @@ def test_extracted_text_has_plain_spaces_for_search() -> None:
 
 
 def test_a_word_file_read_back_keeps_quotes_and_levels(lesson: Rendered) -> None:
-    from bot.capabilities.documents.convert import to_document
+    from bot.documents.convert import to_document
 
     assert to_document(lesson.data, "lecon.docx", "").blocks == lesson.doc.blocks

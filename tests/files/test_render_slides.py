@@ -16,7 +16,7 @@ from pptx import Presentation
 from pptx.enum.text import PP_ALIGN
 from pptx.util import Emu
 
-from bot.capabilities.documents.pptx import build_pptx, parse_slides
+from bot.documents.pptx import build_pptx, parse_slides
 from tests.support import render
 
 LONG = (

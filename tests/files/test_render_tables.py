@@ -16,10 +16,10 @@ import openpyxl
 import pytest
 from pypdf import PdfReader
 
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.pdf import SYMBOLS_FONT, build_pdf, markup
-from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.pdf import SYMBOLS_FONT, build_pdf, markup
+from bot.documents.xlsx import build_xlsx, parse_workbook
 from tests.support import render
 
 HEADER = ["Réf.", "Actif", "Brut", "Amort. et dépréc.", "Net 2024", "Net 2023"]

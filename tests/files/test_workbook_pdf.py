@@ -11,11 +11,11 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from bot.capabilities.documents.calc import FLAG, computed_workbook, with_values
-from bot.capabilities.documents.convert import converted
-from bot.capabilities.documents.extract import extract_text
-from bot.capabilities.documents.pdf import build_pdf
-from bot.capabilities.documents.xlsx import parse_workbook
+from bot.documents.calc import FLAG, computed_workbook, with_values
+from bot.documents.convert import converted
+from bot.documents.extract import extract_text
+from bot.documents.pdf import build_pdf
+from bot.documents.xlsx import parse_workbook
 from tests.support import render
 
 pytestmark = pytest.mark.single_pass

@@ -9,7 +9,7 @@ from typing import Any
 
 import openpyxl
 
-from bot.capabilities import library
+from bot import library
 from tests.support.library import Library
 from tools import by_name
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.channel import formatting
 from bot.channel.links import check_job_signature
 from bot.storage.models import GenerationJob, User

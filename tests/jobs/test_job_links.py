@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.channel import formatting
 from bot.channel.links import job_page_url
 from handlers.turn import LONG_WORK_NOTE, QUEUED_NOTE

@@ -6,7 +6,7 @@ import asyncio
 import re
 import time
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.channel.links import job_signature
 from tests.support.harness import Harness
 from tests.support.job_page import done, finish_job, made_file, make_job, page_path, read_events, step

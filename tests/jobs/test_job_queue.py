@@ -1,4 +1,4 @@
-"""Background jobs' queue and workers (bot.storage.job_queue, bot.pipeline.jobs) on a real broker.
+"""Background jobs' queue and workers (bot.storage.job_queue, bot.pipeline.job_workers) on a real broker.
 
 Each test runs with Dramatiq's in-process StubBroker (no REDIS_URL) and with its RedisBroker on a
 real Redis (a key prefix per test); a Redis that does not answer fails the test. `run_job` here is
@@ -24,7 +24,7 @@ import pytest
 
 from bot.clock import system_now
 from bot.config import load_settings
-from bot.pipeline.jobs import JobWorkers, worker_name
+from bot.pipeline.job_workers import JobWorkers, worker_name
 from bot.services import Services, build_services
 from bot.storage.job_queue import QUEUE_NAME, job_lock_key
 from bot.storage.models import Conversation, GenerationJob, User
@@ -278,7 +278,7 @@ async def test_stop_cuts_a_running_job_and_the_next_start_resumes_it(backend: Ba
 _DOOMED = """
 import asyncio, os
 from bot.config import load_settings
-from bot.pipeline.jobs import JobWorkers
+from bot.pipeline.job_workers import JobWorkers
 from bot.services import build_services
 
 async def hang(services, job_id):

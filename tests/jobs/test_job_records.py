@@ -1,4 +1,4 @@
-"""Background jobs' records (bot.capabilities.jobs) on the test database and state: events stored
+"""Background jobs' records (bot.jobs) on the test database and state: events stored
 and published once per key, read back in order, ANNULER on queued and running jobs, which job is
 the active one, the step labels and the STATUT text."""
 
@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.storage.models import GenerationJob
 from tests.support.harness import Harness
 from tests.support.job_records import add_job, conversation_of, stored_events, stored_job

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.storage.state import MemoryState, RedisState
 from tests.support.harness import Harness
 from tests.support.job_page import done, make_job, page_path, read_events, step

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 
-from bot.capabilities import jobs
+from bot import jobs
 from tests.support.harness import Harness
 from tests.support.job_page import done, made_file, make_job, page_path, step
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from bot.capabilities import library
-from bot.capabilities.documents.convert import parse_document
-from bot.capabilities.documents.docx import build_docx
-from bot.capabilities.documents.extract import extract_text
-from bot.capabilities.documents.names import MIME_BY_EXT
-from bot.capabilities.documents.pdf import build_pdf
-from bot.capabilities.documents.pptx import build_pptx, parse_slides
-from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
-from bot.capabilities.library.chunks import MAX_WORDS, MIN_WORDS, pdf_pages
+from bot import library
+from bot.documents.convert import parse_document
+from bot.documents.docx import build_docx
+from bot.documents.extract import extract_text
+from bot.documents.names import MIME_BY_EXT
+from bot.documents.pdf import build_pdf
+from bot.documents.pptx import build_pptx, parse_slides
+from bot.documents.xlsx import build_xlsx, parse_workbook
+from bot.library.chunks import MAX_WORDS, MIN_WORDS, pdf_pages
 
 pytestmark = pytest.mark.single_pass
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, select
 
-from bot.capabilities import library
-from bot.capabilities.documents.names import MIME_BY_EXT
-from bot.capabilities.documents.xlsx import build_xlsx, parse_workbook
+from bot import console, library
+from bot.documents.names import MIME_BY_EXT
+from bot.documents.xlsx import build_xlsx, parse_workbook
 from bot.services import Services
 from bot.storage.models import LibraryChunk, User, UserFile
 from tests.fakes.embeddings import FakeEmbeddings, vector
@@ -124,7 +124,7 @@ async def test_reindex_fills_files_stored_before_and_follows_changed_text(
         await db.execute(delete(LibraryChunk))
         await db.commit()
     assert (await search(services, me, "kermesse"))["results"] == []
-    command = library.library_command
+    command = console.library_command
     assert await command(services.settings, argparse.Namespace(phone="+225 07 00 00 00 01")) == 0
     assert "1 file(s) indexed" in capsys.readouterr().out
     assert [r["file_id"] for r in (await search(services, me, "kermesse"))["results"]] == [mine.id]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from bot.capabilities import library
+from bot import library
 from bot.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.single_pass

@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities import credits, library
+from bot import library
+from bot.billing import credits
 from bot.storage.models import CreditEntry, Message, TurnRecord, UserFile
 from tests.fakes.llm import image_parts
 from tests.support.harness import Harness

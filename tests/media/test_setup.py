@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bot.agent import vision
-from bot.capabilities import speech
 from bot.config import ConfigError, load_settings
+from bot.media import speech
 
 
 def test_defaults_follow_the_llm() -> None:
@@ -45,7 +45,7 @@ def test_a_bad_value_is_named(name: str, value: str) -> None:
 def test_start_up_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                        caplog: pytest.LogCaptureFixture) -> None:
     settings = load_settings({})
-    caplog.set_level(logging.INFO, logger="bot.capabilities.speech")
+    caplog.set_level(logging.INFO, logger="bot.media.speech")
     assert speech.log_availability(settings) == []  # everything is installed here
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     caplog.clear()

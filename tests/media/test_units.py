@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from bot.agent import vision
-from bot.capabilities import speech
+from bot.media import speech
 
 
 def _image(fmt: str, size: tuple[int, int], mode: str = "RGB") -> bytes:

@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy import select
 
-from bot.capabilities import credits, library
+from bot import library
+from bot.billing import credits
 from bot.storage.models import CreditEntry, InboundMessage, Message, User, UserFile
 from tests.fakes.speech import FakeSpeech, sine_audio
 from tests.support.harness import Harness

@@ -1,4 +1,4 @@
-"""browse_url and bot.capabilities.web_fetch: real fetches from local servers, and every SSRF refusal."""
+"""browse_url and bot.agent.web_fetch: real fetches from local servers, and every SSRF refusal."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 from bot.agent.toolspec import ToolContext
-from bot.capabilities.web_fetch import FetchFailed, FetchRefused, _Inflater, fetch, is_public_address
+from bot.agent.web_fetch import FetchFailed, FetchRefused, _Inflater, fetch, is_public_address
 from tests.support.ports import free_port
 from tools.browse_url import MAX_CONTENT
 from tools.browse_url import TOOL as BROWSE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from email import message_from_bytes, policy
 
-from bot.capabilities import library
+from bot import library
 from bot.storage.models import User
 from tests.support.outreach import Delivered, add_file, add_user, tool_ctx
 from tools import by_name, for_mode

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from bot.capabilities.email import build_message, safe_html, text_to_html
+from bot.channel.email import build_message, safe_html, text_to_html
 from bot.config import ConfigError, load_settings
 
 pytestmark = pytest.mark.single_pass

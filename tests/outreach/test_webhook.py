@@ -81,7 +81,7 @@ async def test_whatsapp_tool_outside_the_window_uses_the_template(make_harness: 
 
 
 async def test_whatsapp_tool_inside_the_window_sends_a_file(harness: Any) -> None:
-    from bot.capabilities import library
+    from bot import library
 
     h = harness
     user = await h.make_user(PHONE, mode="pro")

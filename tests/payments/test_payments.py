@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import func, select, update
 
 from bot.agent.toolspec import ToolContext
-from bot.capabilities.menus import get_menu
-from bot.capabilities.payments.local import signature as local_signature
+from bot.billing.payments.local import signature as local_signature
+from bot.channel.menus import get_menu
 from bot.storage.models import CreditEntry, Payment, PendingMenu
 from tests.fakes.paystack import PaystackStandIn
 from tests.support.payments import USER, balance, buy_pack_two, ledger, say

@@ -8,7 +8,7 @@ import json
 import socket
 from urllib.parse import urlsplit
 
-from bot.capabilities.payments.webhook import MAX_BODY
+from bot.web.payment_webhook import MAX_BODY
 from tests.support.payments import SECRET, USER, balance, buy_pack_two, ledger
 
 PATH = "/payments/webhook/paystack"

@@ -10,8 +10,8 @@ import pytest
 
 from bench.cost.measure import LANGUAGES, current_prompt, learner_blocks, sizes
 from bot.agent.prompts import PERSONAL_HEADING, build_system_prompt, stable_prefix
-from bot.capabilities.learner import LearnerView, SkillView, learner_block
-from bot.capabilities.learner.profile import BLOCK_MAX_BYTES, LEARNER_HEADING
+from bot.learning import LearnerView, SkillView, learner_block
+from bot.learning.profile import BLOCK_MAX_BYTES, LEARNER_HEADING
 from tests.support.learner import add_item, add_mastery
 from tests.support.pedagogy import STUDENT, say
 

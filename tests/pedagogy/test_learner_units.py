@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.capabilities.learner import (
+from bot.config import ConfigError, load_settings
+from bot.config_groups import Learning
+from bot.learning import (
     SUBJECTS,
     bkt_update,
     canonical_subject,
@@ -17,8 +19,6 @@ from bot.capabilities.learner import (
     recall_probability,
     skill_key,
 )
-from bot.config import ConfigError, load_settings
-from bot.config_groups import Learning
 
 pytestmark = pytest.mark.single_pass
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

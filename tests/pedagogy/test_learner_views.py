@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.capabilities.learner import SUBJECTS
-from bot.capabilities.progress import send_weekly_summaries
 from bot.channel import formatting
+from bot.learning import SUBJECTS
+from bot.learning.progress import send_weekly_summaries
 from bot.storage.models import ParentLink
 from tests.support.learner import add_item, add_mastery, add_results
 from tests.support.pedagogy import PARENT, STUDENT, SUNDAY_SLOT, say

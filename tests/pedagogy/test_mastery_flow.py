@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from bot.capabilities import accounts
-from bot.capabilities.learner import bkt_update
+from bot import accounts
+from bot.learning import bkt_update
 from bot.pipeline.retention import purge
 from bot.storage.models import Message, QuizItem, SkillMastery
 from tests.support.learner import items_of, mastery_of, results_of

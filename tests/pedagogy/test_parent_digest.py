@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from bot import clock
-from bot.capabilities import tasks
+from bot.assistant import tasks
 from bot.storage.models import ParentLink, ScheduledSend, User
 from tests.support.harness import SMS_FROM
 

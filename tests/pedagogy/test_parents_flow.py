@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities.progress import send_weekly_summaries
+from bot.learning.progress import send_weekly_summaries
 from bot.storage.models import ExerciseResult, User
 from tests.support.harness import SMS_FROM, WHATSAPP_FROM
 from tests.support.pedagogy import (

@@ -13,15 +13,6 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from bot.capabilities.learner import SkillView
-from bot.capabilities.progress_chart import (
-    MAX_CHART_SKILLS,
-    PNG_DPI,
-    PNG_WIDTH_IN,
-    ProgressData,
-    Week,
-    progress_png,
-)
 from bot.channel.links import (
     check_job_signature,
     check_progress_signature,
@@ -29,6 +20,15 @@ from bot.channel.links import (
     progress_signature,
 )
 from bot.config import load_settings
+from bot.learning import SkillView
+from bot.learning.progress_chart import (
+    MAX_CHART_SKILLS,
+    PNG_DPI,
+    PNG_WIDTH_IN,
+    ProgressData,
+    Week,
+    progress_png,
+)
 from tests.support.pedagogy import PARENT, STUDENT, say
 from tests.support.progress import HOSTILE, WEEKLY, link_parent, page_link, progress_student
 

@@ -9,9 +9,9 @@ from datetime import timedelta
 from html.parser import HTMLParser
 from typing import Any
 
-from bot.capabilities.accounts import forget_number
-from bot.capabilities.pages import PAGE_HEADERS
+from bot.accounts import forget_number
 from bot.channel.links import progress_signature
+from bot.web.render import PAGE_HEADERS
 from tests.support.pedagogy import OTHER, STUDENT
 from tests.support.progress import HOSTILE, progress_student
 

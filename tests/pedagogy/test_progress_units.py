@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.capabilities.progress import format_progress, latest_summary_slot, subject_stats, weekly_text
+from bot.learning.progress import format_progress, latest_summary_slot, subject_stats, weekly_text
 from bot.services import Services
 from bot.storage.models import ExerciseResult
 from tests.support.pedagogy import START, make_student

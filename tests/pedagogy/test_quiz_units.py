@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.capabilities.menus import get_menu
-from bot.capabilities.quiz import (
+from bot.channel.menus import get_menu
+from bot.learning.quiz import (
     MCQ,
     TRUE_FALSE,
     Quiz,

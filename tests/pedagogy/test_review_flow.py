@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from bot.capabilities.learner import keep_item, schedule
+from bot.learning import keep_item, schedule
 from bot.storage.models import InboundMessage, PendingMenu
 from tests.support.learner import add_items, items_of, mastery_of, results_of, student_in_conversation
 from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities.learner import send_review_nudges
-from bot.capabilities.learner.nudges import plan_nudges
+from bot.learning import send_review_nudges
+from bot.learning.nudges import plan_nudges
 from bot.storage.models import ScheduledSend, User
 from tests.support.learner import add_item
 from tests.support.pedagogy import STUDENT, say

@@ -164,7 +164,7 @@ async def test_the_prompt_stays_flat_over_sixty_days_of_daily_use(make_harness: 
 
 
 async def test_the_carried_note_stays_short_in_the_worst_case(harness: Any) -> None:
-    from bot.capabilities.learner import carried_note
+    from bot.learning import carried_note
 
     h = harness
     user = await h.make_user(STUDENT, mode="child")

@@ -127,7 +127,7 @@ async def test_an_email_smtp_refuses_is_logged_as_not_sent(make_harness: Any, ca
                            SMTP_FROM="bot@deblo.test", SMTP_TIMEOUT_S="2")
     await add_operator(h, "direction@ecole.test", "admin")
     await h.make_user(IVORIAN, mode="child")
-    with caplog.at_level(logging.INFO, logger="bot.capabilities.safety.notify"):
+    with caplog.at_level(logging.INFO, logger="bot.safety.notify"):
         await h.inbound(IVORIAN, DISTRESS)
         await h.settle()
     assert len(await flags(h)) == 1 and "116" in (await h.texts_to(IVORIAN))[0]

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.capabilities.safety import caring_reply, fold, load_phrases, read_result
 from bot.channel.formatting import is_gsm7
 from bot.config import ConfigError, load_settings
+from bot.safety import caring_reply, fold, load_phrases, read_result
 from bot.storage.models import User
 from tests.fakes.moderation import CATEGORIES
 

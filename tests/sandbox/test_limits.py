@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.capabilities import cgroup, sandbox
+from bot.sandbox import bwrap as sandbox
+from bot.sandbox import cgroup
 from tests.support.sandbox import (
     assert_bot_unharmed,
     bash,
@@ -179,13 +180,13 @@ async def test_settings_that_fit_no_sandbox_are_refused(tmp_path: Path) -> None:
 
 async def test_start_up_says_which_limiter_is_used(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings(tmp_path)
-    with caplog.at_level(logging.INFO, logger="bot.capabilities.sandbox"):
+    with caplog.at_level(logging.INFO, logger="bot.sandbox.bwrap"):
         assert sandbox.log_availability(settings) is None
     assert any("limits by cgroup v" in r.getMessage() and "MB for all" in r.getMessage()
                for r in caplog.records), caplog.text
     caplog.clear()
     fallback = make_settings(tmp_path, SANDBOX_LIMITER="rlimits")
-    with caplog.at_level(logging.INFO, logger="bot.capabilities.sandbox"):
+    with caplog.at_level(logging.INFO, logger="bot.sandbox.bwrap"):
         assert sandbox.log_availability(fallback) is None
     assert any("per process only" in r.getMessage() for r in caplog.records), caplog.text
 
@@ -343,7 +344,7 @@ async def test_a_parent_group_removed_meanwhile_is_made_again(services) -> None:
 
 def test_parent_groups_are_removed_when_the_process_exits(tmp_path: Path) -> None:
     name = cgroup_name()
-    script = ("from bot.capabilities import cgroup\n"
+    script = ("from bot.sandbox import cgroup\n"
               f"limiter = cgroup.setup('auto', {name!r}, 1 << 30)\n"
               "print('\\n'.join(str(p) for _, p in limiter.parents))\n")
     root = Path(__file__).resolve().parents[2]

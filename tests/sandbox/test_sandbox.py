@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from bot.agent.toolspec import ToolContext
-from bot.capabilities import sandbox
+from bot.sandbox import bwrap as sandbox
 from tests.support.sandbox import assert_bot_unharmed, bash, cgroup_name, make_settings, open_services
 from tools import for_mode
 from tools.bash_execute import TOOL as BASH

@@ -10,17 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.capabilities.learner import bkt_update, record_checked
-from bot.capabilities.progress import latest_summary_slot
-from bot.capabilities.school import (
-    at_risk,
-    bkt_before,
-    find_cohort,
-    roster,
-    send_teacher_summaries,
-    skills_to_work_on,
-)
 from bot.config_groups import Learning
+from bot.learning import bkt_update, record_checked
+from bot.learning.progress import latest_summary_slot
+from bot.school import at_risk, bkt_before, find_cohort, roster, send_teacher_summaries, skills_to_work_on
 from bot.storage.models import Cohort, CohortMember, Operator, OperatorCohort
 from tests.support.harness import Harness
 from tests.support.ports import free_port

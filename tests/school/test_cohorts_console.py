@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities.school import find_cohort, roster
+from bot.school import find_cohort, roster
 from bot.storage.models import Base, Cohort, CohortMember, CreditEntry, ParentLink, User
 from tests.support.console import console
 from tests.support.harness import Harness

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from bot.capabilities.school import verify_password
+from bot.school import verify_password
 from bot.storage.models import Cohort, Operator, OperatorCohort, OperatorSession
 from tests.support.console import console
 from tests.support.harness import Harness

@@ -1,10 +1,10 @@
-"""A class list read and checked whole, before anything is written (bot.capabilities.school)."""
+"""A class list read and checked whole, before anything is written (bot.school)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot.capabilities.school import RosterError, import_level, read_roster
+from bot.school import RosterError, import_level, read_roster
 
 pytestmark = pytest.mark.single_pass
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import func, select
 
-from bot.capabilities import library
+from bot import library
 from bot.storage.models import (
     Base,
     Conversation,

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import aiohttp
 from sqlalchemy import insert
 
-from bot.capabilities.school import hash_password
+from bot.school import hash_password
 from bot.storage.models import (
     Cohort,
     CohortMember,

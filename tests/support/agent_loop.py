@@ -13,8 +13,8 @@ from bot.agent.llm import LLMClient
 from bot.agent.loop import TurnOutcome, TurnSetup, TurnState, new_state, run_turn
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
-from bot.capabilities.killable import run_killable
 from bot.config import Limits, Settings, load_settings
+from bot.sandbox.killable import run_killable
 from tests.support.killable_targets import write_pid_and_spin
 
 OBJ = {"type": "object", "properties": {}, "additionalProperties": True}

@@ -35,7 +35,7 @@ from typing import IO, Any
 ROOT = Path(__file__).resolve().parents[2]
 PRELOADED = (
     "bot.cli", "bot.config", "bot.logs", "bot.services", "bot.storage.models", "bot.storage.migrate",
-    "bot.capabilities.operator_console", "bot.capabilities.school", "bot.capabilities.library",
+    "bot.console.users", "bot.school", "bot.library",
     "bot.doctor", "sqlalchemy.ext.asyncio", "aiosqlite", "asyncpg", "redis.asyncio", "alembic",
     "aiohttp", "pydantic_settings",
 )

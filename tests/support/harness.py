@@ -26,7 +26,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 from twilio.request_validator import RequestValidator
 
-from bot.capabilities import credits
+from bot.billing import credits
 from bot.channel.web import create_app, create_metrics_app
 from bot.clock import ManualClock
 from bot.config import Settings, load_settings
@@ -84,7 +84,7 @@ class Harness:
     runner: web.AppRunner
     session: aiohttp.ClientSession
     env: dict[str, str] = field(default_factory=dict)
-    job_workers: Any = None  # bot.pipeline.jobs.JobWorkers: background jobs run in the test process
+    job_workers: Any = None  # bot.pipeline.job_workers.JobWorkers: background jobs run in the test process
     metrics_runner: web.AppRunner | None = None  # the METRICS_PORT app, started by the first scrape
     metrics_url: str = ""
 
@@ -245,7 +245,7 @@ class Harness:
     async def restart_job_workers(self) -> None:
         """Stops the job workers as a dying process would leave its jobs, then starts new ones."""
         from bot.cli import job_runner
-        from bot.pipeline.jobs import JobWorkers
+        from bot.pipeline.job_workers import JobWorkers
 
         await self.job_workers.stop()
         self.job_workers = JobWorkers(self.services, job_runner())
@@ -302,7 +302,7 @@ def _free_socket() -> socket.socket:
 async def start_harness(database: Database, data_dir: Path, redis_prefix: str, env: Mapping[str, str],
                         *, clock: ManualClock | None = None) -> Harness:
     from bot.cli import dispatch_function, job_runner, registered_jobs, registered_routes
-    from bot.pipeline.jobs import JobWorkers
+    from bot.pipeline.job_workers import JobWorkers
 
     twilio = FakeTwilio()
     await twilio.start()

@@ -1,5 +1,5 @@
 """Jobs, steps and files for the progress page's tests, made with the real job records
-(bot.capabilities.jobs) and the real file library, and a reader of the page's event stream."""
+(bot.jobs) and the real file library, and a reader of the page's event stream."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import aiohttp
 
-from bot.capabilities import jobs
-from bot.capabilities.library import add_file
+from bot import jobs
 from bot.channel.links import job_signature
+from bot.library import add_file
 from bot.storage.models import Conversation, GenerationJob, User, UserFile
 from tests.support.harness import Harness
 

@@ -1,10 +1,10 @@
-"""Background jobs' rows made and read back directly with the real job records (bot.capabilities.jobs)."""
+"""Background jobs' rows made and read back directly with the real job records (bot.jobs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot.capabilities import jobs
+from bot import jobs
 from bot.storage.models import Conversation, GenerationJob, User
 from tests.support.harness import Harness
 

@@ -1,4 +1,4 @@
-"""Functions run in child processes by bot.capabilities.killable in tests: a light module, quick to import."""
+"""Functions run in child processes by bot.sandbox.killable in tests: a light module, quick to import."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities.learner import keep_item, schedule
+from bot.learning import keep_item, schedule
 from bot.services import Services
 from bot.storage.models import Conversation, ExerciseResult, QuizItem, SkillMastery, User
 from tests.support.pedagogy import STUDENT, say

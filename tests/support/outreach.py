@@ -134,7 +134,7 @@ async def add_user(services: Services, phone: str = "+2250700000001", **fields: 
 
 
 async def add_file(services: Services, user_id: int, name: str, mime: str, data: bytes) -> UserFile:
-    from bot.capabilities import library
+    from bot import library
 
     async with services.sessions() as db:
         row = await library.add_file(services, db, user_id=user_id, name=name, mime=mime, data=data,

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.capabilities.school import hash_password
+from bot.school import hash_password
 from bot.storage.models import Cohort, CohortMember, Operator, OperatorCohort, SafetyFlag
 
 IVORIAN = "+2250700000101"

@@ -13,9 +13,9 @@ import httpx
 
 from bot.agent.llm import LLMClient
 from bot.agent.toolspec import ToolContext
-from bot.capabilities import cgroup
 from bot.channel.twilio_client import TwilioClient
 from bot.config import Settings, load_settings
+from bot.sandbox import cgroup
 from bot.services import Services
 from bot.storage.db import make_engine, make_sessionmaker
 from bot.storage.filestore import LocalFileStore

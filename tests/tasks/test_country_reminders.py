@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.agent.toolspec import ToolContext
-from bot.capabilities.tasks import send_due_reminders
+from bot.assistant.tasks import send_due_reminders
 from tools.create_task import TOOL as CREATE_TASK
 
 CAMEROON = "+237650000001"

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from bot.capabilities.progress import weekly_summary_jobs
-from bot.capabilities.tasks import create, reminder_jobs
+from bot.assistant.tasks import create, reminder_jobs
 from bot.cli import dispatch_function
+from bot.learning.progress import weekly_summary_jobs
 from bot.periodic import Job
 from bot.pipeline.retention import retention_jobs
 from bot.pipeline.workers import Pipeline

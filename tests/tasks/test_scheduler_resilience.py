@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import REGISTRY
 from sqlalchemy import select, text, update
 
-from bot.capabilities.tasks import _plan_reminders, create, reminder_jobs, send_due_reminders
+from bot.assistant.tasks import _plan_reminders, create, reminder_jobs, send_due_reminders
 from bot.config import ConfigError, load_settings
 from bot.periodic import Job
 from bot.pipeline.scheduler import run_jobs

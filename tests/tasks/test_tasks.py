@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 
 from bot.agent.toolspec import ToolContext
-from bot.capabilities.tasks import send_due_reminders
+from bot.assistant.tasks import send_due_reminders
 from bot.storage.models import ParentLink, Task
 from tools import for_mode
 from tools.create_task import TOOL as CREATE_TASK

@@ -14,7 +14,7 @@ from bot.storage.models.base import PK, Base, utcnow
 
 class QuizItem(Base):
     """A question asked once in a quiz, asked again on review: `card` is its FSRS state
-    (bot.capabilities.learner.review), `due_at` when it should come back."""
+    (bot.learning.review), `due_at` when it should come back."""
 
     __tablename__ = "quiz_items"
     __table_args__ = (Index("ix_quiz_items_user_due", "user_id", "due_at"),)

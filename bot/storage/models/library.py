@@ -1,5 +1,5 @@
 """The library's index: each file's text in chunks, with their keyword text (folded and stemmed in
-Python, bot.capabilities.library.text) under full-text search, and their embedding vectors."""
+Python, bot.library.text) under full-text search, and their embedding vectors."""
 
 from __future__ import annotations
 

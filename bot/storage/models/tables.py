@@ -60,7 +60,7 @@ class User(Base):
     parent_code_locked_until: Mapped[datetime | None]
     # When the class menu was shown (a student is asked once; CLASSE / LEVEL changes it later).
     level_asked_at: Mapped[datetime | None]
-    # REVISION NON / REVIEW OFF: no practice nudges (bot.capabilities.learner).
+    # REVISION NON / REVIEW OFF: no practice nudges (bot.learning).
     review_nudges: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -172,7 +172,7 @@ class TurnRecord(Base):
 
 
 class PendingMenu(Base):
-    """The numbered menu a conversation waits an answer to (bot.capabilities.menus), kept in the
+    """The numbered menu a conversation waits an answer to (bot.channel.menus), kept in the
     database as well as in the shared state, so that a Redis restart does not turn « 2 » into chat."""
 
     __tablename__ = "pending_menus"
@@ -186,7 +186,7 @@ class PendingMenu(Base):
 
 
 class GenerationJob(Base):
-    """A long turn carried on in the background (bot.capabilities.jobs): its saved state, status,
+    """A long turn carried on in the background (bot.jobs): its saved state, status,
     steps and result. The row is the truth; the job queue only says which job to run next."""
 
     __tablename__ = "generation_jobs"
@@ -271,7 +271,7 @@ class ExerciseResult(Base):
     conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
     subject: Mapped[str] = mapped_column(String(100), default="")
     topic: Mapped[str] = mapped_column(String(200), default="")
-    # The canonical subject's skill: the topic normalised (bot.capabilities.learner.subjects).
+    # The canonical subject's skill: the topic normalised (bot.learning.subjects).
     skill: Mapped[str] = mapped_column(String(200), default="")
     correct: Mapped[bool] = mapped_column(Boolean)
     time_to_answer_s: Mapped[float | None]
@@ -397,7 +397,7 @@ class Payment(Base):
     paid_at: Mapped[datetime | None]
 
 
-# Full-text search over the user's files (bot.capabilities.library.search_files). Created with the table, so a
+# Full-text search over the user's files (bot.library.search_files). Created with the table, so a
 # fresh schema from `create_all` has it too; migration 0002 creates the same on existing databases.
 USER_FILES_SEARCH_DDL: dict[str, tuple[str, ...]] = {
     "sqlite": (

@@ -1,0 +1,6 @@
+"""Money: the credit ledger (`credits`: balances, debits of a turn's tokens and media, the daily token
+allowance, credit packs) and the payment providers behind the packs (`payments`: the provider
+protocol, Paystack, the local provider used in trials and tests). Pages and webhooks that take a
+payment are in bot.web."""
+
+__all__ = ["credits", "payments"]

@@ -1,9 +1,0 @@
-"""The dashboard at /admin/: operators (admins and teachers) log in and see the learners' activity,
-a class's roster, mastery heatmap and students at risk, one student's progress, the class's CSV
-exports, the running costs and the open safety flags. bot/cli.py mounts ROUTES."""
-
-from bot.capabilities.admin.auth import SESSION_COOKIE, Viewer
-from bot.capabilities.admin.exports import safe_cell
-from bot.capabilities.admin.pages import ROUTES
-
-__all__ = ["ROUTES", "SESSION_COOKIE", "Viewer", "safe_cell"]

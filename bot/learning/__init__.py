@@ -1,0 +1,111 @@
+"""What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT),
+when each quiz item comes back (FSRS), the class level and the sessions; recording checked answers and
+review rounds; what is known of a learner, read back (progress, the prompt's learner block) and the
+practice nudges."""
+
+from bot.learning.items import due_count, due_items, recently_missed
+from bot.learning.levels import (
+    CYCLES,
+    LEVEL_MENU_KIND,
+    LEVELS,
+    Cycle,
+    cycle_by_number,
+    level_by_number,
+    level_menu,
+    offer_cycle,
+    offer_level_menu,
+    parse_level,
+)
+from bot.learning.mastery import bkt_update, is_mastered, record_checked_answer
+from bot.learning.nudges import nudge_jobs, send_review_nudges
+from bot.learning.profile import (
+    LearnerView,
+    SkillView,
+    learner_block,
+    learner_view,
+    skill_views,
+    subject_name,
+    to_work_on,
+)
+from bot.learning.record import (
+    conversation_subject,
+    find_item,
+    keep_item,
+    record_checked,
+    record_reported,
+    schedule,
+    skill_of,
+    subject_for,
+)
+from bot.learning.review import next_review, recall_probability
+from bot.learning.rounds import (
+    REVIEW_KIND,
+    ROUND_SIZE,
+    Round,
+    has_items,
+    item_topic,
+    new_round,
+    pick_items,
+    round_from_menu,
+    round_intro,
+    score_line,
+)
+from bot.learning.sessions import carried_note, current_session, start_session
+from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
+
+__all__ = [
+    "CYCLES",
+    "LEVELS",
+    "LEVEL_MENU_KIND",
+    "OTHER",
+    "REVIEW_KIND",
+    "ROUND_SIZE",
+    "SUBJECTS",
+    "Cycle",
+    "LearnerView",
+    "Round",
+    "SkillView",
+    "bkt_update",
+    "canonical_subject",
+    "carried_note",
+    "conversation_subject",
+    "current_session",
+    "cycle_by_number",
+    "due_count",
+    "due_items",
+    "find_item",
+    "has_items",
+    "is_mastered",
+    "item_topic",
+    "keep_item",
+    "known_subject",
+    "learner_block",
+    "learner_view",
+    "level_by_number",
+    "level_menu",
+    "new_round",
+    "next_review",
+    "nudge_jobs",
+    "offer_cycle",
+    "offer_level_menu",
+    "parse_level",
+    "pick_items",
+    "recall_probability",
+    "recently_missed",
+    "record_checked",
+    "record_checked_answer",
+    "record_reported",
+    "round_from_menu",
+    "round_intro",
+    "schedule",
+    "score_line",
+    "send_review_nudges",
+    "skill_key",
+    "skill_label",
+    "skill_of",
+    "skill_views",
+    "start_session",
+    "subject_for",
+    "subject_name",
+    "to_work_on",
+]

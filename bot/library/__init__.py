@@ -1,0 +1,72 @@
+"""The user's file library: uploaded and generated files, their text, and search over it.
+
+Every lookup is scoped to one user: a file id of someone else behaves exactly like a missing id.
+Bytes live in the file store (services.files) under keys we make; the user's file name is only
+ever a label. Modules: `files` (storing, listing, generated files), `chunks` (a file's text cut
+on its pages and paragraphs), `text` (the keyword text both databases index), `embeddings`
+(local model or an OpenAI-compatible API), `index` (chunks kept up to date and embedded),
+`search` (keywords and vectors by reciprocal rank fusion).
+"""
+
+from bot.library.chunks import Chunk, chunk_file
+from bot.library.embeddings import Embedder, EmbeddingError, LocalEmbedder, OpenAIEmbedder, embedder_for
+from bot.library.files import (
+    ORIGINS,
+    WHATSAPP_MEDIA_TYPES,
+    add_file,
+    count_files,
+    delete_file,
+    generated_result,
+    get_file,
+    list_files,
+    new_storage_key,
+    publish_generated,
+    read_bytes,
+)
+from bot.library.index import (
+    INDEX_INTERVAL_S,
+    EmbedReport,
+    embed_pending,
+    index_file,
+    index_jobs,
+    index_stale,
+    reindex,
+)
+from bot.library.search import MAX_QUERY_TERMS, SearchHit, fuse, query_terms, search_files, snippet_of
+from bot.library.text import fold, keyword_terms
+
+__all__ = [
+    "INDEX_INTERVAL_S",
+    "MAX_QUERY_TERMS",
+    "ORIGINS",
+    "WHATSAPP_MEDIA_TYPES",
+    "Chunk",
+    "EmbedReport",
+    "Embedder",
+    "EmbeddingError",
+    "LocalEmbedder",
+    "OpenAIEmbedder",
+    "SearchHit",
+    "add_file",
+    "chunk_file",
+    "count_files",
+    "delete_file",
+    "embed_pending",
+    "embedder_for",
+    "fold",
+    "fuse",
+    "generated_result",
+    "get_file",
+    "index_file",
+    "index_jobs",
+    "index_stale",
+    "keyword_terms",
+    "list_files",
+    "new_storage_key",
+    "publish_generated",
+    "query_terms",
+    "read_bytes",
+    "reindex",
+    "search_files",
+    "snippet_of",
+]

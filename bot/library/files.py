@@ -1,0 +1,210 @@
+"""The user's files: uploaded and generated, stored with their text and indexed for search.
+
+Every lookup is scoped to one user: a file id of someone else behaves exactly like a missing id.
+Bytes live in the file store (services.files) under keys we make; the user's file name is only
+ever a label.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.agent.toolspec import ToolContext
+from bot.documents import run_cpu
+from bot.documents.extract import MAX_TEXT_CHARS, extract_text
+from bot.documents.names import extension_of, mime_for, safe_filename
+from bot.library.index import index_file
+from bot.services import Services
+from bot.storage.models import UserFile
+
+log = logging.getLogger(__name__)
+
+ORIGINS = ("upload", "generated")
+
+
+def new_storage_key(user_id: int, name: str, mime: str) -> str:
+    ext = extension_of(name, mime)
+    ext = ext if re.fullmatch(r"\.[a-z0-9]{1,8}", ext) else ".bin"
+    return f"u{int(user_id)}/{secrets.token_hex(16)}{ext}"
+
+
+async def add_file(
+    services: Services,
+    db: AsyncSession,
+    *,
+    user_id: int,
+    name: str,
+    mime: str,
+    data: bytes,
+    origin: str,
+    text_content: str | None = None,
+) -> UserFile:
+    """Stores `data`, extracts its text and records it as the user's file (flushed, not committed).
+
+    `text_content` skips extraction when the caller already has the text (generated files).
+    Its chunks are indexed by keywords at once and embedded by the library's pass (index.py).
+    """
+    if origin not in ORIGINS:
+        raise ValueError(f"origin must be one of {ORIGINS}, got {origin!r}")
+    clean_name = safe_filename(name, default="fichier")
+    clean_mime = mime_for(clean_name, mime)
+    if text_content is None:
+        try:
+            text_content = await run_cpu(extract_text, data, clean_name, clean_mime)
+        except Exception:  # timeout or crash in a parser: keep the file, without text
+            text_content = None
+    if text_content:
+        text_content = text_content.replace("\x00", "")[:MAX_TEXT_CHARS]
+    key = new_storage_key(user_id, clean_name, clean_mime)
+    await services.files.put(key, data)
+    row = UserFile(
+        user_id=user_id,
+        name=clean_name,
+        mime=clean_mime,
+        size=len(data),
+        origin=origin,
+        storage_key=key,
+        text=text_content,
+        created_at=services.clock(),
+    )
+    db.add(row)
+    try:
+        await db.flush()
+        await index_file(services, db, row, data)
+    except Exception:
+        await services.files.delete(key)
+        raise
+    return row
+
+
+async def get_file(db: AsyncSession, user_id: int, file_id: Any) -> UserFile | None:
+    """The user's file with this id, or None (also when it belongs to someone else). `file_id` is
+    what the model sent: anything `int()` does not take finds nothing."""
+    try:
+        file_id = int(file_id)
+    except (TypeError, ValueError):
+        return None
+    return (
+        await db.execute(select(UserFile).where(UserFile.id == file_id, UserFile.user_id == user_id))
+    ).scalar_one_or_none()
+
+
+async def read_bytes(services: Services, user_file: UserFile) -> bytes:
+    return await services.files.get(user_file.storage_key)
+
+
+async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset: int = 0) -> list[UserFile]:
+    """Newest first."""
+    rows = await db.execute(
+        select(UserFile)
+        .where(UserFile.user_id == user_id)
+        .order_by(UserFile.created_at.desc(), UserFile.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(rows.scalars())
+
+
+async def count_files(db: AsyncSession, user_id: int) -> int:
+    return int(
+        (
+            await db.execute(select(func.count()).select_from(UserFile).where(UserFile.user_id == user_id))
+        ).scalar_one()
+    )
+
+
+async def delete_file(services: Services, db: AsyncSession, user_id: int, file_id: int) -> bool:
+    row = await get_file(db, user_id, file_id)
+    if row is None:
+        return False
+    await db.execute(delete(UserFile).where(UserFile.id == row.id, UserFile.user_id == user_id))
+    await services.files.delete(row.storage_key)
+    return True
+
+
+# --- generated files ----------------------------------------------------------------------------
+
+# What WhatsApp accepts as a media attachment (documents, images, audio, video).
+WHATSAPP_MEDIA_TYPES = frozenset({
+    "application/pdf",
+    "application/msword",
+    "application/vnd.ms-excel",
+    "application/vnd.ms-powerpoint",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "text/plain",
+    "image/jpeg", "image/png", "image/webp",
+    "audio/ogg", "audio/amr", "audio/aac", "audio/mpeg", "audio/3gpp",
+    "video/mp4", "video/3gpp",
+})
+
+
+def generated_result(row: UserFile, **extra: object) -> dict[str, object]:
+    """What the model is told about a file: never its bytes."""
+    return {"success": True, "file_id": row.id, "name": row.name, "mime": row.mime, "size": row.size, **extra}
+
+
+async def publish_generated(
+    ctx: ToolContext,
+    *,
+    name: str,
+    mime: str,
+    data: bytes,
+    text_content: str | None,
+    caption: str = "",
+    **extra: object,
+) -> dict[str, object]:
+    """Stores a generated file as the user's, commits, then sends it to the user now.
+
+    The row is committed before sending because Twilio fetches the file's link right away.
+    """
+    limit = ctx.services.settings.media_max_bytes
+    if len(data) > limit:
+        return {
+            "success": False,
+            "error": f"the file would weigh {len(data) // 1024} KB, more than the {limit // 1024} KB "
+            "a message can carry: make it shorter or split it into several files",
+        }
+    async with ctx.services.sessions() as db:
+        row = await add_file(
+            ctx.services,
+            db,
+            user_id=ctx.user_id,
+            name=name,
+            mime=mime,
+            data=data,
+            origin="generated",
+            text_content=text_content or "",
+        )
+        await db.commit()
+    caption = caption.strip()[:900] or ("📄 " + row.name)
+    delivered = True
+    delivery: dict[str, object] = {}
+    try:
+        if ctx.channel == "whatsapp" and row.mime not in WHATSAPP_MEDIA_TYPES:
+            # WhatsApp refuses this type as an attachment (HTML, Markdown): send the link instead,
+            # one that lasts: the person may open it days later.
+            from bot.channel.links import file_url
+
+            sent = await ctx.send(text=f"{caption}\n{file_url(ctx.services.settings, row, read_later=True)}")
+        else:
+            sent = await ctx.send(text=caption, media=row)
+        # Delivered only when the provider accepted it (the outbound result says so and why not).
+        if sent is not None and hasattr(sent, "for_model"):
+            delivery = sent.for_model()
+            delivered = bool(delivery.pop("delivered"))
+    except Exception as exc:  # the file is kept; the model can say so and offer it again
+        log.warning("delivery of file %s failed: %s", row.id, exc)
+        delivered = False
+    result = generated_result(row, delivered=delivered, **delivery, **extra)
+    if not delivered:
+        result["note"] = str(delivery.get("what_user_can_do")
+                             or "the file was saved in the user's library but could not be sent now")
+    return result

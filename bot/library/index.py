@@ -1,0 +1,191 @@
+"""The library's index: a file cut into chunks when it is stored (keyword text at once), the
+chunks embedded by a pass that runs every INDEX_INTERVAL_S (new chunks, then failed ones again
+with backoff), and `reindex` for files stored before or after a change of model."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, and_, delete, exists, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.documents import run_cpu
+from bot.documents.extract import kind_of
+from bot.library.chunks import chunk_file, pdf_pages
+from bot.library.embeddings import EmbeddingError, embedder_for, to_bytes
+from bot.library.text import keyword_terms
+from bot.periodic import Job
+from bot.services import Services
+from bot.storage.models import LibraryChunk, UserFile
+
+__all__ = ["INDEX_INTERVAL_S", "EmbedReport", "embed_pending", "index_file", "index_jobs", "index_stale",
+           "reindex"]
+
+log = logging.getLogger(__name__)
+
+INDEX_INTERVAL_S = 30.0
+# Chunks embedded per pass at most (the next pass takes the rest): on 2 busy cores the local model
+# embeds about one 250-word chunk a second (python -m bench.search).
+EMBED_PER_PASS = 64
+MAX_BACKOFF_S = 3600.0
+PASSAGE_CHARS = 2000  # what the model reads of a chunk (e5 reads 512 tokens at most)
+
+
+async def _pages(services: Services, row: UserFile, data: bytes | None) -> list[str] | None:
+    """A PDF's pages read again from its bytes (the stored text has no page marks)."""
+    if kind_of(row.name, row.mime) != "pdf":
+        return None
+    try:
+        data = data if data is not None else await services.files.get(row.storage_key)
+        return await run_cpu(pdf_pages, data)
+    except Exception as exc:  # the text alone, without pages: still searchable
+        log.info("pages not read", extra={"file_id": row.id, "error": str(exc)})
+        return None
+
+
+async def index_file(services: Services, db: AsyncSession, row: UserFile, data: bytes | None = None,
+                     *, only_if_changed: bool = False) -> int:
+    """Cuts the file's text into chunks with their keyword text (flushed, not committed), replacing
+    what was indexed of it before. Returns the number of chunks (0: `only_if_changed` and the
+    index already follows the file's text)."""
+    if only_if_changed and await _current(db, row):
+        return 0
+    pages = await _pages(services, row, data)
+    chunks = chunk_file(row.text, row.name, row.mime, pages)
+    name_terms = " ".join(keyword_terms(row.name.rsplit(".", 1)[0].replace("_", " ")))
+    await db.execute(delete(LibraryChunk).where(LibraryChunk.file_id == row.id))
+    now = services.clock()
+    for chunk in chunks:
+        is_sheet = chunk.locator.startswith("feuille ")
+        sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
+        words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words
+        terms = f"{name_terms} {' '.join(words)}".strip()
+        db.add(LibraryChunk(user_id=row.user_id, file_id=row.id, ordinal=chunk.ordinal,
+                            locator=chunk.locator[:80], text=chunk.text, terms=terms,
+                            words=len(terms.split()), source_chars=len(row.text or ""), attempts=0,
+                            created_at=now))
+    await db.flush()
+    return len(chunks)
+
+
+async def _current(db: AsyncSession, row: UserFile) -> bool:
+    found = await db.scalar(select(LibraryChunk.source_chars).where(
+        LibraryChunk.file_id == row.id, LibraryChunk.ordinal == 0))
+    return found is not None and found == len(row.text or "")
+
+
+def _stale() -> ColumnElement[bool]:
+    """Files whose first chunk does not match their text as it is now (or that have none)."""
+    current = exists().where(
+        LibraryChunk.file_id == UserFile.id, LibraryChunk.ordinal == 0,
+        LibraryChunk.source_chars == func.length(func.coalesce(UserFile.text, "")),
+    )
+    return ~current
+
+
+async def index_stale(services: Services, *, user_id: int | None = None, limit: int = 50) -> int:
+    """Indexes files never indexed or whose text changed since (photos read, voice notes heard)."""
+    done = 0
+    async with services.sessions() as db:
+        query = select(UserFile).where(_stale()).order_by(UserFile.id).limit(limit)
+        if user_id is not None:
+            query = query.where(UserFile.user_id == user_id)
+        for row in (await db.execute(query)).scalars().all():
+            await index_file(services, db, row)
+            await db.commit()
+            done += 1
+    return done
+
+
+async def reindex(services: Services, *, user_id: int | None = None) -> int:
+    """Cuts every file (of one user, or all) again and embeds the chunks; returns the files done."""
+    done = 0
+    async with services.sessions() as db:
+        query = select(UserFile.id).order_by(UserFile.id)
+        if user_id is not None:
+            query = query.where(UserFile.user_id == user_id)
+        ids = list((await db.execute(query)).scalars())
+    for file_id in ids:
+        async with services.sessions() as db:
+            row = await db.get(UserFile, file_id)
+            if row is not None:
+                await index_file(services, db, row)
+                await db.commit()
+                done += 1
+    while (await embed_pending(services, user_id=user_id)).embedded:
+        pass
+    return done
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    embedded: int
+    failed: int
+
+
+async def _due(services: Services, model: str, user_id: int | None, now: datetime) -> list[tuple[int, str]]:
+    async with services.sessions() as db:
+        query = (
+            select(LibraryChunk.id, UserFile.name, LibraryChunk.locator, LibraryChunk.text)
+            .join(UserFile, UserFile.id == LibraryChunk.file_id)
+            .where(or_(LibraryChunk.embedding.is_(None), LibraryChunk.model != model))
+            .where(or_(LibraryChunk.embed_after.is_(None), LibraryChunk.embed_after <= now))
+            .order_by(LibraryChunk.id).limit(EMBED_PER_PASS)
+        )
+        if user_id is not None:
+            query = query.where(LibraryChunk.user_id == user_id)
+        rows = (await db.execute(query)).all()
+    return [(int(i), passage_text(name, locator, text)) for i, name, locator, text in rows]
+
+
+def passage_text(name: str, locator: str, text: str) -> str:
+    """What the model embeds of a chunk: where it comes from, then its words."""
+    where = f"{name} ({locator})" if locator else name
+    return f"{where}\n{text}"[:PASSAGE_CHARS]
+
+
+async def embed_pending(services: Services, *, user_id: int | None = None) -> EmbedReport:
+    """Embeds chunks without a vector of the current model, outside any transaction; on failure
+    they keep their keywords and are tried again later, each time after a longer wait."""
+    embedder = embedder_for(services)
+    if embedder is None:
+        return EmbedReport(0, 0)
+    now = services.clock()
+    due = await _due(services, embedder.model, user_id, now)
+    if not due:
+        return EmbedReport(0, 0)
+    try:
+        vectors = await embedder.embed([text for _, text in due], query=False)
+    except EmbeddingError as exc:
+        log.warning("chunks not embedded", extra={"chunks": len(due), "error": str(exc)})
+        await _failed(services, [chunk_id for chunk_id, _ in due], now)
+        return EmbedReport(0, len(due))
+    async with services.sessions() as db:
+        for (chunk_id, _), vector in zip(due, vectors, strict=True):
+            await db.execute(update(LibraryChunk).where(LibraryChunk.id == chunk_id).values(
+                embedding=to_bytes(vector), model=embedder.model, attempts=0, embed_after=None))
+        await db.commit()
+    return EmbedReport(len(due), 0)
+
+
+async def _failed(services: Services, ids: list[int], now: datetime) -> None:
+    async with services.sessions() as db:
+        rows = (await db.execute(select(LibraryChunk.id, LibraryChunk.attempts)
+                                 .where(LibraryChunk.id.in_(ids)))).all()
+        for chunk_id, attempts in rows:
+            wait = min(30.0 * 2 ** int(attempts), MAX_BACKOFF_S)
+            await db.execute(update(LibraryChunk).where(and_(LibraryChunk.id == chunk_id)).values(
+                attempts=int(attempts) + 1, embed_after=now + timedelta(seconds=wait)))
+        await db.commit()
+
+
+async def _tick(services: Services, now: datetime) -> None:
+    await index_stale(services)
+    await embed_pending(services)
+
+
+def index_jobs(interval_s: float = INDEX_INTERVAL_S) -> list[Job]:
+    """For the composition root: the pass that indexes files and embeds their chunks."""
+    return [Job(name="library_index", interval_s=interval_s, fn=_tick)]

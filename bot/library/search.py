@@ -1,0 +1,203 @@
+"""Search over the user's library: keyword hits (BM25 over the chunks' folded, stemmed words, the
+candidates found by FTS5 or PostgreSQL full text) and vector hits (cosine with numpy over the
+user's chunk vectors) merged by reciprocal rank fusion, best file first, each named with the page
+or sheet of its best chunk and a snippet around the words found there.
+
+BM25 is computed here, not by the database, from the candidate chunks (every chunk holding a
+query word, so the document frequencies are exact) and the user's chunk count: SQLite and
+PostgreSQL then rank alike."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot.library.embeddings import Embedder, EmbeddingError
+from bot.library.text import keyword_terms, word_spans
+from bot.storage.models import LibraryChunk, UserFile
+
+__all__ = ["MAX_QUERY_TERMS", "SearchHit", "fuse", "query_terms", "search_files", "snippet_of"]
+
+MAX_QUERY_TERMS = 12
+MAX_CANDIDATES = 2000  # keyword candidates read per search
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
+VECTOR_DEPTH = 20  # files the vector side ranks
+BM25_K1, BM25_B = 1.2, 0.75
+SNIPPET_WORDS = 28
+_RAW_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    file_id: int
+    name: str
+    mime: str
+    snippet: str
+    score: float
+    locator: str = ""  # « page 3 », « feuille Bilan »; "" for a file without pages
+
+
+def query_terms(query: str) -> list[str]:
+    """Words of a free-text query, without operators: the user's text never reaches the query
+    language of FTS5 or tsquery as syntax."""
+    found = _RAW_WORD.findall(unicodedata.normalize("NFC", query or ""))
+    words = [w for w in found if len(w) > 1 or w.isdigit()]
+    seen: list[str] = []
+    for word in words:
+        if word.casefold() not in (s.casefold() for s in seen):
+            seen.append(word)
+    return seen[:MAX_QUERY_TERMS]
+
+
+def _keyword_query(query: str) -> list[str]:
+    return list(dict.fromkeys(keyword_terms(query)))[:MAX_QUERY_TERMS]
+
+
+async def _candidates(db: AsyncSession, user_id: int, terms: list[str]) -> list[tuple[int, int, str]]:
+    """(chunk id, file id, keyword text) of the user's chunks holding any of the terms."""
+    if db.get_bind().dialect.name == "sqlite":
+        sql = ("SELECT c.id, c.file_id, c.terms FROM library_chunks_fts "
+               "JOIN library_chunks c ON c.id = library_chunks_fts.rowid "
+               "WHERE library_chunks_fts MATCH :match AND c.user_id = :uid ORDER BY c.id LIMIT :limit")
+        params: dict[str, object] = {"match": " OR ".join(f'"{t}"' for t in terms)}
+    else:
+        params = {f"t{i}": t for i, t in enumerate(terms)}
+        tsquery = " || ".join(f"plainto_tsquery('simple'::regconfig, :t{i})" for i in range(len(terms)))
+        sql = ("SELECT id, file_id, terms FROM library_chunks WHERE user_id = :uid "
+               f"AND to_tsvector('simple'::regconfig, terms) @@ ({tsquery}) ORDER BY id LIMIT :limit")
+    rows = await db.execute(text(sql), {**params, "uid": user_id, "limit": MAX_CANDIDATES})
+    return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+
+async def _keyword_ranking(db: AsyncSession, user_id: int, terms: list[str]) -> list[tuple[int, int, float]]:
+    """(file id, best chunk id, BM25) best first, one entry per file."""
+    if not terms:
+        return []
+    candidates = await _candidates(db, user_id, terms)
+    if not candidates:
+        return []
+    total, mean = (await db.execute(select(func.count(), func.avg(LibraryChunk.words))
+                                    .where(LibraryChunk.user_id == user_id))).one()
+    n, avgdl = int(total), float(mean or 1.0) or 1.0
+    counted = [(cid, fid, Counter(words.split())) for cid, fid, words in candidates]
+    df = {t: sum(1 for _, _, c in counted if t in c) for t in terms}
+    best: dict[int, tuple[float, int]] = {}
+    for chunk_id, file_id, counts in counted:
+        length = sum(counts.values())
+        score = 0.0
+        for term in terms:
+            tf = counts.get(term, 0)
+            if tf:
+                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+                score += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
+        if score > best.get(file_id, (-1.0, 0))[0]:
+            best[file_id] = (score, chunk_id)
+    ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[1][1]))
+    return [(file_id, chunk_id, score) for file_id, (score, chunk_id) in ranked]
+
+
+async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
+                          embedder: Embedder | None) -> list[tuple[int, int, float]]:
+    """(file id, best chunk id, cosine) best first, the VECTOR_DEPTH best files; nothing when the
+    user has no chunk embedded by this model yet or the query cannot be embedded now."""
+    if embedder is None:
+        return []
+    rows = (await db.execute(
+        select(LibraryChunk.id, LibraryChunk.file_id, LibraryChunk.embedding)
+        .where(LibraryChunk.user_id == user_id, LibraryChunk.model == embedder.model,
+               LibraryChunk.embedding.is_not(None))
+        .order_by(LibraryChunk.id))).all()
+    if not rows:
+        return []
+    try:
+        vector = (await embedder.embed([query], query=True))[0]
+    except EmbeddingError:
+        return []  # keywords alone this time
+    matrix = np.frombuffer(b"".join(bytes(r[2] or b"") for r in rows), dtype="<f4").reshape(len(rows), -1)
+    if matrix.shape[1] != vector.shape[0]:
+        return []
+    scores = matrix @ vector
+    best: dict[int, tuple[float, int]] = {}
+    for index in np.argsort(-scores, kind="stable"):
+        if scores[index] < embedder.min_similarity:
+            break
+        file_id = int(rows[index][1])
+        if file_id not in best:
+            best[file_id] = (float(scores[index]), int(rows[index][0]))
+            if len(best) >= VECTOR_DEPTH:
+                break
+    return [(file_id, chunk_id, score) for file_id, (score, chunk_id) in best.items()]
+
+
+def fuse(*rankings: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """Reciprocal rank fusion of rankings of (file id, chunk id, score): each file scores the sum
+    of 1/(RRF_K + rank) over the rankings it is in, and keeps the chunk of its best ranking (the
+    first ranking wins a tie: keywords, whose chunk holds the words the snippet shows)."""
+    fused: dict[int, float] = {}
+    chunk: dict[int, tuple[int, int]] = {}  # file -> (its best rank, chunk id)
+    for ranking in rankings:
+        for rank, (file_id, chunk_id, _) in enumerate(ranking, start=1):
+            fused[file_id] = fused.get(file_id, 0.0) + 1.0 / (RRF_K + rank)
+            if file_id not in chunk or rank < chunk[file_id][0]:
+                chunk[file_id] = (rank, chunk_id)
+    order = sorted(fused, key=lambda f: (-fused[f], chunk[f][0], f))
+    return [(f, chunk[f][1], fused[f]) for f in order]
+
+
+def snippet_of(chunk_text: str, terms: list[str]) -> str:
+    """About SNIPPET_WORDS words of the chunk around the most query words, those marked « ».
+    The chunk's start when none is there (a hit by meaning)."""
+    spans = word_spans(chunk_text)
+    if not spans:
+        return ""
+    wanted = set(terms)
+    hits = [1 if form and form in wanted else 0 for _, _, form in spans]
+    window = min(SNIPPET_WORDS, len(spans))
+    sums = np.convolve(hits, np.ones(window, dtype=int), mode="valid")
+    start = 0
+    if sums.size and sums.max() > 0:  # the words found in the best window, centred
+        best = int(np.argmax(sums))
+        found = [i for i in range(best, best + window) if hits[i]]
+        start = max(0, min((found[0] + found[-1]) // 2 - window // 2, len(spans) - window))
+    chosen = spans[start:start + window]
+    out, cursor = [], chosen[0][0]
+    for begin, end, form in chosen:
+        out.append(chunk_text[cursor:begin])
+        word = chunk_text[begin:end]
+        out.append(f"«{word}»" if form and form in wanted else word)
+        cursor = end
+    if start + window >= len(spans):
+        out.append(chunk_text[cursor:])  # the closing punctuation
+    body = re.sub(r"\s+", " ", "".join(out)).strip()
+    return ("…" if start > 0 else "") + body + ("…" if start + window < len(spans) else "")
+
+
+async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int = 5,
+                       embedder: Embedder | None = None) -> list[SearchHit]:
+    """The user's files best matching `query` (keywords, and meaning when `embedder` is given and
+    the user's chunks have vectors), best first, with the page or sheet and a snippet."""
+    terms = _keyword_query(query)
+    keywords = await _keyword_ranking(db, user_id, terms)
+    vectors = await _vector_ranking(db, user_id, query, embedder)
+    fused = fuse(keywords, vectors)[:limit]
+    if not fused:
+        return []
+    chunks = {c.id: c for c in (await db.execute(
+        select(LibraryChunk).where(LibraryChunk.id.in_([c for _, c, _ in fused])))).scalars()}
+    files = {f.id: f for f in (await db.execute(
+        select(UserFile).where(UserFile.id.in_([f for f, _, _ in fused])))).scalars()}
+    hits = []
+    for file_id, chunk_id, score in fused:
+        row, chunk = files.get(file_id), chunks.get(chunk_id)
+        if row is None or chunk is None:
+            continue
+        snippet = snippet_of(chunk.text, terms) or row.name
+        hits.append(SearchHit(file_id, row.name, row.mime, snippet[:400], score, chunk.locator))
+    return hits

@@ -1,0 +1,91 @@
+"""Classes (cohorts) of students and the operators who see them: admins and teachers.
+
+- `passwords`: Argon2id hashes of operators' passwords;
+- `roster_file`: a class list's CSV read and checked whole (`read_roster`);
+- `enrolment`: a checked list written in one transaction, and the parents' one SMS;
+- `classes`: a class as its teacher sees it (roster, at risk, skills to work on), for the weekly
+  summary and the dashboard;
+- `operators`: who logs in, with which role and classes;
+- `summary`: the teachers' weekly e-mail and its periodic job;
+"""
+
+from __future__ import annotations
+
+from bot.school.classes import (
+    FELL_BY,
+    QUIET_DAYS,
+    AtRisk,
+    ClassSkill,
+    FallenSkill,
+    Student,
+    at_risk,
+    bkt_before,
+    find_cohort,
+    is_active,
+    mastery_falls,
+    roster,
+    skills_to_work_on,
+)
+from bot.school.enrolment import ImportReport, enrol_roster, linked_text, make_parent, notify_parents
+from bot.school.operators import (
+    ROLES,
+    OperatorError,
+    OperatorView,
+    add_operator,
+    list_operators,
+    operator_cohorts,
+    remove_operator,
+    valid_email,
+)
+from bot.school.passwords import DUMMY_HASH, hash_password, needs_rehash, random_password, verify_password
+from bot.school.roster_file import RosterError, RosterRow, import_level, read_roster
+from bot.school.summary import (
+    ClassSummary,
+    class_summary,
+    send_teacher_summaries,
+    summary_text,
+    teacher_summary_jobs,
+)
+
+__all__ = [
+    "DUMMY_HASH",
+    "FELL_BY",
+    "QUIET_DAYS",
+    "ROLES",
+    "AtRisk",
+    "ClassSkill",
+    "ClassSummary",
+    "FallenSkill",
+    "ImportReport",
+    "OperatorError",
+    "OperatorView",
+    "RosterError",
+    "RosterRow",
+    "Student",
+    "add_operator",
+    "at_risk",
+    "bkt_before",
+    "class_summary",
+    "enrol_roster",
+    "find_cohort",
+    "hash_password",
+    "import_level",
+    "is_active",
+    "linked_text",
+    "list_operators",
+    "make_parent",
+    "mastery_falls",
+    "needs_rehash",
+    "notify_parents",
+    "operator_cohorts",
+    "random_password",
+    "read_roster",
+    "remove_operator",
+    "roster",
+    "send_teacher_summaries",
+    "skills_to_work_on",
+    "summary_text",
+    "teacher_summary_jobs",
+    "valid_email",
+    "verify_password",
+]

@@ -1,0 +1,6 @@
+"""Every HTTP page and route of the bot except Twilio's webhooks (bot.channel.web): the renderer and
+its templates (`render`, `templates/`), the dashboard (`admin`), the signed progress page
+(`progress_page`), a background job's page and its stream (`job_page`, `job_stream`), the local
+provider's pay page (`pay_page`) and the providers' payment webhook (`payment_webhook`)."""
+
+__all__ = ["admin", "job_page", "job_stream", "pay_page", "payment_webhook", "progress_page", "render"]

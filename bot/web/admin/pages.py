@@ -1,0 +1,219 @@
+"""The dashboard's routes: the login and logout, the overview, a class, a student, the class's CSV
+exports and the open safety flags. Every page but the login needs a session (else 303 to the
+login); every POST its CSRF token (else 403); what is outside a teacher's classes answers 404."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+from urllib.parse import quote
+
+from aiohttp import web
+
+from bot.learning import subject_name
+from bot.services import Services
+from bot.web.admin import auth, classes, exports, flags, queries
+from bot.web.admin.dashboard_charts import messages_chart, results_chart
+from bot.web.admin.texts import language_of, translator
+from bot.web.render import html_response
+
+
+def _services(request: web.Request) -> Services:
+    from bot.channel.app_keys import services_of
+    return services_of(request)
+
+
+def _page(request: web.Request, template: str, *, status: int = 200, **context: Any) -> web.Response:
+    lang = language_of(request)
+    return html_response(f"admin/{template}", status=status, lang=lang, t=translator(lang),
+                         quote=quote, **context)
+
+
+def _to_login() -> web.Response:
+    return web.HTTPSeeOther(auth.LOGIN_PATH)
+
+
+def _not_found(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    return _page(request, "message.html", status=404, viewer=viewer, title_key="not_found")
+
+
+async def _form(request: web.Request) -> dict[str, str]:
+    if (request.content_length or 0) > auth.FORM_MAX_BYTES:
+        raise web.HTTPRequestEntityTooLarge(max_size=auth.FORM_MAX_BYTES,
+                                            actual_size=request.content_length or 0)
+    data = await request.post()
+    return {k: v for k, v in data.items() if isinstance(v, str)}
+
+
+# --- login and logout ---------------------------------------------------------------------------
+
+
+def _login_page(request: web.Request, services: Services, *, status: int = 200,
+                error: str | None = None) -> web.Response:
+    token = auth.new_login_token(services)
+    resp = _page(request, "login.html", status=status, csrf_token=token, error=error, viewer=None)
+    auth.set_login_cookie(services, resp, token)
+    return resp
+
+
+async def login_form(request: web.Request) -> web.Response:
+    services = _services(request)
+    if await auth.viewer_of(services, request) is not None:
+        return web.HTTPSeeOther("/admin/")
+    return _login_page(request, services)
+
+
+async def login_post(request: web.Request) -> web.Response:
+    services = _services(request)
+    form = await _form(request)
+    if not auth.login_token_valid(services, request.cookies.get(auth.LOGIN_CSRF_COOKIE, ""),
+                                  form.get("csrf_token", "")):
+        return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
+    email, address = form.get("email", "").strip().lower()[:320], auth.client_address(request)
+    if not await auth.take_attempt(services, email, address):
+        return _login_page(request, services, status=429, error="throttled")
+    operator = await auth.check_password(services, email, form.get("password", "")[:1024])
+    if operator is None:
+        return _login_page(request, services, status=401, error="bad_login")
+    await auth.give_back(services, email, address)
+    resp = web.HTTPSeeOther("/admin/")
+    await auth.open_session(services, operator.id, resp)
+    return resp
+
+
+async def _viewer_posting(request: web.Request) -> auth.Viewer | web.Response:
+    """The session's viewer when the form carries its CSRF token; else the answer to give."""
+    services = _services(request)
+    viewer = await auth.viewer_of(services, request)
+    if viewer is None:
+        return _to_login()
+    if not auth.csrf_ok(viewer, (await _form(request)).get("csrf_token", "")):
+        return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
+    return viewer
+
+
+async def logout_post(request: web.Request) -> web.Response:
+    viewer = await _viewer_posting(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    resp = web.HTTPSeeOther(auth.LOGIN_PATH)
+    await auth.close_session(_services(request), request, resp)
+    return resp
+
+
+# --- pages --------------------------------------------------------------------------------------
+
+
+async def _viewer(request: web.Request) -> auth.Viewer | web.Response:
+    viewer = await auth.viewer_of(_services(request), request)
+    return _to_login() if viewer is None else viewer
+
+
+async def overview_page(request: web.Request) -> web.Response:
+    viewer = await _viewer(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    t = translator(language_of(request))
+    async with services.sessions() as db:
+        view = await queries.overview(db, services.settings, viewer, services.clock())
+        open_flags = await flags.open_flags(db, viewer)
+    chart = ""
+    if view.operations is not None:
+        chart = await asyncio.to_thread(messages_chart, tuple(view.operations.days), t("messages_per_day"),
+                                        (t("inbound"), t("outbound")))
+    return _page(request, "overview.html", viewer=viewer, view=view, chart=chart,
+                 flag_count=len(open_flags), currency=services.settings.payment_currency)
+
+
+async def cohort_page(request: web.Request) -> web.Response:
+    viewer = await _viewer(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    async with services.sessions() as db:
+        cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
+        if cohort is None:
+            return _not_found(request, viewer)
+        view = await classes.class_view(db, cohort, services.clock())
+    return _page(request, "cohort.html", viewer=viewer, view=view)
+
+
+def _filename(name: str, what: str) -> str:
+    return f"{re.sub(r'[^A-Za-z0-9_-]+', '_', name)[:60] or 'class'}-{what}.csv"
+
+
+async def cohort_csv(request: web.Request) -> web.Response:
+    viewer = await _viewer(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    what = request.match_info["what"]
+    async with services.sessions() as db:
+        cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
+        if cohort is None:
+            return _not_found(request, viewer)
+        if what == "roster":
+            students = await classes.roster(db, cohort.id)
+            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students))
+        else:
+            text = exports.csv_text(exports.RESULTS_HEADER, await classes.results_rows(db, cohort.id))
+    return exports.csv_response(_filename(cohort.name, what), text)
+
+
+async def student_page(request: web.Request) -> web.Response:
+    viewer = await _viewer(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    t = translator(language_of(request))
+    async with services.sessions() as db:
+        found = await classes.student_for(db, viewer, int(request.match_info["id"]))
+        if found is None:
+            return _not_found(request, viewer)
+        view = await classes.student_view(db, *found, services.settings.learning, services.clock())
+    chart = await asyncio.to_thread(results_chart, tuple(view.weeks), t("results_over_time"),
+                                    (t("right"), t("wrong")))
+    return _page(request, "student.html", viewer=viewer, view=view, chart=chart, subject_name=subject_name)
+
+
+async def flags_page(request: web.Request) -> web.Response:
+    viewer = await _viewer(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    async with services.sessions() as db:
+        shown = await flags.open_flags(db, viewer)
+    return _page(request, "flags.html", viewer=viewer, flags=shown)
+
+
+async def acknowledge_post(request: web.Request) -> web.Response:
+    viewer = await _viewer_posting(request)
+    if isinstance(viewer, web.Response):
+        return viewer
+    services = _services(request)
+    async with services.sessions() as db, db.begin():
+        found = await flags.acknowledge(db, viewer, int(request.match_info["id"]), services.clock())
+    if not found:
+        return _not_found(request, viewer)
+    return web.HTTPSeeOther("/admin/flags")
+
+
+async def to_dashboard(request: web.Request) -> web.Response:
+    return web.HTTPSeeOther("/admin/")
+
+
+ID = r"{id:[1-9][0-9]{0,17}}"
+ROUTES = [
+    web.get("/admin", to_dashboard),
+    web.get("/admin/login", login_form),
+    web.post("/admin/login", login_post),
+    web.post("/admin/logout", logout_post),
+    web.get("/admin/", overview_page),
+    web.get("/admin/flags", flags_page),
+    web.post(f"/admin/flags/{ID}/acknowledge", acknowledge_post),
+    web.get("/admin/cohorts/{name}", cohort_page),
+    web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
+    web.get(f"/admin/students/{ID}", student_page),
+]
