@@ -3,8 +3,7 @@
 Used by `python -m bot users …` and by the chat's SUPPRIMER/DELETE. Which rows belong to a person
 is read from the schema, not listed here: every table with a foreign key to `users.id` (and, in
 turn, every table with a foreign key to those rows), plus every row whose phone-like column
-(`phone`, `to_addr`, `from_addr`, …) holds the person's number. A table added later is covered
-without changing this module.
+(`phone`, `to_addr`, `from_addr`, …) holds the person's number: a table added later is covered too.
 
 Erasure keeps only what accounting needs: the credit ledger and the payments. Their foreign keys
 to `users` cascade on delete, so they cannot simply lose their user; they are moved to a fresh
