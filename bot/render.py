@@ -19,6 +19,9 @@ _ENV = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+# `tojson` (a page's settings for its script) keeps accented letters as they are; it escapes `<`, `>`,
+# `&` and `'` wherever it is used.
+_ENV.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
 
 
 def render(template: str, **context: Any) -> str:
