@@ -76,3 +76,17 @@ def test_the_check_sees_pages_styles_and_scripts(text: str) -> None:
 ])
 def test_the_check_leaves_text_and_fragments_alone(text: str) -> None:
     assert not PAGE_MARKS.search(text)
+
+
+def test_every_template_ships_with_the_package() -> None:
+    """The image installs the package (not editable): each file of bot/templates/ must be matched by
+    `[tool.setuptools.package-data]` in pyproject.toml."""
+    import glob
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["bot"]
+    bot = ROOT / "bot"
+    shipped = {name for pattern in patterns for name in glob.glob(pattern, root_dir=bot)}
+    templates = {str(p.relative_to(bot)) for p in (bot / "templates").rglob("*") if p.is_file()}
+    assert templates - shipped == set(), "add their patterns to package-data in pyproject.toml"
