@@ -27,6 +27,7 @@ from bot.channel.email import (
     sender_address,
     smtp_configured,
 )
+from bot.render import render
 
 _COMMAND = re.compile(r"^(?:e-?mail|courriel)\s*[:=]?\s*(\S*)\s*$", re.I)
 _CODE = re.compile(r"^(?:code|e-?mail|courriel)\s*[:=]?\s*(\d{6})$", re.I)
@@ -119,16 +120,7 @@ async def _register(msg: Incoming, raw: str) -> None:
         from_addr=sender_address(settings),
         to=[address],
         subject=msg.t("Ton code de confirmation Deblo", "Your Deblo confirmation code"),
-        body=msg.t(
-            f"Bonjour,\n\nTon code de confirmation Deblo est : {code}\n\n"
-            f"Pour confirmer cette adresse, envoie CODE {code} dans ta conversation avec Deblo. "
-            f"Ce code est valable {minutes} minutes.\n\n"
-            "Si tu n'as rien demandé, ignore ce message : ton adresse ne sera pas utilisée.",
-            f"Hello,\n\nYour Deblo confirmation code is: {code}\n\n"
-            f"To confirm this address, send CODE {code} in your conversation with Deblo. "
-            f"This code is valid for {minutes} minutes.\n\n"
-            "If you did not ask for this, ignore this message: your address will not be used.",
-        ),
+        body=render(f"email/confirm_code.{_lang(msg)}.txt", code=code, minutes=minutes),
     )
     try:
         await send_message(settings, mail)
@@ -244,16 +236,14 @@ def _confirmed(msg: Incoming) -> str | None:
 async def _tell_previous(msg: Incoming, previous: str, new: str | None) -> None:
     """The previous address hears of the change, so that a change its owner did not ask for is seen."""
     channel = "WhatsApp" if msg.channel == "whatsapp" else msg.channel.upper()
-    what_fr = f"remplacée par {new}" if new else "retirée"
-    what_en = f"replaced with {new}" if new else "removed"
     subject = msg.t("Ton adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
-    await _mail(msg, previous, subject, msg.t(
-        f"Bonjour,\n\nL'adresse e-mail de ton compte Deblo ({previous}) a été {what_fr}, à la demande "
-        f"reçue par {channel}.\n\nSi ce n'est pas toi, écris à Deblo sur WhatsApp : EMAIL {previous} "
-        "pour la remettre.",
-        f"Hello,\n\nThe e-mail address of your Deblo account ({previous}) was {what_en}, as asked by "
-        f"{channel}.\n\nIf it was not you, write to Deblo on WhatsApp: EMAIL {previous} to put it back.",
-    ))
+    await _mail(msg, previous, subject, render(f"email/address_changed.{_lang(msg)}.txt", previous=previous,
+                                               new=new, channel=channel))
+
+
+def _lang(msg: Incoming) -> str:
+    """Which of an e-mail template's two languages this user reads (as msg.t chooses)."""
+    return "en" if msg.lang == "en" else "fr"
 
 
 async def _mail(msg: Incoming, to: str, subject: str, body: str) -> bool:

@@ -13,6 +13,7 @@ from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, send_message, sender_address, smtp_configured
 from bot.channel.outbound import send_to_number
 from bot.config import Settings
+from bot.render import render
 from bot.storage.models import User
 from tools.modes import modes_for
 
@@ -51,7 +52,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             message = build_message(
                 from_addr=sender_address(settings), to=[settings.bug_report_email],
                 subject=f"[Deblo bug] conversation {ctx.conversation_id}",
-                body=f"{summary}\n\n{description}",
+                body=render("email/bug_report.txt", summary=summary, description=description),
             )
             await send_message(settings, message)
             delivered.append("email")

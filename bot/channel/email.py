@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import aiosmtplib
 import nh3
+from markupsafe import Markup
 from sqlalchemy import select
 
 from bot.config import Settings
+from bot.render import render
 from bot.storage.models import UserFile
 
 if TYPE_CHECKING:
@@ -187,12 +189,8 @@ def safe_html(html: str) -> str:
 
 
 def wrap_html(body_html: str, title: str) -> str:
-    return (
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
-        f"<title>{escape(title)}</title></head>"
-        "<body style=\"font-family:Arial,Helvetica,sans-serif;line-height:1.5;color:#222\">"
-        f"{body_html}</body></html>"
-    )
+    """The HTML part around a body already cleaned by safe_html (bot/templates/email/message.html)."""
+    return render("email/message.html", title=title, body=Markup(body_html))
 
 
 def build_message(

@@ -6,8 +6,10 @@ import html as html_lib
 import re
 
 import nh3
+from markupsafe import Markup
 
 from bot.documents.content import Block, Document, inline_runs
+from bot.render import render
 
 # --- Markdown -----------------------------------------------------------------------------------
 
@@ -193,37 +195,12 @@ def _html_list(block: Block) -> str:
     return "".join(out)
 
 
-# The page allows nothing to load: no scripts, no external styles, fonts or images.
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-
-CSS = """
-body{font-family:-apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;line-height:1.55;
-color:#1b1f24;max-width:46rem;margin:0 auto;padding:1.2rem;background:#fff}
-h1{color:#1f3a5f;font-size:1.7rem;margin:.2rem 0 .3rem}h2{color:#1f3a5f;font-size:1.3rem;margin-top:1.6rem}
-h3{font-size:1.1rem}.subtitle{color:#555;margin-top:0}a{color:#1f5fa8}
-.table{overflow-x:auto}table{border-collapse:collapse;width:100%;margin:.8rem 0;font-size:.93rem}
-th,td{border:1px solid #c9d0da;padding:.35rem .5rem;text-align:left;vertical-align:top}
-th{background:#1f3a5f;color:#fff}tr:nth-child(even) td{background:#f2f5f9}
-blockquote{border-left:4px solid #c9d0da;margin:0;padding:.2rem 1rem;color:#444}
-hr.break{border:0;border-top:1px dashed #c9d0da;margin:2rem 0}
-footer.gen{color:#888;font-size:.8rem;margin-top:2rem}
-""".strip()
-
-
 def build_html(doc: Document, raw_html: str = "", lang: str = "fr") -> str:
+    """The document as one HTML page (bot/templates/documents/document.html), its blocks made here."""
     parts = [_html_block(b) for b in doc.blocks]
     if raw_html:
         parts.append(sanitize_html(raw_html))
-    subtitle = f'<p class="subtitle">{html_lib.escape(doc.subtitle)}</p>' if doc.subtitle else ""
-    lang = lang if lang in ("fr", "en") else "fr"
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{html_lib.escape(doc.title)}</title>\n<style>\n{CSS}\n</style>\n</head>\n<body>\n"
-        f"<h1>{html_inline(doc.title)}</h1>\n{subtitle}\n"
-        + "\n".join(p for p in parts if p)
-        + "\n</body>\n</html>\n"
-    )
+    body = "\n".join(p for p in parts if p)
+    page = render("documents/document.html", lang=lang if lang in ("fr", "en") else "fr", title=doc.title,
+                  heading=Markup(html_inline(doc.title)), subtitle=doc.subtitle, body=Markup(body))
+    return page + "\n"

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.email import EmailError, build_message, normalize_address, send_message, sender_address
+from bot.render import render
 from bot.services import Services
 from bot.storage.models import CohortMember, Operator, OperatorCohort, SafetyFlag, User
 
@@ -78,20 +79,8 @@ def _body(services: Services, flag: SafetyFlag, student: User, *, words: bool) -
     who = student.display_name or student.phone or f"#{student.id}"
     when = _local_time(flag.created_at, student.timezone or services.settings.default_timezone)
     link = f"{services.settings.public_base_url}/admin/students/{student.id}"
-    lines = [
-        f"Un message de {who} laisse penser à une détresse : {fr}.",
-        f"Reçu le {when}. L'élève a reçu un message bienveillant avec le numéro d'une ligne d'écoute.",
-        "Une personne doit prendre contact avec l'élève ou sa famille, puis marquer l'alerte comme "
-        f"traitée sur le tableau de bord : {link}",
-        "",
-        f"A message from {who} suggests distress: {en}.",
-        f"Received {when}. The student was sent a caring reply with a helpline number.",
-        "A person should reach the student or their family, then acknowledge the flag on the "
-        f"dashboard: {link}",
-    ]
-    if words:
-        lines += ["", f"Message (détecté par {flag.source} / detected by {flag.source}) :", flag.excerpt]
-    return "\n".join(lines)
+    return render("email/safety_alert.txt", who=who, when=when, link=link, fr=fr, en=en, words=words,
+                  source=flag.source, excerpt=flag.excerpt)
 
 
 async def notify(services: Services, flag: SafetyFlag, student: User, to: Recipients) -> int:

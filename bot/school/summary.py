@@ -22,6 +22,7 @@ from bot.channel.email import EmailError, build_message, send_message, sender_ad
 from bot.config_groups import Learning
 from bot.learning.progress import latest_summary_slot
 from bot.periodic import Job
+from bot.render import render
 from bot.school.classes import QUIET_DAYS, AtRisk, ClassSkill, at_risk, is_active, roster, skills_to_work_on
 from bot.school.operators import operator_cohorts
 from bot.services import Services
@@ -58,65 +59,16 @@ def _pct(p: float) -> str:
     return f"{round(100 * p)} %"
 
 
-def _risk_line(risk: AtRisk, en: bool) -> str:
-    reasons = []
-    if risk.quiet_days == -1:
-        reasons.append("has not written yet" if en else "n'a encore jamais écrit")
-    elif risk.quiet_days is not None:
-        reasons.append(f"no message for {risk.quiet_days} days" if en
-                       else f"aucun message depuis {risk.quiet_days} jours")
-    for fall in risk.fallen[:2]:
-        what = f"{fall.label} {_pct(fall.before)} → {_pct(fall.now)}"
-        reasons.append(f"mastery falling: {what}" if en else f"maîtrise en baisse : {what}")
-    return f"  • {risk.student.shown()}: " + "; ".join(reasons) if en else \
-        f"  • {risk.student.shown()} : " + " ; ".join(reasons)
-
-
-def _skill_line(skill: ClassSkill, en: bool) -> str:
-    if en:
-        return (f"  • {skill.shown('en')}: {_pct(skill.mean)} on average, {skill.struggling} of "
-                f"{skill.students} students to review")
-    return (f"  • {skill.shown('fr')} : {_pct(skill.mean)} en moyenne, {skill.struggling} élève(s) sur "
-            f"{skill.students} à revoir")
-
-
-def _class_block(summary: ClassSummary, en: bool) -> list[str]:
-    lines = [f"{'Class' if en else 'Classe'} {summary.cohort} — {summary.students} "
-             f"{'students' if en else 'élèves'}",
-             f"- Active in the last {QUIET_DAYS} days: {summary.active} of {summary.students}" if en
-             else f"- Actifs ces {QUIET_DAYS} derniers jours : {summary.active} sur {summary.students}"]
-    if summary.at_risk:
-        lines.append(f"- To follow up ({len(summary.at_risk)}):" if en
-                     else f"- À suivre ({len(summary.at_risk)}) :")
-        lines += [_risk_line(r, en) for r in summary.at_risk[:MAX_AT_RISK]]
-        more = len(summary.at_risk) - MAX_AT_RISK
-        if more > 0:
-            lines.append(f"  … and {more} more on the dashboard" if en
-                         else f"  … et {more} autres au tableau de bord")
-    else:
-        lines.append("- Nobody at risk this week." if en else "- Personne à risque cette semaine.")
-    if summary.skills:
-        lines.append("- Skills to work on in class:" if en else "- À travailler en classe :")
-        lines += [_skill_line(s, en) for s in summary.skills]
-    return lines
-
-
 def summary_text(summaries: list[ClassSummary], language: str, now: datetime) -> tuple[str, str]:
-    """The e-mail's subject and plain text (bot.channel.email makes the HTML of it)."""
+    """The e-mail's subject and plain text (bot/templates/email/teacher_summary.*.txt; bot.channel.email
+    makes the HTML of it)."""
     en = language == "en"
     start, end = (now - timedelta(days=QUIET_DAYS)).strftime("%d/%m"), now.strftime("%d/%m")
     names = ", ".join(s.cohort for s in summaries)
     subject = f"Deblo: your classes' week ({names})" if en else f"Deblo : la semaine de vos classes ({names})"
-    lines = ["Hello," if en else "Bonjour,", "",
-             f"Here is your classes' week on Deblo ({start} to {end})." if en
-             else f"Voici la semaine de vos classes sur Deblo (du {start} au {end}).", ""]
-    for summary in summaries:
-        lines += [*_class_block(summary, en), ""]
-    lines.append("A student is at risk after 7 days without a message, or when a skill's mastery falls "
-                 "by 10 points or more in the week." if en else
-                 "Un élève est à suivre après 7 jours sans message, ou quand la maîtrise d'une compétence "
-                 "baisse de 10 points ou plus dans la semaine.")
-    return subject, "\n".join(lines)
+    text = render(f"email/teacher_summary.{'en' if en else 'fr'}.txt", summaries=summaries, start=start,
+                  end=end, quiet_days=QUIET_DAYS, max_at_risk=MAX_AT_RISK, pct=_pct)
+    return subject, text
 
 
 async def _claim(services: Services, operator_id: int, slot: datetime, now: datetime) -> bool:

@@ -4,8 +4,9 @@ bot/cli.py mounts).
 
 The link (bot.channel.links.job_page_url) is sent with STATUT, the long-work note and the job's
 answer; its `sig` opens that one job until it expires. The page is rendered whole on the server
-(it also works with script off, refreshing itself), then a few lines of inline script follow the
-event stream and grow the timeline in place (bot.web.job_stream serves the stream).
+from bot/templates/job/ (bot.render; it also works with script off, refreshing itself), then a few
+lines of inline script follow the event stream and grow the timeline in place (bot.web.job_stream
+serves the stream).
 
 Everything from the user or the model is escaped; the script only sets `textContent`. The CSP
 allows this page's own inline style and script (a nonce per response) and the stream, nothing else.
@@ -13,12 +14,9 @@ allows this page's own inline style and script (a nonce per response) and the st
 
 from __future__ import annotations
 
-import html
-import json
 import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
-from string import Template
 from typing import Any
 
 from aiohttp import web
@@ -26,6 +24,7 @@ from sqlalchemy import select
 
 from bot import jobs
 from bot.channel.links import check_job_signature, file_url
+from bot.render import render
 from bot.services import Services
 from bot.storage.models import GenerationJob, User, UserFile
 
@@ -185,18 +184,10 @@ def headers(nonce: str | None) -> dict[str, str]:
     }
 
 
-_SHORT_PAGE = Template("""<!doctype html><html lang="fr"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>Deblo</title>
-<style nonce="$nonce">body{font:17px/1.5 system-ui,sans-serif;margin:2em auto;
-max-width:32em;padding:0 16px;color:#111827}</style></head><body><h1>Deblo</h1><p>$fr</p>
-<p lang="en">$en</p></body></html>""")
-
-
-def short_page(status: int, fr: str, en: str) -> web.Response:
+def short_page(status: int, reason: str) -> web.Response:
+    """The page said instead of the job's: `denied` (403), `missing` (404) or `busy` (429)."""
     nonce = secrets.token_urlsafe(16)
-    body = _SHORT_PAGE.substitute(nonce=nonce, fr=html.escape(fr, quote=False),
-                                  en=html.escape(en, quote=False))
+    body = render("job/short.html", nonce=nonce, reason=reason)
     return web.Response(status=status, text=body, content_type="text/html", headers=headers(nonce))
 
 
@@ -207,15 +198,12 @@ async def authorised_job(request: web.Request) -> tuple[Services, GenerationJob,
     services = services_of(request)
     job_id = check_job_signature(services.settings, request.match_info["id"], request.query.get("sig", ""))
     if job_id is None:
-        return short_page(403, "Ce lien n'est pas valide ou a expiré. "
-                               "Écris STATUT pour en recevoir un nouveau.",
-                          "This link is invalid or has expired. Send STATUS to get a new one.")
+        return short_page(403, "denied")
     async with services.sessions() as db:
         job = await db.get(GenerationJob, job_id)
         user = await db.get(User, job.user_id) if job is not None else None
     if job is None:
-        return short_page(404, "Cette demande n'existe pas ou a été effacée.",
-                          "This request does not exist or was deleted.")
+        return short_page(404, "missing")
     return services, job, user
 
 
@@ -238,170 +226,7 @@ async def job_files(services: Services, job: GenerationJob, ids: list[int]) -> l
     return [by_id[i] for i in ids if i in by_id]
 
 
-# --- the page ---------------------------------------------------------------------------------
-
-CSS = """*{box-sizing:border-box}html{-webkit-text-size-adjust:100%}
-body{margin:0;background:#eef1f5;color:#111827;font:17px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,
-"Noto Sans",sans-serif;overflow-wrap:anywhere}
-main{max-width:40rem;margin:0 auto;padding:12px}
-.brand{margin:4px 4px 10px;font-weight:700;color:#0f5132;font-size:1.05rem}
-.card{background:#fff;border-radius:12px;padding:14px 16px;margin:0 0 12px;
-box-shadow:0 1px 3px rgba(0,0,0,.1)}
-h1,h2{margin:0 0 8px;line-height:1.25}h1{font-size:1.2rem}h2{font-size:1.05rem;color:#374151}
-.req,.final{white-space:pre-wrap;margin:0}.req{color:#1f2937}
-.state{margin:12px 0 0}.badge{display:inline-block;padding:2px 12px;border-radius:999px;font-weight:600}
-.queued{background:#e5e7eb;color:#1f2937}.running{background:#dbeafe;color:#1e3a8a}
-.completed{background:#d1fae5;color:#064e3b}.failed{background:#fee2e2;color:#7f1d1d}
-.cancelled{background:#fef3c7;color:#78350f}
-#note{display:block;color:#4b5563;font-size:.95rem;margin-top:4px}
-ol,ul{list-style:none;margin:0;padding:0}
-.step{display:grid;grid-template-columns:1.7em 1fr auto;gap:2px 8px;padding:9px 0;
-border-top:1px solid #e5e7eb}
-.step:first-child{border-top:0}.ic{text-align:center}
-.du{color:#4b5563;white-space:nowrap;font-variant-numeric:tabular-nums}
-.nt{grid-column:2/4;color:#4b5563;font-size:.92rem}.nt:empty{display:none}
-.files{margin-top:12px}.files a{display:block;padding:11px 14px;margin-top:8px;border-radius:10px;
-background:#eff6ff;border:1px solid #bfdbfe;color:#1d4ed8;font-weight:600;text-decoration:none}
-.sz{display:block;color:#4b5563;font-weight:400;font-size:.9rem}
-.foot{color:#4b5563;font-size:.92rem;text-align:center;margin:8px 0 20px}[hidden]{display:none!important}"""
-
-# Reads the stream and grows the page in place, as apply_event reads the events on the server.
-# Only textContent is set: what the events carry is never parsed as HTML.
-SCRIPT = """(function () {
-  "use strict";
-  var C = JSON.parse(document.getElementById("cfg").textContent), last = C.last;
-  var q = function (id) { return document.getElementById(id); }, tl = q("tl");
-  function el(tag, cls, text) {
-    var e = document.createElement(tag); if (cls) e.className = cls;
-    if (text) e.textContent = text; return e;
-  }
-  function part(li, cls) { return li.querySelector("." + cls); }
-  function rows() { return Array.prototype.slice.call(tl.children); }
-  function dur(ms) {
-    var s = ms / 1000;
-    if (s < 10) return s.toFixed(1).replace(".", C.dec) + " s";
-    if (s < 60) return Math.round(s) + " s";
-    s = Math.round(s); return Math.floor(s / 60) + " min " + String(s % 60).padStart(2, "0") + " s";
-  }
-  function mark(li, result) {
-    li.classList.remove("open"); li.dataset.r = result;
-    var ic = part(li, "ic");
-    ic.textContent = C.icons[result]; ic.setAttribute("aria-label", C.iconText[result]);
-  }
-  function step(e) {
-    var cid = String(e.call_id || ""), k = (e.n === undefined ? "" : e.n) + ":" + cid, found;
-    if (e.type === "tool_start" || e.n !== undefined) {
-      found = rows().filter(function (r) { return r.dataset.k === k; });
-    } else {
-      var same = rows().filter(function (r) { return r.dataset.c === cid; });
-      found = same.filter(function (r) { return !r.dataset.r; });
-      if (!found.length) found = same;
-    }
-    if (found.length) return found[found.length - 1];
-    var li = el("li", "step open"), ic = el("span", "ic", C.icons.open);
-    ic.setAttribute("role", "img"); ic.setAttribute("aria-label", C.iconText.open);
-    li.dataset.k = k; li.dataset.c = cid; li.dataset.name = e.name || "";
-    li.append(ic, el("span", "lb", e.label || e.name || ""), el("span", "du"), el("span", "nt"));
-    tl.appendChild(li); q("empty").hidden = true; return li;
-  }
-  function status(s, note) {
-    var b = q("st"); b.className = "badge " + s; b.textContent = C.status[s] || s;
-    if (note !== undefined) q("note").textContent = note || "";
-  }
-  function file(e) {
-    if (!e.url || document.querySelector('[data-f="' + Number(e.file_id) + '"]')) return;
-    var a = el("a", "", e.name || ""), li = el("li");
-    a.href = e.url; a.setAttribute("download", ""); a.dataset.f = Number(e.file_id);
-    if (e.size_text) a.appendChild(el("span", "sz", e.size_text));
-    li.appendChild(a); q("files").appendChild(li);
-    q("files").hidden = false; q("result").hidden = false;
-  }
-  function apply(e) {
-    var li;
-    if (e.type === "tool_start" || e.type === "tool_end") {
-      li = step(e); if (e.label) part(li, "lb").textContent = e.label;
-      if (e.type === "tool_end") {
-        mark(li, e.status === "ok" ? "ok" : "error");
-        if (typeof e.duration_ms === "number") part(li, "du").textContent = dur(e.duration_ms);
-      }
-    } else if (e.type === "tool_progress") {
-      var open = rows().filter(function (r) { return !r.dataset.r; });
-      var named = open.filter(function (r) { return r.dataset.name === e.name; });
-      li = (named.length ? named : open).pop(); if (li) part(li, "nt").textContent = e.note || "";
-    } else if (e.type === "status") { status(e.status, e.note); }
-    else if (e.type === "file") { file(e); }
-    else if (e.type === "done") {
-      if (e.status) status(e.status);
-      rows().forEach(function (r) { if (!r.dataset.r) mark(r, e.status === "completed" ? "ok" : "error"); });
-      if (e.text) { q("text").textContent = e.text; q("text").hidden = false; q("result").hidden = false; }
-      q("foot").textContent = C.ended; es.close();
-    }
-  }
-  if (C.ended_now) return;
-  var es;
-  function listen() {
-    es = new EventSource(C.src);
-    es.onmessage = function (m) {
-      var e = JSON.parse(m.data);
-      if (e.id && e.id <= last) return;
-      if (e.id) last = e.id;
-      apply(e);
-    };
-    // A stream the server ended is reopened by the browser itself (with Last-Event-ID); one it
-    // refused (429: open too many times) is not, so it is opened again a little later.
-    es.onerror = function () { if (es.readyState === 2) setTimeout(listen, C.retry); };
-  }
-  listen();
-})();"""
-
-PAGE = Template("""<!doctype html>
-<html lang="$lang"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><meta name="robots" content="noindex">
-<link rel="icon" href="data:,">$refresh<title>Deblo · $title</title><style nonce="$nonce">$css</style></head>
-<body><main>
-<div class="brand">Deblo</div>
-<section class="card"><h1>$title</h1><p class="req">$request</p>
-<p class="state"><span id="st" class="badge $status">$status_text</span>
-<span id="note">$note</span></p></section>
-<section class="card"><h2>$steps_title</h2><ol id="tl">$steps</ol>
-<p id="empty"$empty_hidden>$empty</p></section>
-<section id="result" class="card"$result_hidden><h2>$result_title</h2>
-<div id="text" class="final"$text_hidden>$text</div>
-<ul id="files" class="files"$files_hidden>$files</ul></section>
-<p id="foot" class="foot">$foot</p>
-</main>
-<script type="application/json" id="cfg">$cfg</script>
-<script nonce="$nonce">$script</script>
-</body></html>""")
-
-
-def _hidden(flag: bool) -> str:
-    return " hidden" if flag else ""
-
-
-def _script_json(value: Any) -> str:
-    """JSON safe inside a <script> element: no `<`, `>` or `&` that could end or open a tag."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _step_html(step: Step, lang: str) -> str:
-    result = step.result or "open"
-    duration = duration_text(step.duration_ms, lang) if step.duration_ms is not None else ""
-    e = html.escape
-    classes, done = ("step", f' data-r="{result}"') if step.result else ("step open", "")
-    return (f'<li class="{classes}" data-k="{e(step.key)}" data-c="{e(step.call_id)}" '
-            f'data-name="{e(step.name)}"{done}>'
-            f'<span class="ic" role="img" aria-label="{TEXTS[lang]["icon"][result]}">{ICONS[result]}</span>'
-            f'<span class="lb">{e(step.label)}</span><span class="du">{duration}</span>'
-            f'<span class="nt">{e(step.note)}</span></li>')
-
-
-def file_link_html(services: Services, row: UserFile, lang: str) -> str:
-    url = file_url(services.settings, row, read_later=True)
-    return (f'<li><a href="{html.escape(url)}" download data-f="{row.id}">{html.escape(row.name)}'
-            f'<span class="sz">{size_text(row.size, lang)}</span></a></li>')
+# --- the page: bot/templates/job/ (page.html, its page.css and page.js inline) -------------------
 
 
 def render_page(services: Services, job: GenerationJob, state: PageState, files: list[UserFile],
@@ -413,18 +238,13 @@ def render_page(services: Services, job: GenerationJob, state: PageState, files:
     cfg = {"last": state.last_id, "src": events_src, "ended_now": ended, "dec": t["dec"],
            "retry": services.settings.sse_refused_retry_ms, "status": t["status"], "icons": ICONS,
            "iconText": t["icon"], "ended": t["ended"]}
-    body = PAGE.substitute(
-        lang=lang, nonce=nonce, css=CSS, script=SCRIPT, cfg=_script_json(cfg),
-        refresh="" if ended else f'<noscript><meta http-equiv="refresh" content="{NO_REFRESH_S}"></noscript>',
-        title=t["title"], request=html.escape(job.request or ""), status=status,
-        status_text=t["status"][status], note=html.escape(state.note),
-        steps_title=t["steps"], steps="".join(_step_html(s, lang) for s in state.steps),
-        empty=t["empty"], empty_hidden=_hidden(bool(state.steps)),
-        result_title=t["result"], result_hidden=_hidden(not (state.text or files)),
-        text=html.escape(state.text or ""), text_hidden=_hidden(not state.text),
-        files="".join(file_link_html(services, f, lang) for f in files), files_hidden=_hidden(not files),
-        foot=t["ended"] if ended else t["live"],
-    )
+    steps = [(s, duration_text(s.duration_ms, lang) if s.duration_ms is not None else "")
+             for s in state.steps]
+    links = [(file_url(services.settings, row, read_later=True), row, size_text(row.size, lang))
+             for row in files]
+    body = render("job/page.html", lang=lang, nonce=nonce, t=t, icons=ICONS, cfg=cfg, ended=ended,
+                  refresh_s=NO_REFRESH_S, request=job.request or "", status=status, note=state.note,
+                  steps=steps, text=state.text or "", files=links)
     return body, nonce
 
 

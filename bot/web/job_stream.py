@@ -167,8 +167,7 @@ async def stream(services: Services, job: GenerationJob, lang: str, resp: web.St
 
 
 def _busy(retry_ms: int) -> web.Response:
-    refused = short_page(429, "Cette page est déjà ouverte trop de fois. Réessaie dans un moment.",
-                         "This page is open too many times already. Try again in a moment.")
+    refused = short_page(429, "busy")
     refused.headers["Retry-After"] = str(max(1, retry_ms // 1000))
     return refused
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.billing.payments import handle_webhook
+from bot.render import render
 from bot.web import pay_page as local_page
 
 MAX_BODY = 256 * 1024
@@ -45,18 +46,9 @@ async def payment_webhook(request: web.Request) -> web.Response:
     )
 
 
-_DONE_PAGE = """<!doctype html><html lang="fr"><meta charset="utf-8">
-<meta name="viewport" content="width=device-width,initial-scale=1"><title>Deblo</title>
-<body style="font-family:sans-serif;max-width:32em;margin:3em auto;padding:0 1em">
-<h1>Merci !</h1><p>Ton paiement est en cours de confirmation. Tu recevras un message sur WhatsApp
-ou par SMS dès que tes crédits seront ajoutés. Tu peux fermer cette page.</p>
-<p lang="en"><em>Thank you! Your payment is being confirmed; you will get a message as soon as your
-credits are added.</em></p></body></html>"""
-
-
 async def payment_done(_request: web.Request) -> web.Response:
     # Only a courtesy page: the redirect proves nothing, the signed webhook is what credits.
-    return web.Response(text=_DONE_PAGE, content_type="text/html")
+    return web.Response(text=render("payments/done.html"), content_type="text/html")
 
 
 ROUTES: list[web.RouteDef] = [web.post(PATH, payment_webhook), web.get("/payments/done", payment_done),

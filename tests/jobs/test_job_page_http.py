@@ -99,7 +99,7 @@ async def test_text_from_the_user_and_the_model_is_escaped(harness: Harness) -> 
     page = body.decode()
     assert "<script>alert" not in page and "<img src=x" not in page and '"><b>' not in page
     # the request, the step's label, the status note and the answer:
-    assert page.count("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") == 4
+    assert page.count("&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") == 4
     assert len(re.findall(r"<script\b", page)) == 2  # the page's settings and its own script only
 
 
@@ -190,4 +190,4 @@ async def test_a_job_ended_without_its_done_event_still_ends_the_stream(harness:
     assert [e["type"] for _, e in got] == ["tool_start", "tool_end", "done"]
     assert got[2] == (None, {"type": "done", "status": "failed", "text": "Je n'ai pas pu finir."})
     _, _, body = await h.get(page_path(h, job.id))
-    assert "Je n&#x27;ai pas pu finir." in body.decode() and "Échec" in body.decode()
+    assert "Je n&#39;ai pas pu finir." in body.decode() and "Échec" in body.decode()
