@@ -27,6 +27,7 @@ from bot.school.operators import operator_cohorts
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Cohort, Operator
+from bot.texts import fr_en
 
 __all__ = ["ClassSummary", "class_summary", "send_teacher_summaries", "summary_text", "teacher_summary_jobs"]
 
@@ -58,64 +59,66 @@ def _pct(p: float) -> str:
     return f"{round(100 * p)} %"
 
 
-def _risk_line(risk: AtRisk, en: bool) -> str:
+def _risk_line(risk: AtRisk, language: str) -> str:
     reasons = []
     if risk.quiet_days == -1:
-        reasons.append("has not written yet" if en else "n'a encore jamais écrit")
+        reasons.append(fr_en(language, "n'a encore jamais écrit", "has not written yet"))
     elif risk.quiet_days is not None:
-        reasons.append(f"no message for {risk.quiet_days} days" if en
-                       else f"aucun message depuis {risk.quiet_days} jours")
+        reasons.append(fr_en(language, f"aucun message depuis {risk.quiet_days} jours",
+                             f"no message for {risk.quiet_days} days"))
     for fall in risk.fallen[:2]:
         what = f"{fall.label} {_pct(fall.before)} → {_pct(fall.now)}"
-        reasons.append(f"mastery falling: {what}" if en else f"maîtrise en baisse : {what}")
-    return f"  • {risk.student.shown()}: " + "; ".join(reasons) if en else \
-        f"  • {risk.student.shown()} : " + " ; ".join(reasons)
+        reasons.append(fr_en(language, f"maîtrise en baisse : {what}", f"mastery falling: {what}"))
+    return fr_en(language, f"  • {risk.student.shown()} : " + " ; ".join(reasons),
+                 f"  • {risk.student.shown()}: " + "; ".join(reasons))
 
 
-def _skill_line(skill: ClassSkill, en: bool) -> str:
-    if en:
+def _skill_line(skill: ClassSkill, language: str) -> str:
+    if language == "en":
         return (f"  • {skill.shown('en')}: {_pct(skill.mean)} on average, {skill.struggling} of "
                 f"{skill.students} students to review")
     return (f"  • {skill.shown('fr')} : {_pct(skill.mean)} en moyenne, {skill.struggling} élève(s) sur "
             f"{skill.students} à revoir")
 
 
-def _class_block(summary: ClassSummary, en: bool) -> list[str]:
-    lines = [f"{'Class' if en else 'Classe'} {summary.cohort} — {summary.students} "
-             f"{'students' if en else 'élèves'}",
-             f"- Active in the last {QUIET_DAYS} days: {summary.active} of {summary.students}" if en
-             else f"- Actifs ces {QUIET_DAYS} derniers jours : {summary.active} sur {summary.students}"]
+def _class_block(summary: ClassSummary, language: str) -> list[str]:
+    lines = [fr_en(language, f"Classe {summary.cohort} — {summary.students} élèves",
+                   f"Class {summary.cohort} — {summary.students} students"),
+             fr_en(language,
+                   f"- Actifs ces {QUIET_DAYS} derniers jours : {summary.active} sur {summary.students}",
+                   f"- Active in the last {QUIET_DAYS} days: {summary.active} of {summary.students}")]
     if summary.at_risk:
-        lines.append(f"- To follow up ({len(summary.at_risk)}):" if en
-                     else f"- À suivre ({len(summary.at_risk)}) :")
-        lines += [_risk_line(r, en) for r in summary.at_risk[:MAX_AT_RISK]]
+        lines.append(fr_en(language, f"- À suivre ({len(summary.at_risk)}) :",
+                           f"- To follow up ({len(summary.at_risk)}):"))
+        lines += [_risk_line(r, language) for r in summary.at_risk[:MAX_AT_RISK]]
         more = len(summary.at_risk) - MAX_AT_RISK
         if more > 0:
-            lines.append(f"  … and {more} more on the dashboard" if en
-                         else f"  … et {more} autres au tableau de bord")
+            lines.append(fr_en(language, f"  … et {more} autres au tableau de bord",
+                               f"  … and {more} more on the dashboard"))
     else:
-        lines.append("- Nobody at risk this week." if en else "- Personne à risque cette semaine.")
+        lines.append(fr_en(language, "- Personne à risque cette semaine.", "- Nobody at risk this week."))
     if summary.skills:
-        lines.append("- Skills to work on in class:" if en else "- À travailler en classe :")
-        lines += [_skill_line(s, en) for s in summary.skills]
+        lines.append(fr_en(language, "- À travailler en classe :", "- Skills to work on in class:"))
+        lines += [_skill_line(s, language) for s in summary.skills]
     return lines
 
 
 def summary_text(summaries: list[ClassSummary], language: str, now: datetime) -> tuple[str, str]:
     """The e-mail's subject and plain text (bot.channel.email makes the HTML of it)."""
-    en = language == "en"
     start, end = (now - timedelta(days=QUIET_DAYS)).strftime("%d/%m"), now.strftime("%d/%m")
     names = ", ".join(s.cohort for s in summaries)
-    subject = f"Deblo: your classes' week ({names})" if en else f"Deblo : la semaine de vos classes ({names})"
-    lines = ["Hello," if en else "Bonjour,", "",
-             f"Here is your classes' week on Deblo ({start} to {end})." if en
-             else f"Voici la semaine de vos classes sur Deblo (du {start} au {end}).", ""]
+    subject = fr_en(language, f"Deblo : la semaine de vos classes ({names})",
+                    f"Deblo: your classes' week ({names})")
+    lines = [fr_en(language, "Bonjour,", "Hello,"), "",
+             fr_en(language, f"Voici la semaine de vos classes sur Deblo (du {start} au {end}).",
+                   f"Here is your classes' week on Deblo ({start} to {end})."), ""]
     for summary in summaries:
-        lines += [*_class_block(summary, en), ""]
-    lines.append("A student is at risk after 7 days without a message, or when a skill's mastery falls "
-                 "by 10 points or more in the week." if en else
-                 "Un élève est à suivre après 7 jours sans message, ou quand la maîtrise d'une compétence "
-                 "baisse de 10 points ou plus dans la semaine.")
+        lines += [*_class_block(summary, language), ""]
+    lines.append(fr_en(language,
+                       "Un élève est à suivre après 7 jours sans message, ou quand la maîtrise d'une "
+                       "compétence baisse de 10 points ou plus dans la semaine.",
+                       "A student is at risk after 7 days without a message, or when a skill's mastery "
+                       "falls by 10 points or more in the week."))
     return subject, "\n".join(lines)
 
 
