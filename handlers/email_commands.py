@@ -120,7 +120,7 @@ async def _register(msg: Incoming, raw: str) -> None:
         from_addr=sender_address(settings),
         to=[address],
         subject=msg.t("Ton code de confirmation Deblo", "Your Deblo confirmation code"),
-        body=render(f"email/confirm_code.{_lang(msg)}.txt", code=code, minutes=minutes),
+        body=render(f"email/confirm_code.{msg.t('fr', 'en')}.txt", code=code, minutes=minutes),
     )
     try:
         await send_message(settings, mail)
@@ -237,13 +237,8 @@ async def _tell_previous(msg: Incoming, previous: str, new: str | None) -> None:
     """The previous address hears of the change, so that a change its owner did not ask for is seen."""
     channel = "WhatsApp" if msg.channel == "whatsapp" else msg.channel.upper()
     subject = msg.t("Ton adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
-    await _mail(msg, previous, subject, render(f"email/address_changed.{_lang(msg)}.txt", previous=previous,
-                                               new=new, channel=channel))
-
-
-def _lang(msg: Incoming) -> str:
-    """Which of an e-mail template's two languages this user reads (as msg.t chooses)."""
-    return "en" if msg.lang == "en" else "fr"
+    body = render(f"email/address_changed.{msg.t('fr', 'en')}.txt", previous=previous, new=new, channel=channel)
+    await _mail(msg, previous, subject, body)
 
 
 async def _mail(msg: Incoming, to: str, subject: str, body: str) -> bool:

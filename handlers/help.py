@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from bot.channel import buttons, formatting
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
+from bot.texts import fr_en
 from handlers.help_catalogue import CATALOGUE, Command
 
 __all__ = ["HELP_WORDS", "MENU_WORDS", "ListPage", "answer_tap", "audience", "entries_for", "explain", "find",
@@ -103,7 +104,7 @@ def lookup(word: str, language: str) -> str:
         close = difflib.get_close_matches(keyword(word), list(spellings), n=6, cutoff=0.0)
     nearest = list(dict.fromkeys(spellings[spelling].word.get(language) for spelling in close))[:3]
     shown = word.strip()[:30]
-    tell = "AIDE" if language != "en" else "HELP"
+    tell = fr_en(language, "AIDE", "HELP")
     if language == "en":
         return (f"I don't know the command \"{shown}\". The nearest: {', '.join(nearest)}. "
                 f"Send {tell} for every command.")
@@ -112,14 +113,13 @@ def lookup(word: str, language: str) -> str:
 
 
 def explain(command: Command, language: str) -> str:
-    en = language == "en"
     word = command.word.get(language)
     other = [w for w in command.words() if w != word]
-    lines = [f"**{word}** : {command.summary.get(language)}" if not en else
-             f"**{word}**: {command.summary.get(language)}", command.detail.get(language)]
-    lines.append(("Example: " if en else "Exemple : ") + command.example.get(language))
+    lines = [fr_en(language, f"**{word}** : {command.summary.get(language)}",
+                   f"**{word}**: {command.summary.get(language)}"), command.detail.get(language)]
+    lines.append(fr_en(language, "Exemple : ", "Example: ") + command.example.get(language))
     if other:
-        lines.append(("Also: " if en else "Aussi : ") + ", ".join(other))
+        lines.append(fr_en(language, "Aussi : ", "Also: ") + ", ".join(other))
     return "\n".join(lines)
 
 
@@ -131,12 +131,12 @@ def _fits(text: str) -> bool:
 
 
 def _line(command: Command, language: str) -> str:
-    sep = ": " if language == "en" else " : "
+    sep = fr_en(language, " : ", ": ")
     return f"{command.word.get(language)}{sep}{command.summary.get(language)}"
 
 
 def _more(number: int, language: str) -> str:
-    return f"HELP {number}: more" if language == "en" else f"AIDE {number} : la suite"
+    return fr_en(language, f"AIDE {number} : la suite", f"HELP {number}: more")
 
 
 def sms_pages(head: list[str], who: str, language: str, cut_with: list[str] | None = None) -> list[str]:
@@ -144,8 +144,8 @@ def sms_pages(head: list[str], who: str, language: str, cut_with: list[str] | No
     The pages are cut as if page 1 began with `cut_with` (no shorter than `head`), so that MENU and
     AIDE, whose heads differ, have the same « AIDE 2 »."""
     reserve = cut_with if cut_with is not None else head
-    last = "HELP word: explain one (HELP STATUS)" if language == "en" else \
-        "AIDE mot : expliquer une commande (AIDE STATUT)"
+    last = fr_en(language, "AIDE mot : expliquer une commande (AIDE STATUT)",
+                 "HELP word: explain one (HELP STATUS)")
     lines = [_line(c, language) for c in entries_for(who) if c.name != "AIDE"] + [last]
     pages: list[list[str]] = [list(reserve)]
     for line in lines:
@@ -193,20 +193,19 @@ def _list_menu(page: ListPage, number: int, body: str, language: str) -> buttons
     labels = [c.item(language) for c in page.commands]
     descriptions = [c.summary.get(language) for c in page.commands]
     if page.more:
-        labels.append("More commands" if language == "en" else "Autres commandes")
+        labels.append(fr_en(language, "Autres commandes", "More commands"))
         descriptions.append(_more(number + 1, language))
     return buttons.Menu(menu_id=page.menu_id, body=body, options=tuple(labels), language=language,
                         descriptions=tuple(descriptions))
 
 
 def _whatsapp_body(head: list[str], who: str, language: str) -> str:
-    en = language == "en"
     words = ", ".join(words_offered(who, language))
     return "\n".join([*head,
-                      ("Tap Choose to see each one explained, or send HELP and a word (HELP STATUS)."
-                       if en else "Touche « Choisir » pour voir chacune expliquée, ou écris AIDE suivi "
-                       "d'un mot (AIDE STATUT)."),
-                      ("All commands: " if en else "Toutes les commandes : ") + words])
+                      fr_en(language, "Touche « Choisir » pour voir chacune expliquée, ou écris AIDE suivi "
+                            "d'un mot (AIDE STATUT).",
+                            "Tap Choose to see each one explained, or send HELP and a word (HELP STATUS)."),
+                      fr_en(language, "Toutes les commandes : ", "All commands: ") + words])
 
 
 # --- replies -----------------------------------------------------------------------------------
@@ -222,8 +221,8 @@ async def _send_page(msg: Incoming, head: list[str], number: int, cut_with: list
         return
     lists = list_pages(who)
     page = lists[min(number, len(lists)) - 1]
-    body = _whatsapp_body(head, who, language) if number == 1 else (
-        "More commands:" if language == "en" else "Autres commandes :")
+    body = _whatsapp_body(head, who, language) if number == 1 else fr_en(
+        language, "Autres commandes :", "More commands:")
     await msg.reply(menu=_list_menu(page, min(number, len(lists)), body, language))
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from bot.texts import fr_en
+
 __all__ = ["AUDIENCES", "CATALOGUE", "Command", "Text"]
 
 AUDIENCES = ("guest", "child", "parent", "pro")
@@ -25,7 +27,7 @@ class Text:
     en: str
 
     def get(self, language: str) -> str:
-        return self.en if language == "en" else self.fr
+        return fr_en(language, self.fr, self.en)
 
 
 @dataclass(frozen=True)

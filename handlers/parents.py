@@ -40,6 +40,7 @@ from bot.learning.quiz import normalise
 from bot.school import make_parent
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, User
+from bot.texts import fr_en
 
 if TYPE_CHECKING:
     from bot.channel.outbound import SendResult
@@ -284,22 +285,21 @@ async def _new_parent_user(msg: Incoming, phone: str) -> User:
         return found
 
 
-def _who(student_phone: str | None, en: bool) -> str:
+def _who(student_phone: str | None, language: str) -> str:
     """The requester as fixed words and a masked number: nothing they could have written."""
     masked = masked_number(student_phone)
-    if en:
-        return f"a student ({masked})" if masked else "a student"
-    return f"un élève ({masked})" if masked else "un élève"
+    who = fr_en(language, "un élève", "a student")
+    return f"{who} ({masked})" if masked else who
 
 
 def invitation_text(student_phone: str | None, code: str, language: str) -> str:
     """The SMS to a number not linked yet: fixed text, the requester's masked number, the code."""
     days = CODE_TTL.days
     if language == "en":
-        return (f"Deblo: {_who(student_phone, True)} asks to add you as a parent to follow their "
+        return (f"Deblo: {_who(student_phone, language)} asks to add you as a parent to follow their "
                 f"schoolwork progress. To accept, reply YES {code}; to refuse, NO {code} "
                 f"(code valid {days} days). Without an answer, nothing more will be sent to you.")
-    return (f"Deblo : {_who(student_phone, False)} demande à vous ajouter comme parent pour suivre ses "
+    return (f"Deblo : {_who(student_phone, language)} demande à vous ajouter comme parent pour suivre ses "
             f"progrès scolaires. Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
             f"(code valable {days} jours). Sans réponse, rien d'autre ne vous sera envoyé.")
 
@@ -357,11 +357,10 @@ async def _tell_codes(msg: Incoming, links: Sequence[ParentLink], now: datetime)
         if not _code_valid(link, now):
             await _issue_code(msg, link, now)
     await msg.db.commit()
-    en = msg.lang == "en"
 
     def line(link: ParentLink) -> str:
-        who = _who(students[link.student_id].phone if link.student_id in students else None, en)
-        if en:
+        who = _who(students[link.student_id].phone if link.student_id in students else None, msg.lang)
+        if msg.lang == "en":
             return f"{who}: YES {link.code} to accept, NO {link.code} to refuse"
         return f"{who} : OUI {link.code} pour accepter, NON {link.code} pour refuser"
 
@@ -416,7 +415,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
         await become_parent(msg)
     student = await msg.db.get(User, link.student_id)
     await msg.db.commit()
-    who = _who(student.phone if student else None, msg.lang == "en")
+    who = _who(student.phone if student else None, msg.lang)
     if confirm:
         await msg.reply(msg.t(
             f"Merci ! Vous suivez maintenant {who} : un résumé de ses progrès chaque semaine, et au plus "
@@ -445,12 +444,11 @@ async def become_parent(msg: Incoming) -> None:
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:
     from bot.channel.outbound import send_to_user
 
-    en = student.language == "en"
     if confirmed:
-        text = "✅ Your parent confirmed: they'll get your weekly progress." if en else \
-            "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine."
+        text = fr_en(student.language, "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine.",
+                     "✅ Your parent confirmed: they'll get your weekly progress.")
     else:
-        text = "Your parent declined the follow-up." if en else "Ton parent a refusé le suivi."
+        text = fr_en(student.language, "Ton parent a refusé le suivi.", "Your parent declined the follow-up.")
     try:
         await send_to_user(msg.services, student, text=text, kind="parent_link")
     except Exception:

@@ -15,6 +15,7 @@ from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
 from bot.channel.links import file_url
 from bot.storage.models import User
+from bot.texts import fr_en
 from tools.modes import modes_for
 
 NAME = "draft_email"
@@ -82,12 +83,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         header_en.append(f"Cc: {', '.join(cc)}")
     header_fr.append(f"Objet : {subject}")
     header_en.append(f"Subject: {subject}")
-    header = header_en if ctx.language == "en" else header_fr
+    header = fr_en(ctx.language, header_fr, header_en)
     # A link rather than a WhatsApp document: WhatsApp does not accept message/rfc822 files. The
     # user may open it days later: it lasts FILE_LINK_SMS_TTL_S.
     link = file_url(ctx.services.settings, saved, read_later=True)
-    hint = (f"To edit and send it from your mailbox, open this .eml file: {link}" if ctx.language == "en"
-            else f"Pour le modifier et l'envoyer depuis ta messagerie, ouvre ce fichier .eml : {link}")
+    hint = fr_en(ctx.language,
+                 f"Pour le modifier et l'envoyer depuis ta messagerie, ouvre ce fichier .eml : {link}",
+                 f"To edit and send it from your mailbox, open this .eml file: {link}")
     shown = await ctx.send(text="\n".join(header) + f"\n\n{plain}\n\n{hint}")
     out: dict[str, Any] = {
         "success": True,

@@ -15,6 +15,7 @@ from bot.channel.outbound import send_to_number
 from bot.config import Settings
 from bot.render import render
 from bot.storage.models import User
+from bot.texts import fr_en
 from tools.modes import modes_for
 
 NAME = "report_bug"
@@ -71,9 +72,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             failures.append(f"whatsapp: {type(exc).__name__}")
     if not delivered:
         return tool_error("the report could not be delivered: " + "; ".join(failures or ["not configured"]))
-    await ctx.send(text=("Thank you for reporting this problem! The team has received it."
-                         if ctx.language == "en" else
-                         "Merci d'avoir signalé ce problème ! L'équipe l'a bien reçu."))
+    await ctx.send(text=fr_en(ctx.language, "Merci d'avoir signalé ce problème ! L'équipe l'a bien reçu.",
+                              "Thank you for reporting this problem! The team has received it."))
     return {
         "success": True,
         "delivered_by": delivered,

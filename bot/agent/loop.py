@@ -48,6 +48,7 @@ from bot.agent.truncation import fit_context, total_tokens
 from bot.agent.turn_setup import Budget, LoopSide, Message, QuietSide, TurnSetup
 from bot.agent.turn_state import TurnState, new_state
 from bot.config import Limits
+from bot.texts import fr_en
 
 # The exit reasons under the names callers have used; ExitReason is the type.
 ANSWERED = ExitReason.ANSWERED
@@ -111,11 +112,9 @@ def _thought_only(resp: LLMResponse) -> bool:
 
 
 def _steps_left_note(left: int, language: str) -> dict[str, Any]:
-    text = (
-        f"Note: {left} step(s) left in this turn. Finish the work and answer the user soon."
-        if language == "en"
-        else f"Note : il reste {left} étape(s) dans ce tour. Termine et réponds à l'utilisateur bientôt."
-    )
+    text = fr_en(language,
+                 f"Note : il reste {left} étape(s) dans ce tour. Termine et réponds à l'utilisateur bientôt.",
+                 f"Note: {left} step(s) left in this turn. Finish the work and answer the user soon.")
     return {"role": "system", "content": text}
 
 
@@ -135,7 +134,7 @@ class _Turn:
         self.schemas = [t.openai_schema() for t in self.tools]
         self.tools_tokens = _tools_tokens(self.schemas)
         self._by_name = {t.name: t for t in self.tools}
-        self.lang = "en" if self.setup.language == "en" else "fr"
+        self.lang = fr_en(self.setup.language, "fr", "en")
         self.run_started = time.time()
 
     # --- what the step's batch reads (bot.agent.tool_batch.BatchHost) -------------------------

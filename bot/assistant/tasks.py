@@ -28,6 +28,7 @@ from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, ScheduledSend, Task, User
+from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
 
@@ -323,7 +324,7 @@ async def digest_tasks(db: AsyncSession, parent_id: int, slot: datetime) -> list
 
 
 def digest_text(parent: User, children: list[ChildTasks], tz: ZoneInfo, now: datetime) -> str:
-    en = parent.language == "en"
+    language = parent.language
     shown, left = 0, sum(len(c.tasks) for c in children)
     parts: list[str] = []
     for child in children:
@@ -334,14 +335,15 @@ def digest_text(parent: User, children: list[ChildTasks], tz: ZoneInfo, now: dat
             if len(title) > DIGEST_TITLE_MAX:
                 title = title[: DIGEST_TITLE_MAX - 1] + "…"
             if task.due_at < now:
-                items.append(f"{title} ({'not done yet' if en else 'pas encore fait'})")
+                items.append(f"{title} ({fr_en(language, 'pas encore fait', 'not done yet')})")
             else:
                 items.append(f"{task.due_at.astimezone(tz):%H:%M} {title}")
         shown += len(items)
         if items:
-            parts.append(f"{child.name}: {'; '.join(items)}" if en else f"{child.name} : {' ; '.join(items)}")
+            parts.append(fr_en(language, f"{child.name} : {' ; '.join(items)}",
+                               f"{child.name}: {'; '.join(items)}"))
     more = left - shown
-    if en:
+    if language == "en":
         extra = f" (+{more} more, reply CHILDREN)" if more > 0 else ""
         return f"Deblo, today's tasks. {'. '.join(parts)}{extra}. {stop_line('en')}"
     extra = f" (+{more} autres, répondez ENFANTS)" if more > 0 else ""

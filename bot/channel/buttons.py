@@ -33,6 +33,7 @@ from bot.channel.outbound import SendResult, in_whatsapp_window, send_to_user
 from bot.config import TWILIO_DEFAULT_API
 from bot.services import Services
 from bot.storage.models import User
+from bot.texts import fr_en
 
 __all__ = ["LIST_PICKER", "QUICK_REPLY", "Menu", "content_kind", "content_variables", "send_menu", "tapped"]
 
@@ -87,10 +88,6 @@ def content_kind(menu: Menu) -> str | None:
     return LIST_PICKER
 
 
-def _t(language: str, fr: str, en: str) -> str:
-    return en if language == "en" else fr
-
-
 def _shorten(text: str, limit: int) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -98,7 +95,7 @@ def _shorten(text: str, limit: int) -> str:
 
 def _list_entry(label: str, number: int, language: str, description: str = "") -> tuple[str, str]:
     """(item, description) of one option: a long label goes whole in the description."""
-    title = _t(language, f"Réponse {number}", f"Answer {number}")
+    title = fr_en(language, f"Réponse {number}", f"Answer {number}")
     if len(label) <= ITEM_MAX:
         return label, _shorten(description, DESCRIPTION_MAX) if description else title
     return title, _shorten(label, DESCRIPTION_MAX)
@@ -108,7 +105,7 @@ def content_variables(kind: str, menu: Menu, body: str) -> dict[str, str]:
     """The values of the shape's variables for this menu (see `_types` for their places)."""
     values = [body]
     if kind == LIST_PICKER:
-        values.append(_t(menu.language, "Choisir", "Choose"))
+        values.append(fr_en(menu.language, "Choisir", "Choose"))
     for place, label in enumerate(menu.options, start=1):
         number = menu.numbers[place - 1] if menu.numbers else place
         if kind == QUICK_REPLY:

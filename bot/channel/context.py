@@ -11,6 +11,7 @@ from bot.channel.buttons import Menu, send_menu
 from bot.channel.outbound import SendResult, send_to_user
 from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, User, UserFile
+from bot.texts import fr_en
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Incoming:
 
     def t(self, fr: str, en: str) -> str:
         """French first, English for users who chose it."""
-        return en if self.lang == "en" else fr
+        return fr_en(self.lang, fr, en)
 
     async def reply(self, text: str = "", *, media: UserFile | None = None,
                     kind: str = "reply", menu: Menu | None = None) -> SendResult:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from bot.texts import fr_en
+
 
 def keyword(text: str) -> str:
     """`  Arrêt ! ` -> `ARRET`; a sentence stays a sentence (and matches no command)."""
@@ -49,4 +51,4 @@ def stop_line(language: str) -> str:
           "START pour reprendre.")
     en = ("Reply STOP to get no more messages from Deblo at all (summaries and reminders included), "
           "START to resume.")
-    return en if language == "en" else fr
+    return fr_en(language, fr, en)

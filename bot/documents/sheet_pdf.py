@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.documents.calc import Computed, with_values
 from bot.documents.content import MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, Block, Document, cell_kind, plain
+from bot.texts import fr_en
 
 # Continuation tables are cut so that every column of one fits a landscape page whole at this
 # font size (pdf.table_layout then picks the largest size that fits, down to 6 pt).
@@ -43,7 +44,7 @@ def _general(value: float | int, language: str) -> str:
     if isinstance(value, int) or float(value).is_integer():
         return str(int(value))
     text = f"{value:.10g}"
-    return text if language == "en" else text.replace(".", ",")
+    return fr_en(language, text.replace(".", ","), text)
 
 
 def _section(number_format: str, value: float) -> tuple[str, float, str]:
@@ -103,7 +104,7 @@ def shown(value: Any, number_format: str, language: str = "fr") -> str:
     if isinstance(value, time):
         return value.strftime("%H:%M")
     if isinstance(value, bool):
-        return ("yes" if value else "no") if language == "en" else ("oui" if value else "non")
+        return fr_en(language, "oui", "yes") if value else fr_en(language, "non", "no")
     if isinstance(value, int | float):
         return shown_number(value, number_format, language)
     return str(value)
@@ -147,14 +148,14 @@ def _sheet_blocks(name: str, rows: list[list[str]], headed: bool, language: str)
     groups = column_groups(rows)
     for n, group in enumerate(groups):
         if n:
-            label = "suite" if language != "en" else "continued"
+            label = fr_en(language, "suite", "continued")
             span = f"{_letter(group[1])}–{_letter(group[-1])}" if len(group) > 2 else _letter(group[-1])
             blocks += [Block("page_break"), Block("heading", text=f"{name} ({label}, {span})", level=2)]
         table = [[r[c] for c in group] for r in rows]
         blocks.append(Block("table", columns=tuple(table[0]), rows=tuple(tuple(r) for r in table[1:])))
     if cut:
-        note = f"(tableau limité à {MAX_TABLE_ROWS} lignes)" if language != "en" else (
-            f"(table limited to {MAX_TABLE_ROWS} rows)")
+        note = fr_en(language, f"(tableau limité à {MAX_TABLE_ROWS} lignes)",
+                     f"(table limited to {MAX_TABLE_ROWS} rows)")
         blocks.append(Block("paragraph", text=note))
     return blocks
 

@@ -24,6 +24,7 @@ from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import GenerationJob, JobEvent, User
 from bot.storage.state import is_unavailable
+from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
 
@@ -154,9 +155,9 @@ async def request_cancel(services: Services, job_id: int) -> GenerationJob | Non
             return None
         user = await db.get(User, job.user_id)
     if job.status == CANCELLED:
-        en = user is not None and user.language == "en"
-        text = ("Cancelled at your request before it started." if en
-                else "Annulé à ta demande avant d'avoir commencé.")
+        text = fr_en(user.language if user is not None else None,
+                     "Annulé à ta demande avant d'avoir commencé.",
+                     "Cancelled at your request before it started.")
         await record_event(services, job_id, f"status:{CANCELLED}:{job.attempts}", "status",
                            {"status": CANCELLED})
         await record_event(services, job_id, "done", "done", {"status": CANCELLED, "text": text})
@@ -199,7 +200,7 @@ _GENERIC_STEP = ("⚙️", "Traitement en cours", "Working on it")
 def step_label(tool_name: str, lang: str) -> str:
     """« 📊 Génération du tableur Excel… »: what a step does, as the user reads it."""
     emoji, fr, en = _STEPS.get(tool_name, _GENERIC_STEP)
-    return f"{emoji} {en if lang == 'en' else fr}…"
+    return f"{emoji} {fr_en(lang, fr, en)}…"
 
 
 def duration_text(seconds: float) -> str:
@@ -255,44 +256,42 @@ def _step_lines(steps: list[_Step], lang: str) -> list[str]:
              f"{duration_text(s.seconds)}" for s in steps]
     if len(lines) > _MAX_STEP_LINES:
         hidden = len(lines) - _MAX_STEP_LINES + 1
-        more = f"… +{hidden} steps" if lang == "en" else f"… +{hidden} étapes"
+        more = fr_en(lang, f"… +{hidden} étapes", f"… +{hidden} steps")
         lines = [more, *lines[-(_MAX_STEP_LINES - 1):]]
     return lines
 
 
 def _head(job: GenerationJob, current: str | None, lang: str) -> list[str]:
-    en = lang == "en"
     if job.status == QUEUED:
-        return ["🕒 Waiting to start." if en else "🕒 En attente de démarrage."]
+        return [fr_en(lang, "🕒 En attente de démarrage.", "🕒 Waiting to start.")]
     if job.status == RUNNING:
-        step = job.step or current or ("🤔 Thinking…" if en else "🤔 Réflexion…")
-        lines = [f"⏳ Now: {step}" if en else f"⏳ En cours : {step}"]
+        step = job.step or current or fr_en(lang, "🤔 Réflexion…", "🤔 Thinking…")
+        lines = [fr_en(lang, f"⏳ En cours : {step}", f"⏳ Now: {step}")]
         if job.cancel_requested:
-            lines.append("🛑 Stopping after this step." if en
-                         else "🛑 Arrêt demandé : je m'arrête après cette étape.")
+            lines.append(fr_en(lang, "🛑 Arrêt demandé : je m'arrête après cette étape.",
+                               "🛑 Stopping after this step."))
         return lines
-    ended = {COMPLETED: ("✅ Done.", "✅ Terminé."), FAILED: ("❌ Failed.", "❌ Échec."),
-             CANCELLED: ("🛑 Cancelled.", "🛑 Annulé.")}
-    en_text, fr_text = ended.get(job.status, (job.status, job.status))
-    return [en_text if en else fr_text]
+    ended = {COMPLETED: ("✅ Terminé.", "✅ Done."), FAILED: ("❌ Échec.", "❌ Failed."),
+             CANCELLED: ("🛑 Annulé.", "🛑 Cancelled.")}
+    fr_text, en_text = ended.get(job.status, (job.status, job.status))
+    return [fr_en(lang, fr_text, en_text)]
 
 
 def _elapsed_line(job: GenerationJob, now: datetime, lang: str) -> str:
-    en = lang == "en"
     if job.status == QUEUED:
         spent = duration_text((now - job.created_at).total_seconds())
-        return f"⏱️ Waiting for {spent}" if en else f"⏱️ En attente depuis {spent}"
+        return fr_en(lang, f"⏱️ En attente depuis {spent}", f"⏱️ Waiting for {spent}")
     start = job.started_at or job.created_at
     end = job.finished_at if job.status in ENDED and job.finished_at else now
     spent = duration_text((end - start).total_seconds())
     if job.status in ENDED:
-        return f"⏱️ Took {spent}" if en else f"⏱️ Durée : {spent}"
-    return f"⏱️ Running for {spent}" if en else f"⏱️ Depuis {spent}"
+        return fr_en(lang, f"⏱️ Durée : {spent}", f"⏱️ Took {spent}")
+    return fr_en(lang, f"⏱️ Depuis {spent}", f"⏱️ Running for {spent}")
 
 
 def live_line(link: str, lang: str) -> str:
     """The line that carries a job's page link, in STATUT, the ⏳ note and the job's answer."""
-    return f"🔗 Live: {link}" if lang == "en" else f"🔗 En direct : {link}"
+    return fr_en(lang, f"🔗 En direct : {link}", f"🔗 Live: {link}")
 
 
 def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now: datetime, link: str,
@@ -302,6 +301,6 @@ def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now
     steps, current = _steps(events, lang)
     lines = [*_head(job, current, lang), *_step_lines(steps, lang), _elapsed_line(job, now, lang)]
     if files:
-        lines.append(("📎 Files: " if lang == "en" else "📎 Fichiers : ") + ", ".join(files))
+        lines.append(fr_en(lang, "📎 Fichiers : ", "📎 Files: ") + ", ".join(files))
     lines.append(live_line(link, lang))
     return "\n".join(lines)

@@ -26,6 +26,7 @@ from bot.channel.buttons import Menu
 from bot.channel.menus import set_menu
 from bot.services import Services
 from bot.storage.models import Message, User
+from bot.texts import fr_en
 
 LEVELS = ("CP1", "CP2", "CE1", "CE2", "CM1", "CM2", "6e", "5e", "4e", "3e", "2nde", "1re", "Tle",
           "Université", "Autre")
@@ -101,9 +102,8 @@ def cycle_by_number(text: str) -> Cycle | None:
 
 def level_menu(language: str, menu_id: str) -> Menu:
     """The class menu: the whole numbered text, and the cycles as a list's items."""
-    en = language == "en"
-    options = [c.en if en else c.fr for c in CYCLES] + [o[2] if en else o[1] for o in _OWN]
-    details = [", ".join(c.levels) for c in CYCLES] + [o[4] if en else o[3] for o in _OWN]
+    options = [fr_en(language, c.fr, c.en) for c in CYCLES] + [fr_en(language, o[1], o[2]) for o in _OWN]
+    details = [", ".join(c.levels) for c in CYCLES] + [fr_en(language, o[3], o[4]) for o in _OWN]
     return Menu(menu_id=menu_id, body=menu_text(language), options=tuple(options), language=language,
                 numbers=tuple(c.number for c in CYCLES) + tuple(o[0] for o in _OWN),
                 descriptions=tuple(details))

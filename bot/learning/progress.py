@@ -34,6 +34,7 @@ from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import ExerciseResult, ParentLink, ScheduledSend, User
+from bot.texts import fr_en
 
 log = logging.getLogger("deblo.progress")
 
@@ -99,10 +100,6 @@ async def subject_stats(db: AsyncSession, student_id: int, now: datetime) -> lis
                   key=lambda s: (-s.total, -s.unverified_total, subject_order(s.subject)))
 
 
-def _t(language: str, fr: str, en: str) -> str:
-    return en if language == "en" else fr
-
-
 def _label(stats: SubjectStats, language: str) -> str:
     return subject_name(stats.subject, language)
 
@@ -118,26 +115,26 @@ def _trend(stats: SubjectStats, language: str) -> str:
         if stats.prev7_total
         else "-"
     )
-    return _t(language, f"7 derniers jours : {last}, 7 jours d'avant : {before}",
-              f"last 7 days: {last}, 7 days before: {before}")
+    return fr_en(language, f"7 derniers jours : {last}, 7 jours d'avant : {before}",
+                 f"last 7 days: {last}, 7 days before: {before}")
 
 
 def _subject_line(s: SubjectStats, language: str, compact: bool) -> str:
     subject = _label(s, language)
     if not s.total:
-        return _t(language, f"• {subject} : aucune réponse vérifiée", f"• {subject}: no checked answer")
+        return fr_en(language, f"• {subject} : aucune réponse vérifiée", f"• {subject}: no checked answer")
     answered = f"{s.total} question{'s' if s.total > 1 else ''}"
     pct = _percent(s.correct, s.total)
     trend = "" if compact else f" ({_trend(s, language)})"
-    return _t(language, f"• {subject} : {answered}, {pct} % justes{trend}",
-              f"• {subject}: {answered}, {pct}% right{trend}")
+    return fr_en(language, f"• {subject} : {answered}, {pct} % justes{trend}",
+                 f"• {subject}: {answered}, {pct}% right{trend}")
 
 
 def _unverified_line(s: SubjectStats, language: str) -> str:
     n, ok = s.unverified_total, s.unverified_correct
     many, oks = "s" if n > 1 else "", "s" if ok > 1 else ""
-    return _t(language, f"  déclarés, non vérifiés : {n} exercice{many}, {ok} réussi{oks}",
-              f"  reported, not checked: {n} exercise{many}, {ok} done right")
+    return fr_en(language, f"  déclarés, non vérifiés : {n} exercice{many}, {ok} réussi{oks}",
+                 f"  reported, not checked: {n} exercise{many}, {ok} done right")
 
 
 def format_progress(stats: list[SubjectStats], language: str, *, name: str | None = None,
@@ -149,11 +146,11 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
     `compact` (SMS): fewer subjects and skills, no trend."""
     most = SMS_SUBJECTS if compact else MAX_SUBJECTS
     if name:
-        head = _t(language, f"📊 Progrès de {name}", f"📊 {name}'s progress")
+        head = fr_en(language, f"📊 Progrès de {name}", f"📊 {name}'s progress")
     else:
-        head = _t(language, "📊 Tes progrès", "📊 Your progress")
+        head = fr_en(language, "📊 Tes progrès", "📊 Your progress")
     if not stats and not skills:
-        empty = _t(language, "Pas encore d'exercice enregistré.", "No exercise recorded yet.")
+        empty = fr_en(language, "Pas encore d'exercice enregistré.", "No exercise recorded yet.")
         return f"{head}\n{empty}"
     lines = [head]
     shown = {s.subject for s in stats[:most]}
@@ -168,7 +165,7 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
     if len(stats) > most:
         more = len(stats) - most
         many = "s" if more > 1 else ""
-        lines.append(_t(language, f"(+{more} autre{many} matière{many})", f"(+{more} more subject{many})"))
+        lines.append(fr_en(language, f"(+{more} autre{many} matière{many})", f"(+{more} more subject{many})"))
     if work_on:
         lines.append(struggles_line(name, work_on, language, SMS_LABEL_MAX if compact else LABEL_MAX))
     if due:
@@ -178,11 +175,11 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
 
 def _skill_name(skill: SkillView, language: str, limit: int) -> str:
     """Under its subject's line: a skill with no topic is the subject « in general »."""
-    return skill.label[:limit] if skill.label else _t(language, "général", "general")
+    return skill.label[:limit] if skill.label else fr_en(language, "général", "general")
 
 
 def _answers(n: int, language: str) -> str:
-    return _t(language, f"{n} réponse{'s' if n > 1 else ''}", f"{n} answer{'s' if n > 1 else ''}")
+    return fr_en(language, f"{n} réponse{'s' if n > 1 else ''}", f"{n} answer{'s' if n > 1 else ''}")
 
 
 def skill_lines(skills: Sequence[SkillView], language: str, compact: bool = False) -> list[str]:
@@ -198,9 +195,9 @@ def skill_lines(skills: Sequence[SkillView], language: str, compact: bool = Fals
                           for s in these[:most])
         more = len(these) - most
         if more > 0:
-            named += _t(language, f", +{more} autre{'s' if more > 1 else ''}", f", +{more} more")
+            named += fr_en(language, f", +{more} autre{'s' if more > 1 else ''}", f", +{more} more")
         fr, en = _STATUS_WORDS[status]
-        lines.append(_t(language, f"  {fr} : {named}", f"  {en}: {named}"))
+        lines.append(fr_en(language, f"  {fr} : {named}", f"  {en}: {named}"))
     return lines
 
 
@@ -208,7 +205,7 @@ def _names(skills: Sequence[SkillView], language: str, limit: int) -> str:
     names = [s.shown(language)[:limit] for s in skills[:MAX_STRUGGLES]]
     if len(names) == 1:
         return names[0]
-    return ", ".join(names[:-1]) + _t(language, " et ", " and ") + names[-1]
+    return ", ".join(names[:-1]) + fr_en(language, " et ", " and ") + names[-1]
 
 
 def struggles_line(name: str | None, skills: Sequence[SkillView], language: str,
@@ -216,17 +213,17 @@ def struggles_line(name: str | None, skills: Sequence[SkillView], language: str,
     """« Awa a du mal avec fractions et géométrie » (skills from checked answers only)."""
     names = _names(skills, language, limit)
     if name is None:
-        return _t(language, f"Tu as du mal avec {names}.", f"You struggle with {names}.")
-    return _t(language, f"{name} a du mal avec {names}.", f"{name} struggles with {names}.")
+        return fr_en(language, f"Tu as du mal avec {names}.", f"You struggle with {names}.")
+    return fr_en(language, f"{name} a du mal avec {names}.", f"{name} struggles with {names}.")
 
 
 def due_line(due: int, language: str) -> str:
-    return _t(language, f"🔁 {due} question{'s' if due > 1 else ''} à revoir — écris REVISION",
-              f"🔁 {due} question{'s' if due > 1 else ''} to review — send REVIEW")
+    return fr_en(language, f"🔁 {due} question{'s' if due > 1 else ''} à revoir — écris REVISION",
+                 f"🔁 {due} question{'s' if due > 1 else ''} to review — send REVIEW")
 
 
 def student_name(student: User, language: str) -> str:
-    return student.display_name or (student.phone or _t(language, "votre enfant", "your child"))
+    return student.display_name or (student.phone or fr_en(language, "votre enfant", "your child"))
 
 
 # --- the parents' weekly summary -----------------------------------------------------------------
@@ -257,25 +254,25 @@ def weekly_text(stats: list[SubjectStats], name: str, language: str,
     week = [s for s in stats if s.last7_total]
     if not week:
         stop = stop_line(language)
-        return _t(language,
-                  f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la ! {stop}",
-                  f"Deblo: {name} did no exercise this week. Give them some encouragement! {stop}")
+        return fr_en(language,
+                     f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la ! {stop}",
+                     f"Deblo: {name} did no exercise this week. Give them some encouragement! {stop}")
     total = sum(s.last7_total for s in week)
     right = sum(s.last7_correct for s in week)
     parts = ", ".join(f"{_label(s, language)} {s.last7_correct}/{s.last7_total}" for s in week[:MAX_SUBJECTS])
     if len(week) > MAX_SUBJECTS:  # the rest is in ENFANTS
-        parts += _t(language, ", …", ", …")
+        parts += fr_en(language, ", …", ", …")
     plural = "s" if total > 1 else ""
     before = sum(s.prev7_total for s in stats)
     before_right = sum(s.prev7_correct for s in stats)
     compare = (
-        _t(language, f" (semaine d'avant : {_percent(before_right, before)} %)",
-           f" (week before: {_percent(before_right, before)}%)")
+        fr_en(language, f" (semaine d'avant : {_percent(before_right, before)} %)",
+              f" (week before: {_percent(before_right, before)}%)")
         if before
         else ""
     )
     hard = f" {struggles_line(name, struggles, language, SMS_LABEL_MAX)}" if struggles else ""
-    return _t(
+    return fr_en(
         language,
         f"Deblo : cette semaine, {name} a répondu à {total} question{plural}, "
         f"{_percent(right, total)} % justes"

@@ -30,6 +30,7 @@ from bot.documents.charts import BAD, GOOD, MUTED, WARN, figure_bytes, new_figur
 from bot.learning import SkillView, skill_views, subject_name
 from bot.learning.profile import LEARNING, MASTERED, REVIEW, STATUSES
 from bot.storage.models import ExerciseResult
+from bot.texts import fr_en
 
 __all__ = ["MAX_CHART_SKILLS", "WEEKS", "ProgressData", "Week", "chart_svgs", "progress_data",
            "progress_png", "skill_name", "status_word", "week_label", "zone_of"]
@@ -72,13 +73,9 @@ class ProgressData:
         return tuple(s for s in self.skills if s in kept)
 
 
-def _t(language: str, fr: str, en: str) -> str:
-    return en if language == "en" else fr
-
-
 def status_word(status: str, language: str) -> str:
     fr, en = _STATUS[status]
-    return _t(language, fr, en)
+    return fr_en(language, fr, en)
 
 
 def zone_of(name: str | None) -> ZoneInfo:
@@ -124,7 +121,7 @@ def drawable(text: str) -> str:
 
 def skill_name(skill: SkillView, language: str) -> str:
     """Under its subject's name: a skill with no topic is the subject « in general »."""
-    return skill.label or _t(language, "général", "general")
+    return skill.label or fr_en(language, "général", "general")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -159,7 +156,7 @@ def draw_skills(ax: Axes, data: ProgressData, language: str, *, titled: bool = T
     """One line per skill: its name on the left, « 97 % maîtrisé » on the right, its bar beneath;
     subjects in bold above their skills. Untitled in a page, whose heading says it."""
     if titled:
-        ax.set_title(_t(language, "Maîtrise par compétence", "Mastery per skill"), loc="left", pad=22)
+        ax.set_title(fr_en(language, "Maîtrise par compétence", "Mastery per skill"), loc="left", pad=22)
     ax.set_axis_off()
     skills = data.charted()
     rows = _skill_rows(skills)
@@ -167,7 +164,7 @@ def draw_skills(ax: Axes, data: ProgressData, language: str, *, titled: bool = T
     ax.set_xlim(0, 1)
     ax.set_ylim(total, 0)
     if not skills:
-        ax.text(0, 0.6, _t(language, "Pas encore de compétence évaluée.", "No skill assessed yet."),
+        ax.text(0, 0.6, fr_en(language, "Pas encore de compétence évaluée.", "No skill assessed yet."),
                 va="center", color=MUTED, parse_math=False)
         return
     y = 0.0
@@ -188,7 +185,7 @@ def draw_skills(ax: Axes, data: ProgressData, language: str, *, titled: bool = T
     hidden = len(data.skills) - len(skills)
     if hidden:
         many = "s" if hidden > 1 else ""
-        more = _t(language, f"+{hidden} autre{many} compétence{many}", f"+{hidden} more skill{many}")
+        more = fr_en(language, f"+{hidden} autre{many} compétence{many}", f"+{hidden} more skill{many}")
         ax.text(0, total + 0.1, more, va="top", color=MUTED, fontsize=11, parse_math=False)
     ax.legend(handles=[Patch(color=_COLOURS[s], label=status_word(s, language)) for s in STATUSES],
               loc="lower left", bbox_to_anchor=(0, 1.0), ncols=3, frameon=False, fontsize=11,
@@ -202,13 +199,13 @@ def week_label(week: Week) -> str:
 def draw_weeks(ax: Axes, data: ProgressData, language: str, *, titled: bool = True) -> None:
     """Right (bottom) and wrong answers stacked per week, « justes/total » above each bar."""
     if titled:
-        ax.set_title(_t(language, "Réponses vérifiées, 8 semaines", "Checked answers, 8 weeks"), loc="left",
-                     pad=22)
+        ax.set_title(fr_en(language, "Réponses vérifiées, 8 semaines", "Checked answers, 8 weeks"),
+                     loc="left", pad=22)
     xs = list(range(len(data.weeks)))
     right = [w.right for w in data.weeks]
     wrong = [w.wrong for w in data.weeks]
-    ax.bar(xs, right, color=GOOD, width=0.7, label=_t(language, "justes", "right"))
-    ax.bar(xs, wrong, bottom=right, color=BAD, width=0.7, label=_t(language, "fausses", "wrong"))
+    ax.bar(xs, right, color=GOOD, width=0.7, label=fr_en(language, "justes", "right"))
+    ax.bar(xs, wrong, bottom=right, color=BAD, width=0.7, label=fr_en(language, "fausses", "wrong"))
     top = max((w.total for w in data.weeks), default=0)
     ax.set_ylim(0, max(top, 1) * 1.25)
     for x, week in zip(xs, data.weeks, strict=True):
@@ -216,12 +213,12 @@ def draw_weeks(ax: Axes, data: ProgressData, language: str, *, titled: bool = Tr
         ax.text(x, week.total + max(top, 1) * 0.03, shown, ha="center", va="bottom", fontsize=11,
                 parse_math=False)
     ax.set_xticks(xs, [week_label(w) for w in data.weeks], fontsize=10)
-    ax.set_xlabel(_t(language, f"semaine du (jour/mois), jusqu'au {data.as_of:%d/%m/%Y}",
-                     f"week of (day/month), up to {data.as_of:%d/%m/%Y}"), fontsize=10, color=MUTED)
+    ax.set_xlabel(fr_en(language, f"semaine du (jour/mois), jusqu'au {data.as_of:%d/%m/%Y}",
+                        f"week of (day/month), up to {data.as_of:%d/%m/%Y}"), fontsize=10, color=MUTED)
     ax.set_yticks([])
     ax.spines["left"].set_visible(False)
     if not top:
-        ax.text(len(xs) / 2 - 0.5, 0.6, _t(language, "Aucune réponse vérifiée", "No checked answer"),
+        ax.text(len(xs) / 2 - 0.5, 0.6, fr_en(language, "Aucune réponse vérifiée", "No checked answer"),
                 ha="center", color=MUTED, parse_math=False)
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncols=2, frameon=False, fontsize=11,
               borderaxespad=0.1, handlelength=1.2)
@@ -253,6 +250,6 @@ def chart_svgs(data: ProgressData, language: str) -> tuple[str, str]:
         draw_skills(skills_fig.subplots(), data, language, titled=False)
         weeks_fig = new_figure(PNG_WIDTH_IN, WEEKS_H - 0.3)
         draw_weeks(weeks_fig.subplots(), data, language, titled=False)
-        return (svg_text(skills_fig, title=_t(language, "Maîtrise par compétence", "Mastery per skill")),
-                svg_text(weeks_fig, title=_t(language, "Réponses vérifiées, 8 semaines",
-                                             "Checked answers, 8 weeks")))
+        return (svg_text(skills_fig, title=fr_en(language, "Maîtrise par compétence", "Mastery per skill")),
+                svg_text(weeks_fig, title=fr_en(language, "Réponses vérifiées, 8 semaines",
+                                                "Checked answers, 8 weeks")))

@@ -32,6 +32,7 @@ from bot.learning import keep_item, subject_for
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation
+from bot.texts import fr_en
 
 MAX_QUIZZES_PER_CONVERSATION = 3
 QUIZ_TOOL_NAMES = frozenset({"interactive_quiz", "true_false_quiz"})
@@ -331,12 +332,8 @@ def redact_tool_arguments(name: str, arguments: str) -> str:
 # --- showing ------------------------------------------------------------------------------------
 
 
-def _t(language: str, fr: str, en: str) -> str:
-    return en if language == "en" else fr
-
-
 def true_false_labels(language: str) -> tuple[str, str]:
-    return (_t(language, "Vrai", "True"), _t(language, "Faux", "False"))
+    return (fr_en(language, "Vrai", "True"), fr_en(language, "Faux", "False"))
 
 
 def render_quiz(quiz: Quiz, channel: str, language: str) -> str:
@@ -344,13 +341,13 @@ def render_quiz(quiz: Quiz, channel: str, language: str) -> str:
     whatsapp = channel == "whatsapp"
     if quiz.quiz_type == TRUE_FALSE:
         true_label, false_label = true_false_labels(language)
-        head = _t(language, "Vrai ou faux ?", "True or false?")
+        head = fr_en(language, "Vrai ou faux ?", "True or false?")
         choices = (
             f"{KEYCAPS[0]} {true_label} / {KEYCAPS[1]} {false_label}"
             if whatsapp
             else f"1 {true_label} / 2 {false_label}"
         )
-        how = _t(language, "Réponds 1 (Vrai) ou 2 (Faux).", "Reply 1 (True) or 2 (False).")
+        how = fr_en(language, "Réponds 1 (Vrai) ou 2 (Faux).", "Reply 1 (True) or 2 (False).")
         lines = [f"🧠 {head} {quiz.question}" if whatsapp else f"{head} {quiz.question}", choices, how]
         return "\n".join(lines)
     lines = [f"🧠 Quiz : {quiz.question}" if whatsapp else f"Quiz : {quiz.question}"]
@@ -359,8 +356,8 @@ def render_quiz(quiz: Quiz, channel: str, language: str) -> str:
     numbers = ", ".join(str(i + 1) for i in range(len(quiz.options) - 1))
     last = len(quiz.options)
     lines.append(
-        _t(language, f"Réponds avec le numéro de ta réponse ({numbers} ou {last}).",
-           f"Reply with the number of your answer ({numbers} or {last}).")
+        fr_en(language, f"Réponds avec le numéro de ta réponse ({numbers} ou {last}).",
+              f"Reply with the number of your answer ({numbers} or {last}).")
     )
     return "\n".join(lines)
 
@@ -382,11 +379,11 @@ def render_verdict(quiz: Quiz, chosen: int, language: str, channel: str = "whats
     right = option_label(quiz, quiz.correct_index, language)
     if chosen == quiz.correct_index:
         mark = "✅ "
-        head = _t(language, f"Bravo, bonne réponse : {right}", f"Well done, that's right: {right}")
+        head = fr_en(language, f"Bravo, bonne réponse : {right}", f"Well done, that's right: {right}")
     else:
         mark = "❌ "
-        head = _t(language, f"Pas tout à fait. La bonne réponse : {right}",
-                  f"Not quite. The right answer: {right}")
+        head = fr_en(language, f"Pas tout à fait. La bonne réponse : {right}",
+                     f"Not quite. The right answer: {right}")
     if channel != "sms":
         head = mark + head
     return f"{head}\n{quiz.explanation}" if quiz.explanation else head

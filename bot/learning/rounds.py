@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.learning.items import due_items, recently_missed
 from bot.storage.models import QuizItem, SkillMastery
+from bot.texts import fr_en
 
 REVIEW_KIND = "review"
 ROUND_SIZE = 5
@@ -100,29 +101,26 @@ async def item_topic(db: AsyncSession, item: QuizItem) -> str:
     return label or item.skill
 
 
-def _t(language: str, fr: str, en: str) -> str:
-    return en if language == "en" else fr
-
-
 def round_intro(count: int, due: bool, language: str) -> str:
     many = count > 1
     if due:
-        return _t(language, f"{count} question{'s' if many else ''} à revoir. C'est parti !",
-                  f"{count} question{'s' if many else ''} to review. Here we go!")
-    return _t(language,
-              f"Rien n'est à revoir aujourd'hui : reprenons {'les' if many else 'la'} {count} "
-              f"question{'s' if many else ''} manquée{'s' if many else ''} en dernier.",
-              f"Nothing is due today: let's retry the {count} question{'s' if many else ''} you missed last.")
+        return fr_en(language, f"{count} question{'s' if many else ''} à revoir. C'est parti !",
+                     f"{count} question{'s' if many else ''} to review. Here we go!")
+    return fr_en(language,
+                 f"Rien n'est à revoir aujourd'hui : reprenons {'les' if many else 'la'} {count} "
+                 f"question{'s' if many else ''} manquée{'s' if many else ''} en dernier.",
+                 f"Nothing is due today: let's retry the {count} question{'s' if many else ''} "
+                 "you missed last.")
 
 
 def score_line(right: int, total: int, language: str) -> str:
     """« 4/5 — bravo ! »: the round's score and a word for it."""
     if right == total:
-        word = _t(language, "parfait, bravo !", "perfect, well done!")
+        word = fr_en(language, "parfait, bravo !", "perfect, well done!")
     elif 2 * right >= total:
-        word = _t(language, "bravo !", "well done!")
+        word = fr_en(language, "bravo !", "well done!")
     else:
-        word = _t(language, "courage : ces questions reviendront bientôt.",
-                  "keep going: these questions will come back soon.")
-    return _t(language, f"Révision terminée : {right}/{total} — {word}",
-              f"Review done: {right}/{total} — {word}")
+        word = fr_en(language, "courage : ces questions reviendront bientôt.",
+                     "keep going: these questions will come back soon.")
+    return fr_en(language, f"Révision terminée : {right}/{total} — {word}",
+                 f"Review done: {right}/{total} — {word}")

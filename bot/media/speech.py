@@ -26,6 +26,7 @@ from bot.agent import vision
 from bot.billing import credits
 from bot.channel.context import Incoming
 from bot.storage.models import UserFile
+from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ async def transcribe(services: Any, data: bytes, mime: str, language: str) -> Tr
     if ext is None:
         data, mime, ext = await to_ogg_opus(data), "audio/ogg", "ogg"
     url = settings.transcribe_base_url.rstrip("/") + "/audio/transcriptions"
-    fields = {"model": settings.transcribe_model, "language": "en" if language == "en" else "fr",
+    fields = {"model": settings.transcribe_model, "language": fr_en(language, "fr", "en"),
               "response_format": "json"}
     try:
         resp = await services.http.post(

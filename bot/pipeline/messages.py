@@ -27,6 +27,7 @@ from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable
+from bot.texts import fr_en
 
 log = logging.getLogger("bot.pipeline.workers")
 
@@ -41,10 +42,6 @@ class Ran(enum.Enum):
     MORE = "more"  # a row handled (or failed), and another one waits
     LAST = "last"  # a row handled (or failed), and none waits
     POSTPONED = "postponed"  # the shared state did not answer: the row is pending again
-
-
-def _t(user: User, fr: str, en: str) -> str:
-    return en if (user.language or "fr") == "en" else fr
 
 
 APOLOGY = (
@@ -233,7 +230,7 @@ class Messages:
             return
         with sending(inbound=inbound_id, keys=SendKeys(f"in:{inbound_id}:system")):
             try:
-                await send_to_user(self.services, user, text=_t(user, *texts), kind="system")
+                await send_to_user(self.services, user, text=fr_en(user.language, *texts), kind="system")
             except Exception:
                 log.exception("could not tell the user", extra={"user_id": user.id})
 

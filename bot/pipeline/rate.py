@@ -25,6 +25,7 @@ from bot import metrics
 from bot.channel.outbound import opted_out_now, send_to_user
 from bot.services import Services
 from bot.storage.models import InboundMessage, User
+from bot.texts import fr_en
 
 log = logging.getLogger("bot.pipeline.rate")
 
@@ -152,7 +153,7 @@ class UserRate:
         fr, en = NOTICE
         try:
             # Tied to no message: the held ones are answered in full later, whatever this notice did.
-            await send_to_user(self.services, user, text=en if user.language == "en" else fr, kind="notice")
+            await send_to_user(self.services, user, text=fr_en(user.language, fr, en), kind="notice")
         except Exception:
             log.exception("could not send the rate notice", extra={"user_id": user_id})
             return

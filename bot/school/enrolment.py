@@ -25,6 +25,7 @@ from bot.channel.locale import default_locale, locale_for
 from bot.school.roster_file import RosterRow
 from bot.services import Services
 from bot.storage.models import CohortMember, ParentLink, User
+from bot.texts import fr_en
 
 __all__ = ["ImportReport", "ParentNotice", "SentNotice", "enrol_roster", "linked_text", "make_parent",
            "notify_parents"]
@@ -168,12 +169,12 @@ def _names(children: list[str], language: str) -> str:
     named = [c for c in children if c]
     unnamed = len(children) - len(named)
     if not named:
-        child = ("your child", "your children") if language == "en" else ("votre enfant", "vos enfants")
+        child = fr_en(language, ("votre enfant", "vos enfants"), ("your child", "your children"))
         return child[unnamed > 1]
-    both = " and " if language == "en" else " et "
+    both = fr_en(language, " et ", " and ")
     names = ", ".join(named[:-1]) + both + named[-1] if len(named) > 1 else named[0]
     if unnamed:
-        names += f" (+{unnamed} more)" if language == "en" else f" (+{unnamed} autre{'s' * (unnamed > 1)})"
+        names += fr_en(language, f" (+{unnamed} autre{'s' * (unnamed > 1)})", f" (+{unnamed} more)")
     return names
 
 

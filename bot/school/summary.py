@@ -28,6 +28,7 @@ from bot.school.operators import operator_cohorts
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Cohort, Operator
+from bot.texts import fr_en
 
 __all__ = ["ClassSummary", "class_summary", "send_teacher_summaries", "summary_text", "teacher_summary_jobs"]
 
@@ -62,12 +63,12 @@ def _pct(p: float) -> str:
 def summary_text(summaries: list[ClassSummary], language: str, now: datetime) -> tuple[str, str]:
     """The e-mail's subject and plain text (bot/templates/email/teacher_summary.*.txt; bot.channel.email
     makes the HTML of it)."""
-    en = language == "en"
     start, end = (now - timedelta(days=QUIET_DAYS)).strftime("%d/%m"), now.strftime("%d/%m")
     names = ", ".join(s.cohort for s in summaries)
-    subject = f"Deblo: your classes' week ({names})" if en else f"Deblo : la semaine de vos classes ({names})"
-    text = render(f"email/teacher_summary.{'en' if en else 'fr'}.txt", summaries=summaries, start=start,
-                  end=end, quiet_days=QUIET_DAYS, max_at_risk=MAX_AT_RISK, pct=_pct)
+    subject = fr_en(language, f"Deblo : la semaine de vos classes ({names})",
+                    f"Deblo: your classes' week ({names})")
+    text = render(f"email/teacher_summary.{fr_en(language, 'fr', 'en')}.txt", summaries=summaries,
+                  start=start, end=end, quiet_days=QUIET_DAYS, max_at_risk=MAX_AT_RISK, pct=_pct)
     return subject, text
 
 

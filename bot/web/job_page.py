@@ -27,6 +27,7 @@ from bot.channel.links import check_job_signature, file_url
 from bot.render import render
 from bot.services import Services
 from bot.storage.models import GenerationJob, User, UserFile
+from bot.texts import fr_en
 
 KEEPALIVE_S = 15.0  # a comment line this often keeps proxies and phones from closing the stream
 ICONS = {"ok": "✅", "error": "❌", "open": "⏳"}
@@ -165,7 +166,7 @@ def size_text(size: int, lang: str) -> str:
 
 
 def language_of(user: User | None) -> str:
-    return "en" if user is not None and user.language == "en" else "fr"
+    return fr_en(user.language if user is not None else None, "fr", "en")
 
 
 def headers(nonce: str | None) -> dict[str, str]:

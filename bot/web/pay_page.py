@@ -19,6 +19,7 @@ from bot.billing.payments import handle_webhook
 from bot.billing.payments.local import signature
 from bot.services import Services
 from bot.storage.models import Payment, User
+from bot.texts import fr_en
 from bot.web.render import html_response
 
 PATH = "/pay/{reference}"
@@ -42,7 +43,7 @@ async def _payment(services: Services, reference: str) -> tuple[Payment, str] | 
 
 def _page(services: Services, payment: Payment, language: str, *, status: int = 200,
           notice: str = "") -> web.Response:
-    return html_response("pay.html", status=status, lang="en" if language == "en" else "fr",
+    return html_response("pay.html", status=status, lang=fr_en(language, "fr", "en"),
                          title="Deblo", payment=payment, notice=notice,
                          token=page_token(services.settings.secret_key, payment.reference))
 

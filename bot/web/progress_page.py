@@ -37,6 +37,7 @@ from bot.learning.progress_chart import (
 )
 from bot.services import Services
 from bot.storage.models import User
+from bot.texts import fr_en
 from bot.web import render as pages
 
 __all__ = ["ROUTES", "progress_page"]
@@ -73,10 +74,6 @@ class SkillRow:
     answers: str  # « 6/8 »
 
 
-def _t(lang: str, fr: str, en: str) -> str:
-    return en if lang == "en" else fr
-
-
 def _subject_rows(stats: list[SubjectStats], lang: str) -> list[SubjectRow]:
     return [SubjectRow(name=subject_name(s.subject, lang), checked=s.total,
                        right_pct=round(100 * s.correct / s.total) if s.total else None,
@@ -100,8 +97,8 @@ def _week_rows(weeks: tuple[Week, ...]) -> list[tuple[str, int, int, int]]:
 def _title(student: User, lang: str) -> str:
     # The display name or nothing: a link may be forwarded, and the number is nobody's business.
     if student.display_name:
-        return _t(lang, f"Progrès de {student.display_name}", f"{student.display_name}'s progress")
-    return _t(lang, "Progrès de l'élève", "Student's progress")
+        return fr_en(lang, f"Progrès de {student.display_name}", f"{student.display_name}'s progress")
+    return fr_en(lang, "Progrès de l'élève", "Student's progress")
 
 
 def _denied(status: int) -> web.Response:
@@ -116,7 +113,7 @@ def _denied(status: int) -> web.Response:
 
 
 async def _context(services: Services, student: User, now: datetime, expires: datetime) -> dict[str, Any]:
-    lang = "en" if student.language == "en" else "fr"
+    lang = fr_en(student.language, "fr", "en")
     async with services.sessions() as db:
         stats = await subject_stats(db, student.id, now)
         data = await progress_data(db, student.id, services.settings.learning, now, student.timezone)

@@ -35,8 +35,9 @@ from bot.clock import system_now
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation, GenerationJob, InboundMessage, User, UserFile
+from bot.texts import fr_en
 from handlers.turn import drive
-from handlers.turn.promote import in_language, with_link
+from handlers.turn.promote import with_link
 
 __all__ = ["run_job"]
 
@@ -295,8 +296,8 @@ async def _end(services: Services, job: GenerationJob, user: User, conversation:
 def _done_steps(state: TurnState, lang: str) -> str:
     lines = [f"✅ {jobs.step_label(r['name'], lang)}" for r in state.tool_runs if r.get("status") == "ok"]
     if not lines:
-        return in_language(lang, NOTHING_DONE)
-    return "\n".join([in_language(lang, DONE_SO_FAR), *lines])
+        return fr_en(lang, *NOTHING_DONE)
+    return "\n".join([fr_en(lang, *DONE_SO_FAR), *lines])
 
 
 async def _say(services: Services, job: GenerationJob, user: User, text: str, what: str) -> Any:
@@ -323,7 +324,7 @@ async def _cancelled(services: Services, job: GenerationJob, user: User, state: 
         row = await db.get(GenerationJob, job.id)
         if row is None or row.status in jobs.ENDED:
             return
-    text = f"{in_language(lang, CANCELLED_NOTE)}\n{_done_steps(state, lang)}"
+    text = f"{fr_en(lang, *CANCELLED_NOTE)}\n{_done_steps(state, lang)}"
     await _say(services, job, user, text, "cancelled")
     await _close(services, job, jobs.CANCELLED, text)
 
@@ -342,7 +343,7 @@ async def _crashed(services: Services, job: GenerationJob, user: User, exc: Exce
         await services.jobs.aenqueue(job.id, delay_s=float(5 * job.attempts))
         return
     lang = user.language or "fr"
-    what = in_language(lang, ("une erreur technique l'a interrompu", "a technical error stopped it"))
-    text = in_language(lang, FAILED_NOTE).format(what=what)
+    what = fr_en(lang, "une erreur technique l'a interrompu", "a technical error stopped it")
+    text = fr_en(lang, *FAILED_NOTE).format(what=what)
     await _say(services, job, user, text, "failed")
     await _close(services, job, jobs.FAILED, text, error=error)

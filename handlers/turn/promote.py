@@ -27,9 +27,10 @@ from bot.channel.context import Incoming
 from bot.channel.links import job_page_url
 from bot.services import Services
 from bot.storage.models import GenerationJob
+from bot.texts import fr_en
 
-__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "drop_reserved", "in_language",
-           "promote", "tell_long_work", "with_link"]
+__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "drop_reserved", "promote",
+           "tell_long_work", "with_link"]
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,6 @@ QUEUED_NOTE = (
 )
 _BACKGROUND_ASKED = re.compile(r"\b(en\s+arri[eè]re[\s-]plan|in\s+the\s+background)\b", re.IGNORECASE)
 _RESERVED = "long_work_job_id"  # msg.extra: the job row made for the note's link
-
-
-def in_language(lang: str, texts: tuple[str, str]) -> str:
-    """The French text, or the English one for an English speaker."""
-    return texts[1] if lang == "en" else texts[0]
 
 
 def with_link(services: Services, text: str, job_id: int, lang: str) -> str:
@@ -78,7 +74,7 @@ async def promote(msg: Incoming, state: TurnState) -> GenerationJob:
     await _record_done_steps(services, job.id, state, user.language or "fr")
     if not msg.extra.get("long_work_told"):
         msg.extra["long_work_told"] = True
-        note = in_language(msg.lang, QUEUED_NOTE if ahead else LONG_WORK_NOTE)
+        note = fr_en(msg.lang, *(QUEUED_NOTE if ahead else LONG_WORK_NOTE))
         await msg.reply(with_link(services, note, job.id, msg.lang), kind="progress")
     await services.jobs.aenqueue(job.id)
     log.info("turn promoted to a background job", extra={"user_id": user.id, "job_id": job.id})
@@ -94,7 +90,7 @@ async def tell_long_work(msg: Incoming) -> None:
         job = await _new_job(db, msg, jobs.STARTING)
         await db.commit()
     msg.extra[_RESERVED] = job.id
-    note = with_link(msg.services, in_language(msg.lang, LONG_WORK_NOTE), job.id, msg.lang)
+    note = with_link(msg.services, fr_en(msg.lang, *LONG_WORK_NOTE), job.id, msg.lang)
     await msg.reply(note, kind="progress")
 
 

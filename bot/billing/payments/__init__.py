@@ -23,6 +23,7 @@ from bot.config import Settings
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Payment, User
+from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ def menu_text(settings: Settings, language: str) -> str:
 
 def pack_label(pack: Pack, language: str) -> str:
     """A pack on a button or a list item: « 100 crédits — 500 FCFA »."""
-    word = "credits" if language == "en" else "crédits"
+    word = fr_en(language, "crédits", "credits")
     return f"{pack.credits} {word} — {price_text(pack)}"
 
 

@@ -38,11 +38,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot import metrics
 from bot.channel import formatting
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
-from bot.channel.outbound.result import user_text
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
 from bot.services import Services
 from bot.storage.models import OutboundMessage, User
+from bot.texts import fr_en
 
 log = logging.getLogger("bot.channel.outbound")
 
@@ -353,7 +353,7 @@ async def tell_failures(services: Services, user_id: int, channel: str, to: str,
         items = " ; ".join(f"« {_preview(r.body)} »" for r in rows[:3])
         if len(rows) > 3:
             items += f" (+{len(rows) - 3})"
-        text = user_text(user, *TOLD).format(items=items)
+        text = fr_en(user.language, *TOLD).format(items=items)
         body = (formatting.whatsapp_parts(formatting.to_whatsapp(text)) if channel == "whatsapp"
                 else formatting.sms_parts(formatting.to_sms(text)))[0]
         with sending(keys=SendKeys(f"told:{rows[0].id}")):

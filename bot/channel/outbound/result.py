@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.storage.models import User
+from bot.texts import fr_en
 
 
 @dataclass
@@ -156,9 +156,4 @@ def explain(result: SendResult, language: str = "fr") -> str:
     if reason is None:
         return ""
     fr, en = USER_ADVICE.get(reason, USER_ADVICE["failed"])
-    return en if language == "en" else fr
-
-
-def user_text(user: User | None, fr: str, en: str) -> str:
-    """French first; English for a user who chose it."""
-    return en if user is not None and user.language == "en" else fr
+    return fr_en(language, fr, en)

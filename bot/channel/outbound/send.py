@@ -41,11 +41,12 @@ from bot.channel.outbound.attempt import (
     wait_sent,
 )
 from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal, user_gone
-from bot.channel.outbound.result import SendResult, user_text
+from bot.channel.outbound.result import SendResult
 from bot.channel.outbound.scope import commit_turn
 from bot.channel.twilio_client import TwilioNotConfigured
 from bot.services import Services
 from bot.storage.models import PendingDelivery, User, UserFile
+from bot.texts import fr_en
 
 log = logging.getLogger("bot.channel.outbound")
 
@@ -162,9 +163,9 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
     if not settings.twilio_template_sid:
         log.warning("whatsapp window closed: file kept for the next message", extra={"user_id": user.id})
         return SendResult(channel="whatsapp", pending_id=pending_id)
-    invite = user_text(user,
-                       f"📎 Ton fichier « {media.name} » est prêt : réponds à ce message pour le recevoir.",
-                       f"📎 Your file \"{media.name}\" is ready: reply to this message to receive it.")
+    invite = fr_en(user.language,
+                   f"📎 Ton fichier « {media.name} » est prêt : réponds à ce message pour le recevoir.",
+                   f"📎 Your file \"{media.name}\" is ready: reply to this message to receive it.")
     result = await _send_template(services, user.id, to, f"{text}\n\n{invite}" if text.strip() else invite,
                                   kind)
     result.pending_id = pending_id

@@ -1,11 +1,14 @@
 """The dashboard's routes: the login and logout, the overview, a class, a student, the class's CSV
-exports and the open safety flags. Every page but the login needs a session (else 303 to the
-login); every POST its CSRF token (else 403); what is outside a teacher's classes answers 404."""
+exports and the open safety flags. Every route but the login's (and the bare /admin's redirect) is
+behind one hook, `signed_in`: it needs a session (else 303 to the login), on a POST its CSRF token
+(else 403), and hands the handler its viewer. What is outside a teacher's classes answers 404."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -46,6 +49,31 @@ async def _form(request: web.Request) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(v, str)}
 
 
+# --- the hook every other route passes through --------------------------------------------------
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+ViewerHandler = Callable[[web.Request, auth.Viewer], Awaitable[web.StreamResponse]]
+SIGNED_IN = "signed_in"  # the attribute that marks a handler behind the hook (tests/admin checks it)
+
+
+def signed_in(handler: ViewerHandler) -> Handler:
+    """The route's handler, behind the session and, on a POST, the form's CSRF token; it gets the
+    viewer. Without a session: 303 to the login. A POST without its token: 403."""
+
+    @functools.wraps(handler)
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        viewer = await auth.viewer_of(_services(request), request)
+        if viewer is None:
+            return _to_login()
+        posted = (await _form(request)).get("csrf_token", "") if request.method == "POST" else None
+        if posted is not None and not auth.csrf_ok(viewer, posted):
+            return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
+        return await handler(request, viewer)
+
+    setattr(guarded, SIGNED_IN, True)
+    return guarded
+
+
 # --- login and logout ---------------------------------------------------------------------------
 
 
@@ -82,21 +110,8 @@ async def login_post(request: web.Request) -> web.Response:
     return resp
 
 
-async def _viewer_posting(request: web.Request) -> auth.Viewer | web.Response:
-    """The session's viewer when the form carries its CSRF token; else the answer to give."""
-    services = _services(request)
-    viewer = await auth.viewer_of(services, request)
-    if viewer is None:
-        return _to_login()
-    if not auth.csrf_ok(viewer, (await _form(request)).get("csrf_token", "")):
-        return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
-    return viewer
-
-
-async def logout_post(request: web.Request) -> web.Response:
-    viewer = await _viewer_posting(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def logout_post(request: web.Request, viewer: auth.Viewer) -> web.Response:
     resp = web.HTTPSeeOther(auth.LOGIN_PATH)
     await auth.close_session(_services(request), request, resp)
     return resp
@@ -105,15 +120,8 @@ async def logout_post(request: web.Request) -> web.Response:
 # --- pages --------------------------------------------------------------------------------------
 
 
-async def _viewer(request: web.Request) -> auth.Viewer | web.Response:
-    viewer = await auth.viewer_of(_services(request), request)
-    return _to_login() if viewer is None else viewer
-
-
-async def overview_page(request: web.Request) -> web.Response:
-    viewer = await _viewer(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     t = translator(language_of(request))
     async with services.sessions() as db:
@@ -127,10 +135,8 @@ async def overview_page(request: web.Request) -> web.Response:
                  flag_count=len(open_flags), currency=services.settings.payment_currency)
 
 
-async def cohort_page(request: web.Request) -> web.Response:
-    viewer = await _viewer(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def cohort_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
@@ -144,10 +150,8 @@ def _filename(name: str, what: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]+', '_', name)[:60] or 'class'}-{what}.csv"
 
 
-async def cohort_csv(request: web.Request) -> web.Response:
-    viewer = await _viewer(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def cohort_csv(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     what = request.match_info["what"]
     async with services.sessions() as db:
@@ -162,10 +166,8 @@ async def cohort_csv(request: web.Request) -> web.Response:
     return exports.csv_response(_filename(cohort.name, what), text)
 
 
-async def student_page(request: web.Request) -> web.Response:
-    viewer = await _viewer(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def student_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     t = translator(language_of(request))
     async with services.sessions() as db:
@@ -178,20 +180,16 @@ async def student_page(request: web.Request) -> web.Response:
     return _page(request, "student.html", viewer=viewer, view=view, chart=chart, subject_name=subject_name)
 
 
-async def flags_page(request: web.Request) -> web.Response:
-    viewer = await _viewer(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def flags_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     async with services.sessions() as db:
         shown = await flags.open_flags(db, viewer)
     return _page(request, "flags.html", viewer=viewer, flags=shown)
 
 
-async def acknowledge_post(request: web.Request) -> web.Response:
-    viewer = await _viewer_posting(request)
-    if isinstance(viewer, web.Response):
-        return viewer
+@signed_in
+async def acknowledge_post(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     async with services.sessions() as db, db.begin():
         found = await flags.acknowledge(db, viewer, int(request.match_info["id"]), services.clock())

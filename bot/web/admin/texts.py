@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from bot.texts import fr_en
+
 TEXTS: dict[str, tuple[str, str]] = {
     "dashboard": ("Tableau de bord", "Dashboard"),
     "login": ("Connexion", "Log in"),
@@ -98,9 +100,7 @@ def language_of(request: web.Request) -> str:
 
 
 def translator(lang: str) -> Callable[[str], str]:
-    index = 1 if lang == "en" else 0
-
     def t(key: str) -> str:
-        return TEXTS[key][index]
+        return fr_en(lang, *TEXTS[key])
 
     return t
