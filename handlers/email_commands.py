@@ -237,7 +237,8 @@ async def _tell_previous(msg: Incoming, previous: str, new: str | None) -> None:
     """The previous address hears of the change, so that a change its owner did not ask for is seen."""
     channel = "WhatsApp" if msg.channel == "whatsapp" else msg.channel.upper()
     subject = msg.t("Ton adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
-    body = render(f"email/address_changed.{msg.t('fr', 'en')}.txt", previous=previous, new=new, channel=channel)
+    body = render(f"email/address_changed.{msg.t('fr', 'en')}.txt", previous=previous, new=new,
+                  channel=channel)
     await _mail(msg, previous, subject, body)
 
 
