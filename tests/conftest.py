@@ -1,14 +1,22 @@
 """Fixtures shared by every test: `harness` and `make_harness(**env)` (see tests/support/harness.py).
 
-The backend comes from TEST_DATABASE (sqlite | postgres) and TEST_STATE (memory | redis). The
-schema is migrated once per session with Alembic; each test then gets a copy (SQLite) or a
-truncated database (PostgreSQL) and its own Redis key prefix. A missing PostgreSQL or Redis makes
-the tests fail, never skip.
+A test states what it needs by its fixtures. One that asks for the database (`test_database`, and so
+`harness`, `make_harness`, `migrated_template`) runs once per backend: `sqlite` (a SQLite file,
+in-process state) and `postgres` (PostgreSQL and Redis), as the `backend_name` fixture's parameter;
+a test that asks for neither runs once. `--backend sqlite|postgres` (or TEST_BACKEND) runs the first
+kind on one backend only. The schema is migrated once per session and backend (per xdist worker);
+each test then gets a copy (SQLite) or a truncated database (PostgreSQL) and its own Redis key
+prefix. A missing PostgreSQL or Redis makes the tests fail, never skip.
+
+Markers: `postgres_only` (several processes writing at once: the PostgreSQL deployment),
+`sqlite_only` (the single-process deployment), `serial` (must have the machine to itself: run
+after the others, without xdist, by scripts/test).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -17,45 +25,79 @@ from typing import Any
 import pytest
 
 from tests.support.harness import (
+    BACKENDS,
     Database,
     Harness,
-    backend,
     clear_redis,
     drop_template,
     fresh_database,
     migrate_template,
     start_harness,
+    use_backend,
 )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    # Several processes writing at once is the PostgreSQL deployment: the SQLite pass deselects
-    # these through `-m "not postgres_only"`, and they fail when run on SQLite.
-    config.addinivalue_line("markers", "postgres_only: needs PostgreSQL; runs in the PostgreSQL pass only")
-    config.addinivalue_line("markers", "single_pass: the same on any database; SQLite pass only")
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", choices=("all", *BACKENDS), default=os.environ.get("TEST_BACKEND", "all"),
+                     help="run the tests that use the database on this backend only (default: all)")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Rendering and browser checks use no database: the second pass (PostgreSQL + Redis) skips them
-    # through `-m "not single_pass"` instead of running the same slow work twice.
+def _looks(path: Path) -> bool:
+    """A module that looks at what a person sees (test_render_*: documents through LibreOffice, pages
+    and charts in Chromium; *_browser: pages driven in Chromium): the pixels do not depend on the
+    backend, so its tests that need data run on one backend."""
+    return path.stem.startswith("test_render_") or path.stem.endswith("_browser")
+
+
+def _backends_of(definition: pytest.Item) -> list[str]:
+    if definition.get_closest_marker("postgres_only"):
+        return ["postgres"]
+    if definition.get_closest_marker("sqlite_only") or _looks(definition.path):
+        return ["sqlite"]
+    return list(BACKENDS)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # The backend is a parameter of the tests that ask for it, and of those only.
+    if "backend_name" in metafunc.fixturenames:
+        metafunc.parametrize("backend_name", _backends_of(metafunc.definition), indirect=True,
+                             scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen = config.getoption("--backend")
+    if chosen == "all":
+        return
+    kept, left = [], []
     for item in items:
-        if item.path.name.startswith("test_render_"):
-            item.add_marker(pytest.mark.single_pass)
+        callspec = getattr(item, "callspec", None)
+        name = callspec.params.get("backend_name") if callspec else None
+        (left if name not in (None, chosen) else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")
-def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    kind = backend()[0]
-    workdir = tmp_path_factory.mktemp("schema")
+def backend_name(request: pytest.FixtureRequest) -> str:
+    """`sqlite` or `postgres`: set by pytest_generate_tests for each test that asks for the database."""
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def migrated_template(backend_name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    kind = BACKENDS[backend_name][0]
+    workdir = tmp_path_factory.mktemp(f"schema-{backend_name}")
     url = asyncio.run(migrate_template(kind, workdir))
     yield url
     asyncio.run(drop_template(kind, url))
 
 
 @pytest.fixture
-async def test_database(migrated_template: str, tmp_path: Path) -> Database:
+async def test_database(backend_name: str, migrated_template: str, tmp_path: Path) -> Database:
     """A fresh, migrated database for this test (shared by every harness the test makes)."""
-    return await fresh_database(backend()[0], migrated_template, tmp_path)
+    use_backend(backend_name)
+    return await fresh_database(backend_name, migrated_template, tmp_path)
 
 
 @pytest.fixture
@@ -75,7 +117,7 @@ async def make_harness(
     finally:
         for harness in reversed(made):
             await harness.close()
-        if backend()[1] == "redis":
+        if test_database.state == "redis":
             await clear_redis(prefix)
 
 

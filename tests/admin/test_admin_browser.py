@@ -22,7 +22,6 @@ SKILLS = ["Fractions", "Décimaux", "Proportionnalité", "Équations", "Géomét
           "Aires", "Conjugaison", "Accords du participe passé", "Lecture", "Orthographe", "Vocabulaire"]
 WIDTHS = (360, 1280)
 
-pytestmark = pytest.mark.single_pass
 
 
 @pytest.fixture

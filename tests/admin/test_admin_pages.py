@@ -9,7 +9,6 @@ import io
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,7 +18,6 @@ from tests.support.admin import add_flag, add_result, logged_in, make_cohort, ma
 from tests.support.harness import Harness
 
 
-@pytest.mark.single_pass
 def test_a_cell_that_starts_a_formula_is_text() -> None:
     for cell in ("=1+1", "+2250700", "-3", "@SUM(A1)", "\tx", "\rx"):
         assert safe_cell(cell) == "'" + cell

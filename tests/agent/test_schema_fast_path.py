@@ -5,12 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pytest
-
 from bot.agent import executor
 from tools.registry import TOOLS
-
-pytestmark = pytest.mark.single_pass
 
 SCALARS: list[Any] = [0, 1, 1.0, 2.5, True, None, "", "a", "x" * 300, [], {}, [1], ["a"], {"a": 1}]
 

@@ -51,7 +51,6 @@ def pieces_of(text: str, size: int = 17) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-@pytest.mark.single_pass
 def test_models_whose_template_may_open_the_block_are_known_by_name() -> None:
     for name in (R1, "deepseek/deepseek-r1", "DeepSeek-R1-0528", "Qwen/QwQ-32B", "Qwen/Qwen3-8B",
                  "Qwen/Qwen3-235B-A22B-Thinking-2507", "moonshotai/kimi-k2-thinking", "MiniMax-M1"):
@@ -61,7 +60,6 @@ def test_models_whose_template_may_open_the_block_are_known_by_name() -> None:
         assert not implicit_thinking(name), name
 
 
-@pytest.mark.single_pass
 def test_nothing_is_handed_out_before_the_lone_closing_tag_wherever_the_stream_is_cut() -> None:
     text = f"{THOUGHT}</think>\n\n{ANSWER}"
     end = text.index("</think>") + len("</think>")
@@ -87,7 +85,6 @@ def test_nothing_is_handed_out_before_the_lone_closing_tag_wherever_the_stream_i
     assert f.thinking == THOUGHT
 
 
-@pytest.mark.single_pass
 def test_the_stream_names_the_model_and_a_reasoning_field_ends_the_wait() -> None:
     # Named by the server only (the request's name said nothing), cut into small pieces.
     body = frames(R1, pieces_of(f"{THOUGHT}</think>\n\n{ANSWER}"))

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.single_pass
-
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--no-postgres", "--rounds", "1", "--requests", "40", "--seconds", "0.2", "--probes", "5",
         "--flood", "0", "--users", "5", "--baseline-rounds", "1"]

@@ -13,7 +13,6 @@ from bot.channel.buttons import LIST_PICKER, QUICK_REPLY, Menu, content_kind, co
 from tests.fakes.twilio import FakeTwilio
 
 # No database nor state in these: run once.
-pytestmark = pytest.mark.single_pass
 
 
 def menu(*options: str, language: str = "fr") -> Menu:

@@ -11,10 +11,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-pytestmark = pytest.mark.single_pass
-
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "code_shape.py"
 
 

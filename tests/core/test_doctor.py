@@ -26,8 +26,6 @@ from tests.fakes.twilio import FakeTwilio
 from tests.support.outreach import smtp_server  # noqa: F401  (a fixture)
 from tests.support.ports import free_port
 
-pytestmark = pytest.mark.single_pass  # stand-ins and a SQLite file of its own: nothing shared
-
 ROOT = Path(__file__).resolve().parents[2]
 SMS = "+2250700000099"
 WHATSAPP = "+2250700000098"

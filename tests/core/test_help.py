@@ -290,7 +290,6 @@ def handler_words() -> dict[str, set[str]]:
     return found
 
 
-@pytest.mark.single_pass
 def test_every_command_word_the_handlers_know_has_its_help_entry() -> None:
     found = handler_words()
     # The pattern reader reads what it should (a regression there would make this test blind).
@@ -308,7 +307,6 @@ def test_every_command_word_the_handlers_know_has_its_help_entry() -> None:
         assert help.find(command.example.fr) is command and help.find(command.example.en) is command
 
 
-@pytest.mark.single_pass
 @pytest.mark.parametrize("who", AUDIENCES)
 def test_every_command_of_an_audience_is_on_its_sms_pages_and_its_lists(who: str) -> None:
     for language in ("fr", "en"):
@@ -327,7 +325,6 @@ def test_every_command_of_an_audience_is_on_its_sms_pages_and_its_lists(who: str
     assert all(len(c.summary.fr) <= 72 and len(c.summary.en) <= 72 for c in CATALOGUE)
 
 
-@pytest.mark.single_pass
 def test_a_list_item_carries_its_own_description() -> None:
     menu = Menu(menu_id="help1-0123456789", body="Aide", options=("STATUT", "ANNULER"),
                 descriptions=("où en est un long travail", "arrêter le travail en cours"))

@@ -30,8 +30,6 @@ from bot.storage.db import make_engine, make_sync_engine
 from bot.storage.migrate import upgrade
 from tests.support.waiting import eventually
 
-pytestmark = pytest.mark.single_pass
-
 # Pieces a hostile or odd form body is made of: escapes of the separators, of UTF-8 (whole, cut,
 # invalid), of controls, raw non-ASCII, pluses and empty fields.
 PIECES = ["a", "Z", "0", "&", "=", "+", "%", "%2", "%26", "%3D", "%3d", "%2B", "%20", "%C3%A9", "%C3",

@@ -16,8 +16,6 @@ from bot.documents.convert import parse_document
 from bot.documents.docx import build_docx
 from bot.documents.pdf import build_pdf
 
-pytestmark = pytest.mark.single_pass
-
 # (what the model wrote, what WhatsApp shows, what the SMS says): collège and lycée answers.
 FORMULAS = [
     # fractions

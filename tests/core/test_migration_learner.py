@@ -4,7 +4,6 @@ parent — on SQLite and on PostgreSQL, from revision 0011 with rows in it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,14 +12,19 @@ from sqlalchemy import text
 
 from bot.storage.db import make_engine
 from bot.storage.migrate import upgrade
-from tests.support.harness import POSTGRES_ADMIN_URL, create_postgres_database, drop_postgres_database
+from tests.support.harness import (
+    BACKENDS,
+    POSTGRES_ADMIN_URL,
+    create_postgres_database,
+    drop_postgres_database,
+)
 
 NOW = "2026-11-30 10:00:00"
 
 
 @pytest.fixture
-async def at_0011(tmp_path: Path) -> AsyncIterator[str]:
-    if os.environ.get("TEST_DATABASE", "sqlite").lower() == "postgres":
+async def at_0011(backend_name: str, tmp_path: Path) -> AsyncIterator[str]:
+    if BACKENDS[backend_name][0] == "postgres":
         url = await create_postgres_database(POSTGRES_ADMIN_URL, "deblo_migration", durable=False,
                                              revision="0011")
         yield url

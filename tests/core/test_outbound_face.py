@@ -13,11 +13,7 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 import bot.channel.outbound as outbound
-
-pytestmark = pytest.mark.single_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "bot.channel.outbound"

@@ -325,7 +325,6 @@ def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None,
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.single_pass
 def test_the_workers_import_the_whole_handler_chain_and_every_tool_before_the_first_message() -> None:
     """Imported at the first message instead, the handlers' and tools' modules (matplotlib, the
     document libraries) held a worker's event loop for seconds: its users' lock leases lapsed and

@@ -1,7 +1,7 @@
 """The deployment with Redis: one `serve` and several `worker` processes, killed and restarted.
 
 These run the real command line (`python -m bot serve|worker`) as processes on the test database,
-with Redis as the shared queue and state (whatever TEST_STATE says), and the fake Twilio and LLM
+with Redis as the shared queue and state (whatever the test's backend), and the fake Twilio and LLM
 of a harness whose own workers are stopped.
 """
 

@@ -34,7 +34,6 @@ ROOT = Path(__file__).resolve().parents[2]
 BOT_SERVICES = ("migrate", "serve", "worker")
 
 # The image, the compose file and its validation use no database: run once.
-pytestmark = pytest.mark.single_pass
 
 
 def _compose() -> dict[str, Any]:

@@ -10,7 +10,7 @@ shared one is never touched). Every user gets every reply once and in order, eve
 `done`, the quiz answer is checked right without a model call, each turn is charged once, the
 reminder goes once and the job finishes with its answer once.
 
-PostgreSQL only (marker `postgres_only`, deselected in the SQLite pass): several processes writing
+PostgreSQL only (marker `postgres_only`: the postgres backend only): several processes writing
 at once is the PostgreSQL deployment's shape.
 """
 
@@ -309,8 +309,8 @@ class Run:
 @pytest.fixture
 async def scale_run(make_harness: Any, tmp_path: Path) -> AsyncIterator[Run]:
     if backend()[0] != "postgres":
-        pytest.fail("tests/core/test_scale_out.py needs PostgreSQL: run it with TEST_DATABASE=postgres "
-                    "TEST_STATE=redis (scripts/test runs it in the PostgreSQL pass)")
+        pytest.fail("tests/core/test_scale_out.py needs PostgreSQL: it runs on the postgres backend only "
+                    "(marker postgres_only)")
     redis = RedisServer(free_port(), tmp_path)  # this test's own: it restarts it
     redis.start()
     redis_url = f"redis://127.0.0.1:{redis.port}/0"

@@ -34,8 +34,7 @@ from tests.support.processes import Deployment
 GRACE_S = 10
 SLOW_S = 3.0  # the model's answer to a message with « lent » in it
 
-# Signals and processes, whatever the database: run once, in the SQLite pass (with Redis).
-pytestmark = pytest.mark.single_pass
+# Signals and processes, on each backend (the cluster adds Redis to the sqlite one).
 
 
 @pytest.fixture

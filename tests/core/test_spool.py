@@ -261,7 +261,7 @@ async def test_postgres_stopped_webhooks_are_kept_and_processed_in_order_once_ba
     await outage_then_back(h, own_postgres.stop, own_postgres.start)
 
 
-@pytest.mark.single_pass  # its own PostgreSQL server, whatever the pass
+
 async def test_pooled_connections_closed_by_a_postgres_restart_are_replaced_without_an_error(
     own_postgres: PostgresServer,
 ) -> None:

@@ -103,7 +103,6 @@ async def bodies(h: Harness) -> list[str]:
 # --- 1. text cleaned at the door -------------------------------------------------------------
 
 
-@pytest.mark.single_pass
 def test_control_characters_go_and_a_lone_surrogate_is_replaced() -> None:
     assert clean_text("a\x00b\x01c\x1fd\x7f\te\r\nf") == "abcd\x7f\te\r\nf"
     assert clean_text("x\ud800y") == "x\ufffdy"
@@ -111,7 +110,6 @@ def test_control_characters_go_and_a_lone_surrogate_is_replaced() -> None:
     assert clean_form([("Bo\x00dy", "\x00"), ("To", "+1")]) == [("Body", ""), ("To", "+1")]
 
 
-@pytest.mark.single_pass
 def test_the_raw_body_says_when_cleaning_is_needed() -> None:
     """The webhook skips `clean_form` for a body with no control character, raw or
     percent-encoded: for every ASCII character, and spelled either way, the raw check and
@@ -202,7 +200,6 @@ async def test_an_entry_refused_max_attempts_times_is_set_aside_and_retried_by_t
     assert await bodies(h) == ["Bonjour", "Poison"] and dead_lines(h) == []
 
 
-@pytest.mark.single_pass
 def test_a_bad_max_attempts_is_refused() -> None:
     assert load_settings({}).spool_max_attempts == 5
     with pytest.raises(ConfigError, match="SPOOL_MAX_ATTEMPTS must be 1 or more"):
@@ -216,7 +213,6 @@ def entry(n: int) -> SpoolEntry:
     return SpoolEntry("inbound", AT, [("MessageSid", f"SM{n:032d}"), ("Body", f"message {n}\n«é»")])
 
 
-@pytest.mark.single_pass
 async def test_a_torn_line_is_set_aside_and_the_line_after_it_is_replayed(tmp_path: Path) -> None:
     spool = Spool(tmp_path / "spool", 1_000_000)
     spool.directory.mkdir()

@@ -8,10 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.single_pass
-
 ROOT = Path(__file__).resolve().parents[2]
 TOPS = ("tests", "bench")
 SHARED = ("tests.support", "tests.fakes")

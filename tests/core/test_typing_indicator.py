@@ -16,7 +16,6 @@ from tests.support.harness import new_sid
 PHONE = "+2250700000301"
 
 # Twilio's indicator API, whatever the database: run once.
-pytestmark = pytest.mark.single_pass
 
 
 def created_at(h: Any, n: int = 0) -> float:

@@ -7,8 +7,6 @@ import warnings
 
 import pytest
 
-pytestmark = pytest.mark.single_pass
-
 
 def _warn_from(module: str) -> None:
     warnings.warn_explicit("deprecated", DeprecationWarning, "f.py", 1, module=module)

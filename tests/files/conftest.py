@@ -1,5 +1,5 @@
 """Fixtures for the file library tests: real services on the test database (SQLite or
-PostgreSQL, per TEST_DATABASE), with tool contexts whose deliveries are recorded."""
+PostgreSQL, the test's backend), with tool contexts whose deliveries are recorded."""
 
 from __future__ import annotations
 

@@ -18,8 +18,6 @@ from bot.documents.pdf import build_pdf
 from bot.documents.xlsx import parse_workbook
 from tests.support import render
 
-pytestmark = pytest.mark.single_pass
-
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 # The accountant's journal, then the balance sheet built from it: subtotals, a Total row and

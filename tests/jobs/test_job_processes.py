@@ -34,7 +34,7 @@ async def test_a_worker_killed_mid_job_another_finishes_it(long_work: Any) -> No
     await assert_sent_once(h, done)
 
 
-@pytest.mark.single_pass  # the single-process deployment: SQLite, no Redis (the SQLite pass)
+@pytest.mark.sqlite_only  # the single-process deployment: SQLite, no Redis
 async def test_single_process_serve_killed_mid_job_resumes_at_restart(long_work: Any) -> None:
     h, deploy = long_work
     await h.make_user(PHONE, mode="pro", credit_balance=100)

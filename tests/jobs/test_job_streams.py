@@ -38,11 +38,11 @@ async def metric(h: Harness, line_start: str) -> float:
     return 0.0
 
 
-@pytest.mark.postgres_only  # one Redis pub/sub connection for every reader: needs TEST_STATE=redis
+@pytest.mark.postgres_only  # one Redis pub/sub connection for every reader: needs Redis
 async def test_twenty_readers_of_one_job_leave_the_webhooks_their_redis(harness: Harness) -> None:
     h = harness
     state = h.services.state
-    assert isinstance(state, RedisState), "run with TEST_DATABASE=postgres TEST_STATE=redis"
+    assert isinstance(state, RedisState), "runs on the postgres backend (Redis)"
     state.redis.connection_pool.max_connections = 8  # a small shared pool: readers must not hold it
     user = await h.make_user(PHONE)
     job = await make_job(h, user, "Un long rapport")

@@ -15,8 +15,6 @@ from bot.config import ConfigError, load_settings
 from bot.storage.state import RedisState
 from tests.support.processes import RedisServer
 
-pytestmark = pytest.mark.single_pass
-
 
 async def _pubsub_connections(raw: aioredis.Redis) -> int:
     return len(await raw.client_list(_type="pubsub"))

@@ -1,5 +1,5 @@
 """Fixtures for the library's index and search: real services on the test database (SQLite or
-PostgreSQL, per TEST_DATABASE), a hand-set clock, and the embeddings stand-in (tests/fakes)."""
+PostgreSQL, the test's backend), a hand-set clock, and the embeddings stand-in (tests/fakes)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,6 @@ from bot.documents.pptx import build_pptx, parse_slides
 from bot.documents.xlsx import build_xlsx, parse_workbook
 from bot.library.chunks import MAX_WORDS, MIN_WORDS, pdf_pages
 
-pytestmark = pytest.mark.single_pass
-
 
 def words(n: int, word: str = "mot") -> str:
     return " ".join(f"{word}{i}" for i in range(n))

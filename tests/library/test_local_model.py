@@ -11,8 +11,6 @@ import pytest
 from bot import library
 from bot.config import ConfigError, load_settings
 
-pytestmark = pytest.mark.single_pass
-
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[library.LocalEmbedder]:

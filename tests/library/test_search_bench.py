@@ -11,7 +11,6 @@ from bench.search.run import evaluate, load_set, score, shared_terms
 from bot.services import Services
 
 
-@pytest.mark.single_pass
 def test_the_set_is_what_the_bench_promises() -> None:
     full = load_set()
     paraphrases = [q for q in full.queries if q.kind == "paraphrase"]

@@ -9,8 +9,6 @@ import pytest
 from bot.channel.email import build_message, safe_html, text_to_html
 from bot.config import ConfigError, load_settings
 
-pytestmark = pytest.mark.single_pass
-
 HOSTILE_HTML = """<html><head><link rel="stylesheet" href="https://evil.test/s.css?d=1">
 <style>@import url(https://evil.test/i.css); @font-face { font-family: x; src: url(https://evil.test/f.woff) }
 body { background: url('https://evil.test/bg?d=2') }</style></head><body>

@@ -3,11 +3,7 @@ real PNG's and SVG's."""
 
 from __future__ import annotations
 
-import pytest
-
 from bench.charts.run import COLUMNS, rows, table
-
-pytestmark = pytest.mark.single_pass
 
 
 def test_the_bench_prints_a_row_per_case() -> None:

@@ -9,7 +9,6 @@ from bench.learning.policies import POLICIES, fixed_intervals, fsrs
 from bench.learning.run import COLUMNS, Row, Setup, main, rows
 from bench.learning.student import Item, Memory
 
-pytestmark = pytest.mark.single_pass
 SMALL = Setup(students=40)
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
-
 from bench.cost.measure import LANGUAGES, current_prompt, learner_blocks, sizes
 from bot.agent.prompts import PERSONAL_HEADING, build_system_prompt, stable_prefix
 from bot.learning import LearnerView, SkillView, learner_block
@@ -23,7 +21,6 @@ def _skill(label: str, p: float, answers: int = 5, status: str = "learning") -> 
                      correct=answers // 2, status=status)
 
 
-@pytest.mark.single_pass
 def test_the_block_names_level_skills_and_items_due() -> None:
     view = LearnerView(level="4e", due=2, skills=(
         _skill("les fractions", 0.97, 8, "mastered"), _skill("multiplication", 0.7),
@@ -40,7 +37,6 @@ def test_the_block_names_level_skills_and_items_due() -> None:
     assert learner_block(LearnerView(level=None, skills=(), due=0)) == ""
 
 
-@pytest.mark.single_pass
 def test_the_worst_case_block_stays_within_500_bytes() -> None:
     long = "é" * 200  # two bytes a character, at the label column's length
     skills = tuple(_skill(f"{long}{n}", n / 100, 10, "mastered" if n > 95 else "review") for n in range(100))
@@ -52,7 +48,6 @@ def test_the_worst_case_block_stays_within_500_bytes() -> None:
     assert any(line.startswith("- Acquis : ") for line in lines)
 
 
-@pytest.mark.single_pass
 def test_the_fixed_prompt_of_a_students_call_stays_within_9000_bytes() -> None:
     """As `python -m bench.cost` counts it; the learner block comes on top, after the cached prefix."""
     for language in LANGUAGES:
@@ -61,7 +56,6 @@ def test_the_fixed_prompt_of_a_students_call_stays_within_9000_bytes() -> None:
         assert 0 < len(block.encode()) <= BLOCK_MAX_BYTES and block.startswith(LEARNER_HEADING)
 
 
-@pytest.mark.single_pass
 def test_the_block_comes_after_the_stable_prefix() -> None:
     user = type("U", (), {"display_name": "Awa", "school_level": "4e", "role": "student", "timezone": None})()
     block = learner_block(LearnerView(level="4e", skills=(_skill("fractions", 0.3, 2, "review"),), due=1))

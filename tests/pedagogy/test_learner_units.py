@@ -20,7 +20,6 @@ from bot.learning import (
     skill_key,
 )
 
-pytestmark = pytest.mark.single_pass
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 

@@ -10,7 +10,6 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PIL import Image
 
 from bot.channel.links import (
@@ -42,7 +41,6 @@ def _png(data: bytes) -> Image.Image:
     return image
 
 
-@pytest.mark.single_pass
 def test_the_png_decodes_at_its_size_whatever_the_labels() -> None:
     """Accents, a model's `$…$` and markup, an emoji in the name, more skills than are drawn, an
     empty student: each PNG decodes, 960 px wide, taller with more skills."""
@@ -68,7 +66,6 @@ def test_the_png_decodes_at_its_size_whatever_the_labels() -> None:
     assert _png(progress_png(capped, "fr", "x")).height >= sizes["many"] - 60
 
 
-@pytest.mark.single_pass
 def test_the_progress_link_opens_one_student_until_it_expires() -> None:
     settings = load_settings({"SECRET_KEY": "k1", "PROGRESS_LINK_TTL_S": "3600"})
     now = 1_800_000_000.0

@@ -13,8 +13,6 @@ from bot.safety import caring_reply, fold, load_phrases, read_result
 from bot.storage.models import User
 from tests.fakes.moderation import CATEGORIES
 
-pytestmark = pytest.mark.single_pass
-
 DISTRESS = [
     ("Je veux mourir", "self_harm"), ("jveux mouriiir", "self_harm"), ("g envie de mourir", "self_harm"),
     ("J’ai envie d’en finir", "self_harm"), ("je vais me suicider ce soir", "self_harm"),

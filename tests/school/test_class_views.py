@@ -21,7 +21,6 @@ from tests.support.ports import free_port
 ACTIVE, QUIET, NEVER, FALLING = "+2250701020301", "+2250701020302", "+2250701020303", "+2250701020304"
 
 
-@pytest.mark.single_pass
 def test_bkt_before_undoes_bkt_update() -> None:
     learning = Learning()
     start, p = 0.2, 0.2

@@ -6,8 +6,6 @@ import pytest
 
 from bot.school import RosterError, import_level, read_roster
 
-pytestmark = pytest.mark.single_pass
-
 HEADER = "phone,name,level,parent_phone\n"
 
 

@@ -1,9 +1,10 @@
 """The whole bot on real servers, for end-to-end tests.
 
 A `Harness` runs the real aiohttp app on a loopback port, the real pipeline (workers, sweeper) and
-the real handler chain, on a real database (SQLite or PostgreSQL: TEST_DATABASE) and real state
-(in-process or Redis: TEST_STATE), with Twilio and the LLM stood in by local servers speaking
-their wire formats (tests/fakes). Webhooks are signed with the twilio library, as Twilio does.
+the real handler chain, on a real database and real state (a SQLite file with in-process state,
+or PostgreSQL with Redis: the test's backend, tests/conftest.py), with Twilio and the LLM stood in
+by local servers speaking their wire formats (tests/fakes). Webhooks are signed with the twilio
+library, as Twilio does.
 """
 
 from __future__ import annotations
@@ -44,13 +45,23 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 _sids = itertools.count(1)
 
 
+# The two backends a test that asks for the database runs on: a SQLite file with in-process state
+# (the single-process deployment), and PostgreSQL with Redis (the scaled-out one).
+BACKENDS: dict[str, tuple[str, str]] = {"sqlite": ("sqlite", "memory"), "postgres": ("postgres", "redis")}
+
+
 def backend() -> tuple[str, str]:
-    database = os.environ.get("TEST_DATABASE", "sqlite").lower()
-    state = os.environ.get("TEST_STATE", "memory").lower()
-    if database not in ("sqlite", "postgres") or state not in ("memory", "redis"):
-        raise RuntimeError(f"TEST_DATABASE must be sqlite|postgres and TEST_STATE memory|redis, got "
-                           f"{database!r} and {state!r}")
-    return database, state
+    """The (database, state) of the running test's backend, which its `backend_name` fixture set."""
+    return _current
+
+
+def use_backend(name: str) -> tuple[str, str]:
+    global _current
+    _current = BACKENDS[name]
+    return _current
+
+
+_current = BACKENDS["sqlite"]
 
 
 def new_sid(prefix: str = "SM") -> str:
@@ -66,10 +77,12 @@ def sign(auth_token: str, url: str, params: Mapping[str, str] | Sequence[tuple[s
 
 @dataclass
 class Database:
-    """A fresh database for one test: its URL and how to give it back."""
+    """A fresh database for one test: its URL, its kind (sqlite, postgres) and the shared state that
+    goes with it (memory, redis)."""
 
     url: str
     kind: str
+    state: str = "memory"
 
 
 @dataclass
@@ -343,7 +356,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "LLM_RETRY_BASE_S": "0.01",
         "LOG_LEVEL": "WARNING",
     }
-    if backend()[1] == "redis":
+    if database.state == "redis":
         values["REDIS_URL"] = REDIS_URL
         values["REDIS_KEY_PREFIX"] = redis_prefix
     values.update({k: str(v) for k, v in env.items()})
@@ -351,7 +364,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
     clock = clock or ManualClock()
     services = await build_services(settings, clock=clock)
     if not await services.state.ping():
-        raise RuntimeError(f"Redis does not answer at {settings.redis_url} (TEST_STATE=redis)")
+        raise RuntimeError(f"Redis does not answer at {settings.redis_url} (the postgres backend)")
     app = create_app(services, extra_routes=registered_routes())
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
@@ -415,7 +428,7 @@ async def migrate_template(kind: str, workdir: Path) -> str:
     try:
         return await create_postgres_database(POSTGRES_ADMIN_URL, "deblo_test", durable=False)
     except RuntimeError as exc:
-        raise RuntimeError(f"{exc} (TEST_DATABASE=postgres)") from exc
+        raise RuntimeError(f"{exc} (the postgres backend)") from exc
 
 
 async def drop_template(kind: str, url: str) -> None:
@@ -423,12 +436,14 @@ async def drop_template(kind: str, url: str) -> None:
         await drop_postgres_database(POSTGRES_ADMIN_URL, url)
 
 
-async def fresh_database(kind: str, template_url: str, workdir: Path) -> Database:
+async def fresh_database(name: str, template_url: str, workdir: Path) -> Database:
+    """The test's own copy of the migrated template on backend `name` (see BACKENDS)."""
+    kind, state = BACKENDS[name]
     if kind == "sqlite":
         source = Path(template_url.split(":///", 1)[1])
         target = workdir / "deblo.db"
         shutil.copyfile(source, target)
-        return Database(url=f"sqlite+aiosqlite:///{target}", kind=kind)
+        return Database(url=f"sqlite+aiosqlite:///{target}", kind=kind, state=state)
     import asyncpg
 
     dsn = template_url.replace("postgresql+asyncpg://", "postgresql://")
@@ -437,7 +452,7 @@ async def fresh_database(kind: str, template_url: str, workdir: Path) -> Databas
         await conn.execute(_EMPTY_POSTGRES)
     finally:
         await conn.close()
-    return Database(url=template_url, kind=kind)
+    return Database(url=template_url, kind=kind, state=state)
 
 
 # Every table of the schema emptied, every sequence back at its start, as `TRUNCATE … RESTART
@@ -479,4 +494,4 @@ async def clear_redis(prefix: str, redis_url: str = REDIS_URL) -> None:
         await client.aclose()
 
 
-__all__ = ["Harness", "backend", "new_sid", "sign", "start_harness"]
+__all__ = ["BACKENDS", "Harness", "backend", "new_sid", "sign", "start_harness", "use_backend"]

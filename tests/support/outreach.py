@@ -23,8 +23,8 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from bot.agent.toolspec import ToolContext
 from bot.config import load_settings
 from bot.services import Services, build_services
-from bot.storage.migrate import upgrade
 from bot.storage.models import User, UserFile
+from tests.support.harness import Database
 from tests.support.ports import free_port
 
 
@@ -107,14 +107,16 @@ BASE_ENV = {
 
 
 @pytest.fixture
-async def make_services(tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
+async def make_services(test_database: Database,
+                        tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
+    """Services on the test's database (a copy of the migrated template), each with a data dir of its own."""
     built: list[Services] = []
 
     async def make(**env: str) -> Services:
         data_dir = tmp_path / f"data{len(built)}"
-        settings = load_settings({**BASE_ENV, "DATA_DIR": str(data_dir), **env})
+        settings = load_settings({**BASE_ENV, "DATA_DIR": str(data_dir), "DATABASE_URL": test_database.url,
+                                  **env})
         services = await build_services(settings)
-        await upgrade(settings.database_url, engine=services.engine)
         built.append(services)
         return services
 
