@@ -6,13 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from aiohttp import web
 
 from bot.cli import registered_routes
 from bot.web.admin.pages import SIGNED_IN
-
-pytestmark = pytest.mark.single_pass
 
 # The handlers that need no session, and why.
 NO_SESSION_NEEDED = {

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.single_pass
-
 ROOT = Path(__file__).resolve().parents[2]
 
 # What only a page (or its style and script) holds: a document's or an element's opening tag, a CSS

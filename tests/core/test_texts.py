@@ -8,11 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from bot.texts import fr_en
-
-pytestmark = pytest.mark.single_pass
 
 ROOT = Path(__file__).resolve().parents[2]
 THE_RULE = ROOT / "bot" / "texts.py"
