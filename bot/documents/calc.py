@@ -351,7 +351,8 @@ class _Engine:
 def _moved(name: str, here: str) -> str:
     from openpyxl.formula.translate import Translator
 
-    return Translator("=" + name, origin=ANCHOR).translate_formula(here)[1:]
+    formula: str = Translator("=" + name, origin=ANCHOR).translate_formula(here)
+    return formula[1:]
 
 
 def _plain(result: Any) -> Any:

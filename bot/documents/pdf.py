@@ -449,7 +449,7 @@ def flowables(doc: Document, width: float, landscape_width: float | None = None)
 def _numbered_canvas(max_pages: int, counted: list[int]) -> type:
     from reportlab.pdfgen import canvas
 
-    class NumberedCanvas(canvas.Canvas):
+    class NumberedCanvas(canvas.Canvas):  # type: ignore[misc]  # reportlab has no stubs here: Canvas is Any
         """Draws "n / N" on each page once N is known; stops past `max_pages`."""
 
         def __init__(self, *args: object, **kwargs: object) -> None:

@@ -111,7 +111,9 @@ async def store(
     else:
         add_file = getattr(library, "add_file", None)
     if add_file is not None:
-        return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin=origin)
+        stored: UserFile = await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data,
+                                          origin=origin)
+        return stored
     key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"
     await services.files.put(key, data)
     row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin=origin, storage_key=key,
