@@ -440,7 +440,7 @@ async def start_metrics_site(services: Services) -> web.AppRunner | None:
     return runner
 
 
-def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
+def create_app(services: Services, *, extra_routes: Iterable[web.AbstractRouteDef] = ()) -> web.Application:
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
     # No POST this app takes (Twilio's forms, a payment provider's JSON) comes near WEBHOOK_MAX_BYTES.

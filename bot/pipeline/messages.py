@@ -30,7 +30,7 @@ from bot.storage.state import is_unavailable
 
 log = logging.getLogger("bot.pipeline.workers")
 
-Dispatch = Callable[[Incoming], Awaitable[Any]]
+Dispatch = Callable[[Incoming], Awaitable[str]]  # the name of the handler that took the message
 
 
 class Ran(enum.Enum):
