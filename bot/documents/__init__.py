@@ -6,6 +6,11 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from bot.documents.errors import DocumentError
+
+__all__ = ["CPU_TIMEOUT_S", "DocumentError", "calc", "charts", "content", "convert", "docx", "extract",
+           "markdown", "names", "pdf", "pptx", "run_cpu", "run_in_thread", "sheet_pdf", "xlsx"]
+
 T = TypeVar("T")
 
 # A generator or extractor that runs past this is stopped (the tool timeout is the outer bound).

@@ -19,6 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.documents.errors import DocumentError
 from bot.documents.xlsx import Sheet, build_xlsx
 
 FLAG = "⚠ "
@@ -56,7 +57,7 @@ class Computed:
         return [u.for_model() for u in self.uncomputed[:limit]]
 
 
-class _Failed(Exception):
+class _Failed(DocumentError):
     """A formula the engine could not compute; the message says why."""
 
 

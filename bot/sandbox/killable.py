@@ -18,13 +18,15 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar, cast
 
+from bot.sandbox.errors import SandboxError
+
 T = TypeVar("T")
 
 # forkserver: children start from a clean process, not a copy of this one with its threads and locks.
 _CTX = multiprocessing.get_context("forkserver")
 
 
-class KillableError(Exception):
+class KillableError(SandboxError):
     """The function raised in the child; the message carries its traceback."""
 
 
