@@ -90,7 +90,8 @@ def test_no_domain_defines_an_exception_inside_a_function() -> None:
                 if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
                 for node in ast.walk(func):
-                    names = [ast.unparse(b) for b in node.bases] if isinstance(node, ast.ClassDef) else []
-                    if any(n.endswith(("Error", "Exception")) for n in names):
+                    if not isinstance(node, ast.ClassDef):
+                        continue
+                    if any(ast.unparse(b).endswith(("Error", "Exception")) for b in node.bases):
                         nested.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not nested, "exception classes defined inside functions: " + ", ".join(nested)
