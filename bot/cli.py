@@ -15,9 +15,17 @@ import sys
 import uuid
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from bot.periodic import Job
+    from bot.pipeline.job_workers import RunJob
+    from bot.pipeline.messages import Dispatch
+    from bot.services import Services
 
 log = logging.getLogger("bot.cli")
 
@@ -25,7 +33,7 @@ log = logging.getLogger("bot.cli")
 # --- what the application is made of ----------------------------------------------------------
 
 
-def dispatch_function(warm: bool = True) -> Any:
+def dispatch_function(warm: bool = True) -> Dispatch:
     """The handler chain the workers run for each inbound message; with `warm`, its modules and the
     24 tools' are imported now: imported at the first message instead (matplotlib, the document
     libraries), they held the event loop for seconds while turns were running, long enough on a
@@ -40,14 +48,14 @@ def dispatch_function(warm: bool = True) -> Any:
     return dispatch
 
 
-def job_runner() -> Any:
+def job_runner() -> RunJob:
     """What a background job runs (bot.pipeline.job_workers.JobWorkers): the agent turn carried on."""
     from handlers.turn import run_job
 
     return run_job
 
 
-def registered_jobs() -> list[Any]:
+def registered_jobs() -> list[Job]:
     """Periodic jobs (bot.periodic.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
     from bot.assistant.tasks import reminder_jobs
@@ -61,9 +69,9 @@ def registered_jobs() -> list[Any]:
             *retention_jobs(), *index_jobs()]
 
 
-def registered_routes() -> list[Any]:
+def registered_routes() -> list[web.AbstractRouteDef]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
-    routes: list[Any] = []
+    routes: list[web.AbstractRouteDef] = []
     from bot.web.admin import ROUTES as admin_routes
     from bot.web.job_stream import ROUTES as job_page_routes
     from bot.web.payment_webhook import ROUTES as payment_routes
@@ -251,7 +259,7 @@ def _read_line() -> str | None:
         return None
 
 
-async def _wait_done(services: Any, row_id: int) -> None:
+async def _wait_done(services: Services, row_id: int) -> None:
     from bot.storage.models import InboundMessage
 
     while True:
@@ -326,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _school_parsers(sub: Any) -> None:
+def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     """`cohorts …` and `operators …` (bot.console.school runs them)."""
     cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list")
     cohorts_sub = cohorts_parser.add_subparsers(dest="cohorts_command", required=True)

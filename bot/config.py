@@ -21,7 +21,8 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from bot import config_groups as groups  # the newer groups: groups.Safety, groups.Costs, …
 from bot.config_groups import TWILIO_DEFAULT_API as TWILIO_DEFAULT_API  # where callers have found it
-from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, Limits, LocaleEnvironment
+from bot.config_groups import ChannelEnvironment, Learning, LearningEnvironment, LocaleEnvironment
+from bot.config_groups import Limits as Limits  # settings.limits's type, found here by the agent and tests
 from bot.config_values import (
     LOWERED,
     CreditPacks,

@@ -68,7 +68,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = config.getoption("--backend")
     if chosen == "all":
         return
-    kept, left = [], []
+    kept: list[pytest.Item] = []
+    left: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("backend_name") if callspec else None

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
+from functools import partial
 
 from bot.learning import SkillView
 from bot.learning.progress_chart import ProgressData, Week, chart_svgs, progress_png
@@ -63,9 +64,9 @@ def rows(repeat: int = 5, cases: tuple[tuple[str, int], ...] = CASES) -> list[Ro
         png = progress_png(data, "fr", "Progrès de Awa")
         svgs = chart_svgs(data, "fr")
         found.append(Row(case=case, skills=skills,
-                         png_ms=_median_ms(lambda d=data: progress_png(d, "fr", "Progrès de Awa"), repeat),
+                         png_ms=_median_ms(partial(progress_png, data, "fr", "Progrès de Awa"), repeat),
                          png_kb=len(png) / 1024,
-                         svg_ms=_median_ms(lambda d=data: chart_svgs(d, "fr"), repeat),
+                         svg_ms=_median_ms(partial(chart_svgs, data, "fr"), repeat),
                          svg_kb=sum(len(s.encode()) for s in svgs) / 1024))
     return found
 

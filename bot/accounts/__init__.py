@@ -40,11 +40,17 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from bot.accounts.errors import AccountBusy, AccountError, AccountsError
 from bot.billing import credits
 from bot.channel import menus
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Base, OutboundMessage, ParentLink, User
+
+__all__ = ["DELIVERY_HINTS", "ERASED_STEP", "KEPT_FOR_ACCOUNTING", "MAX_DEPTH", "MODES", "PHONE_COLUMNS",
+           "REDACTED", "AccountBusy", "AccountError", "AccountsError", "ForgetReport", "deletion_request_key",
+           "describe", "describe_text", "enrol", "export", "find_user", "forget", "forget_number",
+           "identifiers", "role_for", "unaddress"]
 
 log = logging.getLogger("bot.accounts")
 
@@ -56,10 +62,6 @@ ERASED_STEP = "erased"  # onboarding_step of the placeholder that holds kept led
 # Shorter than any E.164 number, so that a replaced value always fits its column.
 REDACTED = "[effacé]"
 MAX_DEPTH = 6
-
-
-class AccountError(ValueError):
-    """A request that cannot be done as asked (the console answers exit code 2)."""
 
 
 # --- lookup and enrolment ------------------------------------------------------------------------
@@ -513,10 +515,6 @@ async def forget(services: Services, user_id: int | None, phone: str | None,
     log.info("account erased", extra={"user_id": user_id, "deleted": dict(report.deleted),
                                       "kept": report.kept, "files": report.files_deleted})
     return report
-
-
-class AccountBusy(RuntimeError):
-    pass
 
 
 async def forget_number(services: Services, phone: str, *, wait_s: float = 30.0) -> ForgetReport:

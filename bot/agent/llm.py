@@ -216,7 +216,7 @@ class LLMClient:
             body["messages"] = mark_stable_prefix(body["messages"])
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        base = self.settings.llm_retry_base_s * (2**attempt)
+        base = self.settings.llm_retry_base_s * (2.0**attempt)
         wait = base * (0.5 + random.random())
         if retry_after is not None:
             wait = max(wait, min(retry_after, 30.0))

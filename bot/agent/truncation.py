@@ -106,7 +106,7 @@ def mark_untrusted(result: dict[str, Any], source: str) -> dict[str, Any]:
             return untrusted.wrap(value, source, envelope_id)
         return value
 
-    wrapped = walk(result)
+    wrapped: dict[str, Any] = walk(result)
     if wrapped != result:
         wrapped["untrusted_data"] = untrusted.notice(source, envelope_id)
     return wrapped

@@ -12,6 +12,7 @@ import unicodedata
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.assistant.errors import AssistantError
 from bot.storage.db import rowcount
 from bot.storage.models import Memory, utcnow
 
@@ -21,7 +22,7 @@ MAX_FACT_CHARS = 300
 MAX_PROMPT_CHARS = 3000
 
 
-class MemoryFull(Exception):
+class MemoryFull(AssistantError):
     pass
 
 

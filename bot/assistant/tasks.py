@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.assistant.errors import AssistantError
 from bot.channel.keywords import stop_line
 from bot.channel.scheduled import Outgoing, deliver_due, plan
 from bot.clock import zone
@@ -40,7 +41,7 @@ DEFAULT_DUE_TIME = time(9, 0)
 _BATCH = 200
 
 
-class TaskInputError(ValueError):
+class TaskInputError(AssistantError, ValueError):
     """The model or the user gave a task we cannot store; the message says what to fix."""
 
 

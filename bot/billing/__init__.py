@@ -3,4 +3,6 @@ allowance, credit packs) and the payment providers behind the packs (`payments`:
 protocol, Paystack, the local provider used in trials and tests). Pages and webhooks that take a
 payment are in bot.web."""
 
-__all__ = ["credits", "payments"]
+from bot.billing.errors import BillingError
+
+__all__ = ["BillingError", "credits", "payments"]

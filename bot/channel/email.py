@@ -128,7 +128,8 @@ def text_to_html(text: str) -> str:
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
-    return renderer.render(text or "")
+    html: str = renderer.render(text or "")
+    return html
 
 
 # Text structure only: nothing a mail client would fetch (img, link, style, fonts, media, frames).

@@ -86,7 +86,8 @@ async def get_menu(services: Services, conversation_id: int, *,
                    db: AsyncSession | None = None) -> dict[str, Any] | None:
     raw = await services.state.kv_get(_key(conversation_id))
     if raw is not None:
-        return json.loads(raw)
+        menu: dict[str, Any] = json.loads(raw)
+        return menu
     row = await _row(services, conversation_id, db)
     if row is None or row.expires_at <= _now():
         return None

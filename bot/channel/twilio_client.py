@@ -55,7 +55,9 @@ class TwilioNotConfigured(TwilioSendError):
 
 
 def _is_rate_limited(exc: TwilioRestException) -> bool:
-    return exc.status == 429 or exc.code == 20429
+    status: int = exc.status
+    code: int | None = exc.code
+    return status == 429 or code == 20429
 
 
 class TwilioClient:
@@ -131,7 +133,7 @@ class TwilioClient:
         raise last_error
 
     def _backoff(self, attempt: int) -> float:
-        base = self.settings.twilio_backoff_s * (2 ** (attempt - 1))
+        base = self.settings.twilio_backoff_s * (2.0 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
     async def find_sent(self, fields: dict[str, Any], since: datetime) -> SentMessage | None:

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from multidict import MultiDict
 from sqlalchemy import case, or_, select, text, update
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -410,7 +411,7 @@ BACKGROUND: web.AppKey[set[asyncio.Task[None]]] = web.AppKey("background", set)
 
 
 @web.middleware
-async def log_scope(request: web.Request, handler: Any) -> web.StreamResponse:
+async def log_scope(request: web.Request, handler: Handler) -> web.StreamResponse:
     """The ids a request's handler binds (bot.logs) end with it: a keep-alive connection serves
     one request after another, and none may carry the ids of the one before."""
     with logs.scope():
@@ -439,7 +440,7 @@ async def start_metrics_site(services: Services) -> web.AppRunner | None:
     return runner
 
 
-def create_app(services: Services, *, extra_routes: Iterable[Any] = ()) -> web.Application:
+def create_app(services: Services, *, extra_routes: Iterable[web.AbstractRouteDef] = ()) -> web.Application:
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
     # No POST this app takes (Twilio's forms, a payment provider's JSON) comes near WEBHOOK_MAX_BYTES.

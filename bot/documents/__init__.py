@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
+
+from bot.documents.errors import DocumentError
+
+__all__ = ["CPU_TIMEOUT_S", "DocumentError", "calc", "charts", "content", "convert", "docx", "extract",
+           "markdown", "names", "pdf", "pptx", "run_cpu", "run_in_thread", "sheet_pdf", "xlsx"]
 
 T = TypeVar("T")
 
@@ -34,7 +39,7 @@ async def run_cpu(fn: Callable[..., T], *args: Any, timeout_s: float = CPU_TIMEO
     status, value = await run_killable(_call, fn, args, timeout_s=timeout_s)
     if status == "content_error":
         raise ContentError(value)
-    return value
+    return cast(T, value)  # what fn returned, unpickled from the child
 
 
 async def run_in_thread(fn: Callable[..., T], *args: Any, timeout_s: float = CPU_TIMEOUT_S) -> T:

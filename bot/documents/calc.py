@@ -19,6 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.documents.errors import DocumentError
 from bot.documents.xlsx import Sheet, build_xlsx
 
 FLAG = "⚠ "
@@ -56,7 +57,7 @@ class Computed:
         return [u.for_model() for u in self.uncomputed[:limit]]
 
 
-class _Failed(Exception):
+class _Failed(DocumentError):
     """A formula the engine could not compute; the message says why."""
 
 
@@ -351,7 +352,8 @@ class _Engine:
 def _moved(name: str, here: str) -> str:
     from openpyxl.formula.translate import Translator
 
-    return Translator("=" + name, origin=ANCHOR).translate_formula(here)[1:]
+    formula: str = Translator("=" + name, origin=ANCHOR).translate_formula(here)
+    return formula[1:]
 
 
 def _plain(result: Any) -> Any:

@@ -14,15 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.channel.maths import latex_to_text
+from bot.documents.errors import DocumentError
 
 MAX_BLOCKS = 3000
 MAX_TOTAL_CHARS = 400_000
 MAX_TITLE_CHARS = 300
 MAX_BLOCK_CHARS = 20_000
 MAX_LIST_ITEMS = 500
-MAX_TABLE_COLUMNS = 20
-MAX_TABLE_ROWS = 5000
-MAX_TABLE_CELLS = 60_000
+MAX_TABLE_COLUMNS, MAX_TABLE_ROWS, MAX_TABLE_CELLS = 20, 5000, 60_000
 
 BLOCK_TYPES = ("heading", "paragraph", "bullets", "table", "page_break")
 
@@ -44,7 +43,7 @@ BLOCK_SCHEMA: dict[str, Any] = {
 }
 
 
-class ContentError(ValueError):
+class ContentError(DocumentError, ValueError):
     """The content cannot be made into a document; the message says what to change."""
 
 

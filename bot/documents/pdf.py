@@ -24,6 +24,7 @@ from bot.documents.content import (
     language_tag,
     plain,
 )
+from bot.documents.errors import DocumentError
 
 MAX_PAGES = 100
 
@@ -106,14 +107,11 @@ def _coverage() -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
 
     register_fonts()
     symbols = pdfmetrics.getFont(SYMBOLS_FONT).face.charToGlyph if SYMBOLA.is_file() else {}
-    return (
-        pdfmetrics.getFont(FONT).face.charToGlyph,
-        pdfmetrics.getFont(FONT + "-Bold").face.charToGlyph,
-        symbols,
-    )
+    regular, bold = pdfmetrics.getFont(FONT).face, pdfmetrics.getFont(FONT + "-Bold").face
+    return regular.charToGlyph, bold.charToGlyph, symbols
 
 
-class TooManyPages(Exception):
+class TooManyPages(DocumentError):
     pass
 
 
@@ -449,7 +447,7 @@ def flowables(doc: Document, width: float, landscape_width: float | None = None)
 def _numbered_canvas(max_pages: int, counted: list[int]) -> type:
     from reportlab.pdfgen import canvas
 
-    class NumberedCanvas(canvas.Canvas):
+    class NumberedCanvas(canvas.Canvas):  # type: ignore[misc]  # reportlab has no stubs here: Canvas is Any
         """Draws "n / N" on each page once N is known; stops past `max_pages`."""
 
         def __init__(self, *args: object, **kwargs: object) -> None:

@@ -188,7 +188,7 @@ Box = tuple[int, int, int, int]  # left, top, width, height in EMU
 def _width_pt(text: str, size: float, bold: bool = False) -> float:
     from reportlab.pdfbase.pdfmetrics import stringWidth
 
-    return stringWidth(text, "Helvetica-Bold" if bold else "Helvetica", size) * WIDTH_FACTOR
+    return float(stringWidth(text, "Helvetica-Bold" if bold else "Helvetica", size)) * WIDTH_FACTOR
 
 
 def _lines(text: str, size: float, width_pt: float, bold: bool = False) -> int:

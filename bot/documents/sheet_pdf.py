@@ -163,7 +163,8 @@ def _sheet_blocks(name: str, rows: list[list[str]], headed: bool, language: str)
 def _letter(index: int) -> str:
     from openpyxl.utils import get_column_letter
 
-    return get_column_letter(index + 1)
+    letter: str = get_column_letter(index + 1)
+    return letter
 
 
 def column_groups(rows: list[list[str]]) -> list[list[int]]:

@@ -20,11 +20,17 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.jobs.errors import JobError
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import GenerationJob, JobEvent, User
 from bot.storage.state import is_unavailable
 from bot.texts import fr_en
+
+__all__ = ["ACTIVE", "CANCELLED", "COMPLETED", "ENDED", "FAILED", "QUEUED", "RUNNING", "STARTING", "JobError",
+           "active_job", "active_jobs", "create_job", "duration_text", "event_dict", "events",
+           "last_ended_job", "live_line", "progress_channel", "record_event", "request_cancel", "status_text",
+           "step_label", "user_jobs_ahead"]
 
 log = logging.getLogger(__name__)
 

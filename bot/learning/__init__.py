@@ -3,6 +3,7 @@ when each quiz item comes back (FSRS), the class level and the sessions; recordi
 review rounds; what is known of a learner, read back (progress, the prompt's learner block) and the
 practice nudges."""
 
+from bot.learning.errors import LearningError
 from bot.learning.items import due_count, due_items, recently_missed
 from bot.learning.levels import (
     CYCLES,
@@ -63,6 +64,7 @@ __all__ = [
     "SUBJECTS",
     "Cycle",
     "LearnerView",
+    "LearningError",
     "Round",
     "SkillView",
     "bkt_update",

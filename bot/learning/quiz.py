@@ -29,6 +29,7 @@ from bot.agent.toolspec import ToolContext, tool_error
 from bot.channel.buttons import Menu
 from bot.channel.menus import get_menu, set_menu
 from bot.learning import keep_item, subject_for
+from bot.learning.errors import LearningError
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation
@@ -44,7 +45,7 @@ KEYCAPS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
 LETTERS = "abcd"
 
 
-class QuizError(ValueError):
+class QuizError(LearningError, ValueError):
     """The quiz cannot be asked; the message says why, for the model."""
 
 

@@ -10,6 +10,7 @@ on its pages and paragraphs), `text` (the keyword text both databases index), `e
 
 from bot.library.chunks import Chunk, chunk_file
 from bot.library.embeddings import Embedder, EmbeddingError, LocalEmbedder, OpenAIEmbedder, embedder_for
+from bot.library.errors import LibraryError
 from bot.library.files import (
     ORIGINS,
     WHATSAPP_MEDIA_TYPES,
@@ -44,6 +45,7 @@ __all__ = [
     "EmbedReport",
     "Embedder",
     "EmbeddingError",
+    "LibraryError",
     "LocalEmbedder",
     "OpenAIEmbedder",
     "SearchHit",

@@ -13,6 +13,7 @@ import httpx
 import numpy as np
 
 from bot.config_groups import LibrarySearch
+from bot.library.errors import LibraryError
 from bot.services import Services
 
 __all__ = [
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class EmbeddingError(Exception):
+class EmbeddingError(LibraryError):
     """The texts could not be embedded now (the chunks stay keyword-indexed and are retried)."""
 
 

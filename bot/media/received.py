@@ -22,14 +22,15 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.config import Settings
+from bot.media.errors import MediaError
 from bot.services import Services
 from bot.storage.models import InboundMessage, User, UserFile
 
 log = logging.getLogger("bot.media.received")
 
 
-class MediaError(Exception):
-    pass
+class DownloadError(MediaError):
+    """A file Twilio holds could not be fetched (not a Twilio URL, an HTTP error, too large)."""
 
 
 def _extension(mime: str) -> str:
@@ -76,27 +77,27 @@ async def download(services: Services, raw_url: str) -> tuple[bytes, str]:
     settings = services.settings
     url = media_url(settings, raw_url)
     if url is None:
-        raise MediaError(f"not a Twilio media URL: {raw_url[:200]!r}")
+        raise DownloadError(f"not a Twilio media URL: {raw_url[:200]!r}")
     auth = (settings.twilio_account_sid, settings.twilio_auth_token) if settings.twilio_account_sid else None
     cap = settings.media_max_bytes
     try:
         async with services.http.stream("GET", url, auth=auth, follow_redirects=True,
                                         timeout=httpx.Timeout(30.0, connect=10.0)) as resp:
             if resp.status_code != 200:
-                raise MediaError(f"HTTP {resp.status_code}")
+                raise DownloadError(f"HTTP {resp.status_code}")
             declared = resp.headers.get("Content-Length")
             if declared and declared.isdigit() and int(declared) > cap:
-                raise MediaError(f"file too large ({declared} bytes)")
+                raise DownloadError(f"file too large ({declared} bytes)")
             chunks: list[bytes] = []
             size = 0
             async for chunk in resp.aiter_bytes():
                 size += len(chunk)
                 if size > cap:
-                    raise MediaError(f"file too large (over {cap} bytes)")
+                    raise DownloadError(f"file too large (over {cap} bytes)")
                 chunks.append(chunk)
             return b"".join(chunks), resp.headers.get("Content-Type", "")
     except httpx.HTTPError as exc:
-        raise MediaError(f"download failed: {exc!r}") from exc
+        raise DownloadError(f"download failed: {exc!r}") from exc
 
 
 async def store(
@@ -111,7 +112,9 @@ async def store(
     else:
         add_file = getattr(library, "add_file", None)
     if add_file is not None:
-        return await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data, origin=origin)
+        stored: UserFile = await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data,
+                                          origin=origin)
+        return stored
     key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"
     await services.files.put(key, data)
     row = UserFile(user_id=user_id, name=name, mime=mime, size=len(data), origin=origin, storage_key=key,
@@ -136,7 +139,7 @@ async def receive_all(
             stamp = (row.created_at or services.clock()).strftime("%Y%m%d-%H%M%S")
             name = f"{mime.split('/')[0]}-{stamp}-{index + 1}{_extension(mime)}"
             received.append(await store(services, db, user.id, name, mime, data))
-        except MediaError as exc:
+        except DownloadError as exc:
             failed += 1
             log.warning("media not received", extra={"inbound_id": row.id, "index": index, "error": str(exc)})
         except Exception:

@@ -25,6 +25,7 @@ from bot import credentials, library
 from bot.agent import vision
 from bot.billing import credits
 from bot.channel.context import Incoming
+from bot.media.errors import MediaError
 from bot.storage.models import UserFile
 from bot.texts import fr_en
 
@@ -47,7 +48,7 @@ _SPOKEN_NUMBERS = {
 _NUMBER_LEAD = re.compile(r"^(?:LA |LE |NUMERO |NUMBER |REPONSE |ANSWER )")
 
 
-class SpeechError(Exception):
+class SpeechError(MediaError):
     """`kind`: too_long | unreadable | failed | unavailable."""
 
     def __init__(self, kind: str, detail: str = "") -> None:

@@ -31,7 +31,7 @@ from bot.texts import fr_en
 
 log = logging.getLogger("bot.pipeline.workers")
 
-Dispatch = Callable[[Incoming], Awaitable[Any]]
+Dispatch = Callable[[Incoming], Awaitable[str]]  # the name of the handler that took the message
 
 
 class Ran(enum.Enum):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.config import Settings
+from bot.safety.errors import SafetyError
 from bot.safety.flags import EXCERPT_MAX, open_flags, raise_flag
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
@@ -23,8 +24,8 @@ from bot.safety.reply import caring_reply, helpline_of
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "MODERATION_MIN_WORDS", "Detection", "Recipients", "assess",
-           "caring_reply", "concerned", "fold", "helpline_of", "load_phrases", "moderate", "notify",
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "MODERATION_MIN_WORDS", "Detection", "Recipients", "SafetyError",
+           "assess", "caring_reply", "concerned", "fold", "helpline_of", "load_phrases", "moderate", "notify",
            "open_flags", "parent_note", "raise_flag", "read_result", "recipients"]
 
 

@@ -2,4 +2,6 @@
 group per sandbox (`cgroup`, v2 or v1), and blocking work in a child process that is killed on a
 timeout or a cancellation (`killable`). Imports nothing of the bot's domains."""
 
-__all__ = ["bwrap", "cgroup", "killable"]
+from bot.sandbox.errors import SandboxError
+
+__all__ = ["SandboxError", "bwrap", "cgroup", "killable"]

@@ -31,6 +31,7 @@ from typing import Any
 
 from bot.config import Settings
 from bot.sandbox import cgroup
+from bot.sandbox.errors import SandboxError
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +102,8 @@ class Result:
 
     def as_tool_result(self) -> dict[str, Any]:
         error = self.limit_error()
-        out: dict[str, Any] = {
-            "success": self.exit_code == 0 and error is None,
-            "exit_code": self.exit_code,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-        }
+        out: dict[str, Any] = {"success": self.exit_code == 0 and error is None, "exit_code": self.exit_code,
+                               "stdout": self.stdout, "stderr": self.stderr}
         if error:
             out["error"] = error
         if self.stdout_truncated or self.stderr_truncated:
@@ -114,7 +111,7 @@ class Result:
         return out
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(SandboxError, RuntimeError):
     """bubblewrap (or prlimit, or a control group) is missing or cannot create a sandbox here."""
 
 

@@ -28,6 +28,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.sandbox.errors import SandboxError
+
 log = logging.getLogger(__name__)
 
 CONTROLLERS = ("memory", "pids", "cpu")
@@ -39,7 +41,7 @@ _OWN = Path("/proc/self/cgroup")
 _to_remove: set[Path] = set()
 
 
-class CgroupUnavailable(RuntimeError):
+class CgroupUnavailable(SandboxError, RuntimeError):
     """No control group can be made here; the message says why."""
 
 

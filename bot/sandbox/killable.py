@@ -16,7 +16,9 @@ import os
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
+
+from bot.sandbox.errors import SandboxError
 
 T = TypeVar("T")
 
@@ -24,7 +26,7 @@ T = TypeVar("T")
 _CTX = multiprocessing.get_context("forkserver")
 
 
-class KillableError(Exception):
+class KillableError(SandboxError):
     """The function raised in the child; the message carries its traceback."""
 
 
@@ -60,7 +62,7 @@ async def run_killable(fn: Callable[..., T], *args: Any, timeout_s: float | None
             raise KillableError(f"the worker process died (exit code {process.exitcode})") from None
         if status == "error":
             raise KillableError(value)
-        return value
+        return cast(T, value)  # what fn returned, unpickled from the pipe
     finally:
         loop.remove_reader(parent.fileno())
         parent.close()

@@ -27,6 +27,7 @@ from bot.school.classes import (
     skills_to_work_on,
 )
 from bot.school.enrolment import ImportReport, enrol_roster, linked_text, make_parent, notify_parents
+from bot.school.errors import SchoolError
 from bot.school.operators import (
     ROLES,
     OperatorError,
@@ -61,6 +62,7 @@ __all__ = [
     "OperatorView",
     "RosterError",
     "RosterRow",
+    "SchoolError",
     "Student",
     "add_operator",
     "at_risk",

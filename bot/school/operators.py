@@ -15,6 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.email import normalize_address
+from bot.school.errors import SchoolError
 from bot.storage.db import rowcount
 from bot.storage.models import Cohort, Operator, OperatorCohort
 
@@ -26,7 +27,7 @@ ROLES = ("admin", "teacher")
 PASSWORD_MIN, PASSWORD_MAX = 10, 200
 
 
-class OperatorError(ValueError):
+class OperatorError(SchoolError, ValueError):
     """The request names something that is not there, or is already there (exit code 1)."""
 
 

@@ -27,6 +27,7 @@ import phonenumbers
 from bot.channel.inbound import clean_text
 from bot.channel.locale import FRENCH_ZONES
 from bot.learning import LEVELS, parse_level
+from bot.school.errors import SchoolError
 
 if TYPE_CHECKING:
     from _csv import Reader
@@ -53,7 +54,7 @@ class RosterRow:
     parent_phone: str | None  # E.164
 
 
-class RosterError(ValueError):
+class RosterError(SchoolError, ValueError):
     """The file cannot be imported; `problems` are « line N: what is wrong », in file order."""
 
     def __init__(self, problems: list[str]) -> None:

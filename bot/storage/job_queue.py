@@ -52,7 +52,8 @@ def _broker(settings: Settings) -> dramatiq.Broker:
     # within seconds instead of holding a thread, or the event loop for an enqueue, indefinitely.
     client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=5, socket_timeout=10,
                                   health_check_interval=30)
-    return RedisBroker(
+    # RedisBroker.__init__ carries no annotations in dramatiq (the package is otherwise typed).
+    return RedisBroker(  # type: ignore[no-untyped-call]
         client=client,
         namespace=settings.redis_key_prefix + "dramatiq",
         heartbeat_timeout=int(settings.job_broker_heartbeat_timeout_s * 1000),

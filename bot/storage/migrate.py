@@ -59,7 +59,8 @@ async def schema_differences(engine: AsyncEngine) -> list[Any]:
         ctx = MigrationContext.configure(
             sync_conn, opts={"include_object": include_object, "compare_type": True}
         )
-        return compare_metadata(ctx, Base.metadata)
+        differences: list[Any] = compare_metadata(ctx, Base.metadata)
+        return differences
 
     async with engine.connect() as conn:
         return await conn.run_sync(compare)

@@ -38,7 +38,10 @@ async def _files_note(msg: Incoming) -> str:
             f = await msg.db.get(UserFile, int(item["id"]))
         if f is None:
             continue
-        get = (lambda k, f=f: f.get(k)) if isinstance(f, dict) else (lambda k, f=f: getattr(f, k, None))
+
+        def get(key: str, f: Any = f) -> Any:
+            return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
+
         lines.append(f"- {get('name')} (file id {get('id')}, {get('mime')})")
     if not lines:
         return ""

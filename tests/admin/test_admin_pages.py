@@ -150,8 +150,8 @@ async def test_the_overview_counts_activity_use_and_cost(
     await make_operator(h, "admin@ecole.ci")
     admin = await logged_in(h, "admin@ecole.ci")
     try:
-        status, page, _ = await admin.get("/admin/")
-        assert status == 200
+        answer, page, _ = await admin.get("/admin/")
+        assert answer == 200
         assert '<div class="n" id="active-today">1</div>' in page
         assert '<div class="n" id="active-7">2</div>' in page
         assert '<div class="n" id="active-30">2</div>' in page

@@ -128,7 +128,7 @@ async def test_history_load_budget_pairs_and_interrupted_calls(harness: Any) -> 
         conv = Conversation(user_id=user.id)
         db.add(conv)
         await db.flush()
-        rows = []
+        rows: list[dict[str, Any]] = []
         for i in range(50):
             rows += [
                 {"role": "user", "content": f"q{i} " + "x" * 700},

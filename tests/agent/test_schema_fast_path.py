@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 from bot.agent import executor
@@ -52,7 +53,7 @@ def test_unknown_keywords_and_floats_as_integers_fall_back_to_jsonschema() -> No
     schema = {"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"]}
     assert not executor._fast_valid(schema, {"k": 1.0})
     tool = next(iter(TOOLS))
-    tool_like = type("T", (), {"parameters": schema})
+    tool_like = replace(tool, parameters=schema)
     assert executor._schema_error(tool_like, {"k": 1.0}) is None  # jsonschema takes 1.0 as an integer
     assert "required" in (executor._schema_error(tool_like, {}) or "")
     assert tool is not None

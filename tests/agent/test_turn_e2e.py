@@ -66,6 +66,7 @@ async def test_one_tool_text_before_tools_goes_out_first(harness: Any) -> None:
     assert await h.texts_to(PHONE) == ["Je calcule…", "C'est 3."]
     rows = await messages(h)
     assert [m.role for m in rows] == ["user", "assistant", "tool", "assistant"]
+    assert rows[1].tool_calls is not None and rows[2].content is not None
     assert rows[1].tool_calls[0]["id"] == rows[2].tool_call_id
     assert json.loads(rows[2].content) == {"success": True, "echo": {"x": 3}}
 

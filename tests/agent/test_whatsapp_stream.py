@@ -119,7 +119,8 @@ async def test_sms_is_counted_whole(harness: Any) -> None:
     await h.settle()
     parts = await h.texts_to(PHONE)
     assert parts == formatting.sms_parts(formatting.to_sms(ANSWER)) and len(parts) > 1
-    assert REGISTRY.get_sample_value("deblo_messages_per_answer_sum", labels) - before == len(parts)
+    after = REGISTRY.get_sample_value("deblo_messages_per_answer_sum", labels)
+    assert after is not None and after - before == len(parts)
 
 
 def test_the_bench_answers_take_fewer_messages_in_auto() -> None:

@@ -22,7 +22,7 @@ async def test_supprimer_then_oui_erases_everything_and_says_so(harness: Harness
     assert "C'est fait" in done and "effacé" in done
     assert await h.user(PHONE) is None
     assert await leftovers(h, user.id, PHONE) == []
-    assert keys and not any(h.services.files.local_path(k).exists() for k in keys)
+    assert keys and not any(h.stored_path(k).exists() for k in keys)
     async with h.services.sessions() as db:
         # The parent's own account stays, without the link.
         assert await h.user(PARENT) is not None

@@ -186,7 +186,8 @@ async def test_forget_leaves_no_row_or_file_of_that_person(harness: Harness) -> 
         ledger = select(CreditEntry.delta, CreditEntry.reason).where(CreditEntry.user_id == user.id)
         ledger_before = (await db.execute(ledger.order_by(CreditEntry.id))).all()
         balance = await db.scalar(select(User.credit_balance).where(User.id == user.id))
-    assert keys and all(h.services.files.local_path(k).exists() for k in keys)
+    assert balance is not None
+    assert keys and all(h.stored_path(k).exists() for k in keys)
     assert await leftovers(h, user.id, PHONE) != []  # the check finds what is there
 
     run = await users(h, "forget", PHONE)
@@ -194,9 +195,9 @@ async def test_forget_leaves_no_row_or_file_of_that_person(harness: Harness) -> 
     assert f"erased (user {user.id})" in run.out and "kept for accounting" in run.out
 
     assert await leftovers(h, user.id, PHONE) == []
-    assert not any(h.services.files.local_path(k).exists() for k in keys)
+    assert not any(h.stored_path(k).exists() for k in keys)
     assert not (h.settings.data_dir / "files" / f"u{user.id}").exists()
-    assert h.services.files.local_path(parent_file.storage_key).exists()
+    assert h.stored_path(parent_file.storage_key).exists()
     show = await users(h, "show", PHONE)
     assert show.code == 1 and "no user with the number" in show.err
     async with h.services.sessions() as db:

@@ -31,6 +31,7 @@ async def test_repeated_refusals_stop_proactive_sends_until_the_user_writes(harn
         assert refreshed is not None
         # Blocked at the third failure in a row (DELIVERY_BLOCK_AFTER=3), not before.
         assert (refreshed.delivery_blocked_at is not None) == (n == 2)
+    assert refreshed is not None
     assert refreshed.delivery_blocked_reason == "21614 sms: not a mobile number"
     assert refreshed.delivery_blocked_at == h.clock()
     assert h.twilio.requests == 3

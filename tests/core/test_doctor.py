@@ -113,7 +113,10 @@ async def test_twilio_account_numbers_and_sender(stand_ins: tuple[FakeTwilio, Fa
 async def _healthz_on_lan() -> tuple[web.AppRunner, str]:
     """A /healthz that answers on this machine's own network address (not loopback)."""
     app = web.Application()
-    app.router.add_get("/healthz", lambda _r: web.json_response({"ok": True}))
+    async def healthz(_request: web.Request) -> web.Response:
+        return web.json_response({"ok": True})
+
+    app.router.add_get("/healthz", healthz)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     port = free_port()

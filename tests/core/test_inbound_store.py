@@ -174,7 +174,7 @@ async def test_sqlite_text_writes_the_rows_core_writes(tmp_path: Path) -> None:
     core_results, core = await write_all(tmp_path / "core.db", sqlite_text=False)
     text_results, text = await write_all(tmp_path / "text.db", sqlite_text=True)
     assert text_results == core_results
-    assert core_results[1] == [(1, 3), (1, None), (1, None), (3, 4)]  # type: ignore[comparison-overlap]
+    assert core_results[1] == [(1, 3), (1, None), (1, None), (3, 4)]
     for name in ("inbound_messages", "users"):
         assert table(text, name) == table(core, name), name
     users = text.execute("SELECT phone, delivery_failures, delivery_blocked_at, opted_out FROM users "

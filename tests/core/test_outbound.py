@@ -279,7 +279,7 @@ async def test_a_failure_callback_records_the_error_code(harness: Harness) -> No
     await send_to_user(h.services, user, text="Perdu")
     await h.twilio.idle()
     [row] = await outbound_rows(h)
-    assert row.status == "undelivered"
+    assert row.status == "undelivered" and row.sid is not None
     status, _ = await h.post_form("/twilio/status", {"MessageSid": row.sid, "MessageStatus": "failed",
                                                      "ErrorCode": "63016",
                                                      "AccountSid": h.settings.twilio_account_sid})
@@ -388,5 +388,5 @@ async def test_chat_mode_prints_replies_and_file_paths(harness: Harness) -> None
     result = await send_to_user(h.services, user, text="Voici **ta fiche**.", media=doc)
     assert result.ok and result.channel == "cli" and h.twilio.sent == []
     printed = out.getvalue()
-    path = h.services.files.local_path(doc.storage_key)
+    path = h.stored_path(doc.storage_key)
     assert "Voici *ta fiche*." in printed and str(path) in printed and path.read_bytes() == b"%PDF"

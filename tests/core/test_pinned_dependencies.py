@@ -49,7 +49,7 @@ def test_every_dependency_is_pinned_in_its_range_with_hashes(lock: str, extras: 
 
 
 def test_the_known_fixes_are_floors_of_the_ranges() -> None:
-    floors = {canonicalize_name(Requirement(r).name): Requirement(r).specifier
+    floors = {str(canonicalize_name(Requirement(r).name)): Requirement(r).specifier
               for r in PROJECT["dependencies"]}
     for name, fixed_below in (("aiohttp", "3.14.2"), ("pillow", "12.2.0"), ("pypdf", "6.14.1")):
         assert not floors[name].contains(fixed_below), f"{name}'s floor admits {fixed_below}"

@@ -150,6 +150,8 @@ def _imports(path: Path, modules: set[str]) -> list[tuple[int, str]]:
     tree = ast.parse(path.read_text(), str(path))
     found = []
     for node in ast.walk(tree):
+        if not isinstance(node, ast.Import | ast.ImportFrom):
+            continue
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
@@ -253,8 +255,8 @@ async def test_jobs_tick_once_per_interval_across_workers(harness: Harness) -> N
     from dataclasses import replace
 
     h.services.settings = replace(h.settings, jobs_enabled=True)
-    first = Pipeline(h.services, lambda msg: asyncio.sleep(0), concurrency=1, jobs=jobs)
-    second = Pipeline(h.services, lambda msg: asyncio.sleep(0), concurrency=1, jobs=jobs)
+    first = Pipeline(h.services, lambda msg: asyncio.sleep(0, "none"), concurrency=1, jobs=jobs)
+    second = Pipeline(h.services, lambda msg: asyncio.sleep(0, "none"), concurrency=1, jobs=jobs)
     await first.start()
     await second.start()
     loop = asyncio.get_running_loop()

@@ -79,7 +79,7 @@ async def test_old_rows_and_bytes_go_recent_ones_stay_and_the_conversation_goes_
         await db.commit()
     before = {model: await ids(h, model) for model in (Message, InboundMessage, OutboundMessage, ToolEffect)}
     ledger = await ids(h, CreditEntry)
-    old_path = h.services.files.local_path(old_file.storage_key)
+    old_path = h.stored_path(old_file.storage_key)
     assert old_path.exists()
 
     h.clock.advance(days=400)
@@ -150,7 +150,7 @@ async def test_two_processes_purging_at_once_delete_each_row_once(make_harness: 
     files = []
     for i in range(3):
         file, _ = await add_rows(h, user, f"old{i}")
-        files.append(h.services.files.local_path(file.storage_key))
+        files.append(h.stored_path(file.storage_key))
     messages, outbound = len(await ids(h, Message)), len(await ids(h, OutboundMessage))
     h.clock.advance(days=400)
     other.clock.now = h.clock.now
@@ -173,7 +173,7 @@ async def test_recent_data_is_left_alone(harness: Harness) -> None:
     report = await purge(h.services, h.clock())
     assert report.total == 0
     assert {m: await ids(h, m) for m in counts} == counts
-    assert h.services.files.local_path(file.storage_key).exists()
+    assert h.stored_path(file.storage_key).exists()
 
 
 async def test_retention_days_is_a_setting(make_harness: Any) -> None:

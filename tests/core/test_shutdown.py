@@ -213,6 +213,7 @@ async def _hand_back_and_finish(h: Harness, deploy: Any, searches: SlowSearch) -
     async with aiohttp.ClientSession() as session:
         assert await d.inbound(session, JOB_PHONE, "Recherche les normes SYSCOHADA et fais le bilan") == 200
     running = await until(h, lambda j: j.status == "running" and steps_done(j) >= 2 and j.worker)
+    assert running.worker is not None
     pid = int(running.worker.rsplit(":", 1)[1])
     stopping = next(p for p in d.workers if p.pid == pid)
     begun = searches.count

@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import BodyPartReader, web
 
 # The extensions OpenAI's transcription endpoint accepts.
 ACCEPTED = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
@@ -71,6 +71,7 @@ class FakeSpeech:
         fields: dict[str, str] = {}
         upload: tuple[str, str, bytes] | None = None
         async for part in await request.multipart():
+            assert isinstance(part, BodyPartReader), "a flat form: no nested multipart"
             if part.name == "file":
                 upload = (part.filename or "", part.headers.get("Content-Type", ""), await part.read())
             elif part.name:

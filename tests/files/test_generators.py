@@ -15,6 +15,7 @@ import pytest
 from docx import Document as DocxDocument
 from pptx import Presentation
 from pypdf import PdfReader
+from pypdf.generic import DictionaryObject
 
 from bot.documents.content import MAX_TABLE_ROWS, ContentError, column_types, language_tag
 from bot.documents.convert import parse_document
@@ -70,7 +71,11 @@ def test_pdf_french_text_reads_back_with_an_embedded_truetype_font() -> None:
     assert "**" not in text  # emphasis became bold, not asterisks
     fonts = set()
     for page in reader.pages:
-        for font in page["/Resources"]["/Font"].values():
+        resources = page["/Resources"]
+        assert isinstance(resources, DictionaryObject)
+        page_fonts = resources["/Font"]
+        assert isinstance(page_fonts, DictionaryObject)
+        for font in page_fonts.values():
             fonts.add(str(font.get_object()["/BaseFont"]))
     assert any("DejaVuSans" in f for f in fonts), fonts
     assert register_fonts() == "DejaVuSans"
@@ -310,7 +315,7 @@ def test_pptx_at_and_over_the_slide_bound() -> None:
 
 def test_docx_headings_paragraphs_lists_tables() -> None:
     document = DocxDocument(io.BytesIO(build_docx(parse_document(lesson()))))
-    paragraphs = [(p.style.name, p.text) for p in document.paragraphs if p.text]
+    paragraphs = [(p.style.name if p.style else None, p.text) for p in document.paragraphs if p.text]
     assert paragraphs[0] == ("Title", "Résumé : les fractions")
     assert ("Subtitle", "Classe de 6ᵉ — Abidjan") in paragraphs
     assert ("Heading 1", "Définition") in paragraphs
@@ -319,7 +324,8 @@ def test_docx_headings_paragraphs_lists_tables() -> None:
     body = next(p for p in document.paragraphs if p.text.startswith("Une fraction"))
     assert FRENCH in body.text and [r.text for r in body.runs if r.bold] == ["fraction"]
     table = document.tables[0]
-    assert table.rows[0]._tr.trPr.xml.count("tblHeader") == 1  # header row repeats on each page
+    header = table.rows[0]._tr.trPr
+    assert header is not None and header.xml.count("tblHeader") == 1  # header row repeats on each page
     assert [c.text for c in table.rows[0].cells] == ["Fraction", "Décimal", "Pourcentage"]
     assert [c.text for c in table.rows[2].cells] == ["3/4", "0.75", "75 %"]
 

@@ -20,6 +20,7 @@ from bot.documents.names import MIME_BY_EXT
 from bot.documents.pdf import build_pdf
 from bot.documents.pptx import build_pptx, parse_slides
 from bot.documents.xlsx import build_xlsx, parse_workbook
+from bot.storage.filestore import LocalFileStore
 from bot.storage.models import UserFile
 from tests.support.library import Library
 from tools import by_name
@@ -118,10 +119,12 @@ async def test_uploads_keep_their_text_under_a_key_of_ours(lib: Library) -> None
 
 
 async def test_hostile_names_and_unreadable_files_are_kept_safely(lib: Library) -> None:
-    root = lib.services.files.root
+    store = lib.services.files
+    assert isinstance(store, LocalFileStore)
+    root = store.root
     row = await upload(lib, 0, "../../etc/passwd", b"root:x:0:0", "text/plain")
     assert row.name == "passwd" and ".." not in row.storage_key
-    path = lib.services.files.local_path(row.storage_key)
+    path = store.local_path(row.storage_key)
     assert root in path.parents and path.read_bytes() == b"root:x:0:0"
     photo = await upload(lib, 0, "IMG_0001.jpg", b"\xff\xd8\xff\xe0" + b"\x00" * 100, "image/jpeg")
     broken = await upload(lib, 0, "faux.docx", b"PK\x03\x04 not really a zip", MIME_BY_EXT[".docx"])
@@ -228,7 +231,7 @@ def reopen(name: str, data: bytes) -> str:
     return data.decode("utf-8")
 
 
-GENERATORS = {
+GENERATORS: dict[str, tuple[dict[str, Any], str, str]] = {
     "generate_pdf": (DOC_ARGS, ".pdf", "application/pdf"),
     "generate_docx": (DOC_ARGS, ".docx", MIME_BY_EXT[".docx"]),
     "generate_md": (DOC_ARGS, ".md", "text/markdown"),

@@ -78,8 +78,8 @@ def test_docx_prints_on_a4(lesson: Rendered) -> None:
     info = render.info(lesson.pdf)
     assert info.width_mm == pytest.approx(210, abs=1) and info.height_mm == pytest.approx(297, abs=1)
     section = DocxDocument(io.BytesIO(lesson.data)).sections[0]
-    assert round(section.page_width.mm) == 210 and round(section.page_height.mm) == 297
-    assert round(section.left_margin.mm) == 25 and round(section.top_margin.mm) == 25
+    sizes = (section.page_width, section.page_height, section.left_margin, section.top_margin)
+    assert [round(s.mm) if s is not None else None for s in sizes] == [210, 297, 25, 25]
 
 
 def test_docx_language_is_french_everywhere(lesson: Rendered) -> None:
@@ -107,7 +107,8 @@ def test_blockquote_is_kept_and_set_apart(lesson: Rendered) -> None:
         "Diviser, c'est partager équitablement : chacun reçoit la même part. — Cours de mathématiques, 6ᵉ"
     ]
     paragraphs = DocxDocument(io.BytesIO(lesson.data)).paragraphs
-    assert next(p for p in paragraphs if p.text.startswith("Diviser")).style.name == "Quote"
+    quoted_style = next(p for p in paragraphs if p.text.startswith("Diviser")).style
+    assert quoted_style is not None and quoted_style.name == "Quote"
     page = lesson.pages[0]
     body = _line_starting(page, "Une", "fraction")
     quoted = _line_starting(page, "Diviser,", "c'est")
@@ -126,7 +127,7 @@ def test_nested_lists_keep_their_levels(lesson: Rendered) -> None:
     styles = [
         p.style.name
         for p in DocxDocument(io.BytesIO(lesson.data)).paragraphs
-        if p.style.name.startswith("List")
+        if p.style is not None and p.style.name.startswith("List")
     ]
     assert styles == ["List Bullet", "List Bullet 2", "List Bullet 3", "List Bullet 2", "List Bullet"]
     page = lesson.pages[0]

@@ -87,6 +87,7 @@ def _boxes(slide: object, scale: float) -> list[tuple[str, float, float, float, 
 
 def test_slides_are_16_9_and_the_file_says_so(deck: Rendered) -> None:
     prs = Presentation(io.BytesIO(deck.data))
+    assert prs.slide_width is not None and prs.slide_height is not None
     assert prs.slide_width * 9 == prs.slide_height * 16
     with zipfile.ZipFile(io.BytesIO(deck.data)) as zf:
         size = zf.read("ppt/presentation.xml").decode()
@@ -135,7 +136,8 @@ def test_title_and_body_sit_at_the_layout_positions(deck: Rendered) -> None:
     slide = prs.slides[1]
     for idx in (0, 1):
         shape = next(p for p in slide.placeholders if p.placeholder_format.idx == idx)
-        model = next(p for p in layout.placeholders if p.placeholder_format.idx == idx)
+        model = layout.placeholders.get(idx)  # the first with that idx
+        assert model is not None
         assert (shape.left, shape.top, shape.width) == (model.left, model.top, model.width)
         assert shape.top > 0 and shape.height > Emu(0)
     title, body = slide.shapes.title, slide.placeholders[1]

@@ -15,6 +15,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from pypdf import PdfReader
+from pypdf.generic import DictionaryObject, PdfObject
 
 from bot.documents.convert import parse_document
 from bot.documents.docx import build_docx
@@ -84,11 +85,17 @@ def balance_pdf(out: Path) -> Rendered:
     return Rendered(pdf, render.words(pdf), _words(render.text(pdf)))
 
 
+def _entry(dictionary: PdfObject, key: str) -> DictionaryObject:
+    value = dictionary[key] if isinstance(dictionary, DictionaryObject) else None
+    assert isinstance(value, DictionaryObject), (key, value)
+    return value
+
+
 def _fonts(pdf: Path) -> set[str]:
     return {
         str(font.get_object()["/BaseFont"])
         for page in PdfReader(pdf).pages
-        for font in page["/Resources"]["/Font"].values()
+        for font in _entry(_entry(page, "/Resources"), "/Font").values()
     }
 
 
@@ -141,9 +148,9 @@ def test_pdf_amounts_are_right_aligned_whatever_the_cell_holds(balance_pdf: Rend
 def test_pdf_is_a4_and_says_its_language(balance_pdf: Rendered) -> None:
     size = render.info(balance_pdf.pdf)
     assert (round(size.width_mm), round(size.height_mm)) == (210, 297)
-    assert PdfReader(balance_pdf.pdf).trailer["/Root"]["/Lang"] == "fr-FR"
+    assert _entry(PdfReader(balance_pdf.pdf).trailer, "/Root")["/Lang"] == "fr-FR"
     english = build_pdf(parse_document(_balance_doc(), language="en"))[0]
-    assert PdfReader(io.BytesIO(english)).trailer["/Root"]["/Lang"] == "en-GB"
+    assert _entry(PdfReader(io.BytesIO(english)).trailer, "/Root")["/Lang"] == "en-GB"
 
 
 def test_pdf_wide_table_goes_on_landscape_pages_without_shredding(out: Path) -> None:

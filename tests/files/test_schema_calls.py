@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.agent.executor import TurnMemory, execute_calls
 from bot.agent.sse import ToolCall
-from bot.agent.toolspec import Tool
+from bot.agent.toolspec import Tool, ToolContext
 from bot.storage.models import Conversation
 from tests.support.library import Library
 from tools.registry import TOOLS
@@ -88,7 +88,7 @@ async def test_every_tool_accepts_what_its_schema_says(lib: Library) -> None:
             conversations[user.id] = conversation.id
         await db.commit()
 
-    def context(user: Any) -> Any:
+    def context(user: Any) -> ToolContext:
         return replace(lib.ctx(user), conversation_id=conversations[user.id])
 
     calls: list[tuple[Tool, dict[str, Any]]] = [(t, a) for t in TOOLS for a in argument_sets(t)]
@@ -96,9 +96,13 @@ async def test_every_tool_accepts_what_its_schema_says(lib: Library) -> None:
     for n, (tool, args) in enumerate(calls):
         user = lib.users[1] if "child" in tool.modes and "pro" not in tool.modes else lib.users[0]
         call = ToolCall(f"call_{n}", tool.name, json.dumps(args))
+
+        def make_context(_call: ToolCall, user: Any = user) -> ToolContext:
+            return context(user)
+
         [outcome] = await execute_calls(
             [call], tools={tool.name: tool}, mode=user.mode,
-            make_context=lambda c, user=user: context(user), timeout_s=30, memory=TurnMemory(),
+            make_context=make_context, timeout_s=30, memory=TurnMemory(),
         )
         outcomes.append((tool.name, args, outcome))
     for name, args, outcome in outcomes:

@@ -168,7 +168,7 @@ def test_thirty_columns_are_all_kept_with_the_first_column_repeated(out: Path) -
 
 
 def test_long_amounts_never_break_inside_their_digits(out: Path) -> None:
-    rows = [["Libellé", "Montant (FCFA)", "Commentaire"]]
+    rows: list[list[str | int]] = [["Libellé", "Montant (FCFA)", "Commentaire"]]
     rows += [[f"Poste {n}", 1_250_000_000 + n, "texte " * 30] for n in range(6)]
     data = computed_workbook("Montants", parse_workbook({"sheets": [{"name": "M", "rows": rows}]})).data
     pdf = out / "montants.pdf"

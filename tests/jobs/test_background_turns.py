@@ -129,10 +129,12 @@ async def test_a_shutting_down_worker_hands_the_job_back_after_its_step(make_har
     h.services.jobs.draining = True  # what a SIGTERM does: finish the step, then give the job back
     await asyncio.sleep(1.5)  # the step running then ends; no other starts
     [job] = await jobs(h)
+    assert job.state is not None
     steps_then = job.state["iteration"]
     assert job.status == "running" and job.attempts == 1
     await asyncio.sleep(1.0)
     [job] = await jobs(h)
+    assert job.state is not None
     assert job.state["iteration"] == steps_then and job.attempts == 1  # nothing runs meanwhile
     assert "Voici le bilan complet." not in unlinked(await h.texts_to(PHONE))
     h.services.jobs.draining = False

@@ -138,7 +138,9 @@ async def test_an_english_user_gets_english(harness: Harness) -> None:
     assert (await stored_job(h, job.id)).cancel_requested
     await add_job(h, user, job.conversation_id, jobs.QUEUED, created_at=h.clock() + timedelta(seconds=1))
     async with h.services.sessions() as db:
-        (await db.get(GenerationJob, job.id)).status = jobs.COMPLETED
+        stored = await db.get(GenerationJob, job.id)
+        assert stored is not None
+        stored.status = jobs.COMPLETED
         await db.commit()
     assert await say(h, "CANCEL") == ["🛑 Cancelled: that work had not started yet."]
     assert await say(h, "CANCEL") == ["No work in progress to cancel."]

@@ -24,6 +24,7 @@ async def test_a_worker_killed_mid_job_another_finishes_it(long_work: Any) -> No
     async with aiohttp.ClientSession() as session:
         assert await d.inbound(session, PHONE, "Recherche les normes SYSCOHADA et fais le bilan") == 200
     running = await until(h, lambda j: j.status == "running" and steps_done(j) >= 3 and j.worker)
+    assert running.worker is not None
     pid = int(running.worker.rsplit(":", 1)[1])
     victim = next(p for p in d.workers if p.pid == pid)
     os.kill(pid, signal.SIGKILL)  # no cleanup: its lease and its Dramatiq message are left behind

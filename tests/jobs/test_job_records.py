@@ -99,13 +99,17 @@ async def test_the_active_job_is_the_running_one_else_the_oldest_queued(harness:
     older = await add_job(h, user, conv, jobs.QUEUED, created_at=t0)
     running = await add_job(h, user, conv, jobs.RUNNING, created_at=t0 + timedelta(minutes=1))
     async with h.services.sessions() as db:
-        assert (await jobs.active_job(db, user.id)).id == running.id
+        active = await jobs.active_job(db, user.id)
+        assert active is not None and active.id == running.id
         assert [j.id for j in await jobs.active_jobs(db, user.id)] == [running.id, older.id, newer.id]
         assert await jobs.user_jobs_ahead(db, newer) == 2
         assert await jobs.user_jobs_ahead(db, older) == 0
-        (await db.get(GenerationJob, running.id)).status = jobs.COMPLETED
+        stored = await db.get(GenerationJob, running.id)
+        assert stored is not None
+        stored.status = jobs.COMPLETED
         await db.commit()
-        assert (await jobs.active_job(db, user.id)).id == older.id
+        active = await jobs.active_job(db, user.id)
+        assert active is not None and active.id == older.id
         assert await jobs.user_jobs_ahead(db, newer) == 1
         fresh = await jobs.create_job(db, user_id=user.id, conversation_id=conv, inbound_id=None,
                                       channel="sms", request="Encore", state={"messages": []},

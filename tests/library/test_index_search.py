@@ -44,7 +44,7 @@ def balance_sheet() -> bytes:
 
 async def search(services: Services, user: User, query: str) -> dict[str, Any]:
     ctx = Library(services, [user]).ctx(user)
-    return await by_name()["search_user_files"].run(ctx, {"query": query})  # type: ignore[no-any-return]
+    return await by_name()["search_user_files"].run(ctx, {"query": query})
 
 
 async def test_hybrid_search_finds_a_paraphrase_and_names_the_sheet(

@@ -59,8 +59,9 @@ async def test_photos_reach_the_model_as_scaled_image_parts_in_order(media_harne
     async with h.services.sessions() as db:
         saved = (await db.scalars(select(Message.content).where(Message.role == "user"))).all()
         files = (await db.scalars(select(UserFile).order_by(UserFile.id))).all()
-    assert len(saved) == 1 and "base64" not in saved[0]
-    assert all(f"file id {f.id}" in saved[0] for f in files)
+    [content] = saved
+    assert content is not None and "base64" not in content
+    assert all(f"file id {f.id}" in content for f in files)
     # The next turn does not pay for the images again.
     await h.inbound(PHONE, "Et la suite ?")
     await h.settle()
@@ -70,6 +71,7 @@ async def test_photos_reach_the_model_as_scaled_image_parts_in_order(media_harne
     [entry] = await _entries(h, "image_input")
     assert entry.user_id == user.id and entry.delta == -4  # two images at IMAGE_INPUT_CREDITS=2
     turn = (await _turns(h))[0]
+    assert turn.detail is not None
     assert turn.detail["media"] == {"images": 2, "images_refused": False, "image_credits": 4}
 
 
@@ -81,6 +83,7 @@ async def test_read_user_file_shows_an_earlier_photo_to_a_vision_model(media_har
     await h.settle()
     async with h.services.sessions() as db:
         photo = await db.scalar(select(UserFile))
+    assert photo is not None
     h.llm.push_tool_calls(("read_user_file", {"file_id": photo.id}))
     h.llm.push_text("Je la revois.")
     await h.inbound(PHONE, "Regarde encore ma photo d'hier")
@@ -148,7 +151,8 @@ async def test_a_provider_refusing_images_falls_back_to_ocr_in_the_same_turn(
     assert await h.texts_to(PHONE) == ["D'après ta photo, il faut additionner les fractions."]
     assert await _entries(h, "image_input") == []  # the refused image costs nothing
     [turn] = await _turns(h)
-    assert turn.exit_reason == "answered" and turn.detail["media"]["images_refused"] is True
+    assert turn.exit_reason == "answered" and turn.detail is not None
+    assert turn.detail["media"]["images_refused"] is True
 
 
 async def test_ten_photos_take_a_balance_of_one_no_lower_than_the_overdraft(
@@ -167,6 +171,7 @@ async def test_ten_photos_take_a_balance_of_one_no_lower_than_the_overdraft(
     [entry] = await _entries(h, "image_input")
     assert entry.ref is not None and entry.ref.startswith("image:") and entry.balance_after == -5
     [turn] = await _turns(h)
+    assert turn.detail is not None
     assert turn.detail["media"]["image_credits"] == -entry.delta  # what was taken, not what was due
 
 

@@ -390,7 +390,7 @@ async def test_jina_path_refuses_private_addresses_however_spelled(make_services
     jina = await http_stub(_jina)
     services = await make_services(JINA_API_KEY="jina_test", JINA_BASE_URL=jina.base_url)
     own_name = socket.gethostname()  # a plain name that resolves (hosts file) to a private address
-    resolved = {info[4][0] for info in socket.getaddrinfo(own_name, 80, type=socket.SOCK_STREAM)}
+    resolved = {str(info[4][0]) for info in socket.getaddrinfo(own_name, 80, type=socket.SOCK_STREAM)}
     assert resolved and not any(is_public_address(ipaddress.ip_address(a.split("%")[0])) for a in resolved)
     for url in [*SPELLED_PRIVATE, f"http://{own_name}/", f"https://{own_name}:8443/x"]:
         result = await _browse(services, url)

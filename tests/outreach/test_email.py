@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from email import message_from_bytes, policy
+from typing import Any
 
 from bot import library
 from bot.storage.models import User
@@ -79,7 +80,7 @@ async def test_refuses_any_other_recipient_or_header(make_services, smtp_server)
     smtp = smtp_server()
     services = await make_services(**smtp.env())
     user = await _confirmed_user(services)
-    attempts = [
+    attempts: list[dict[str, Any]] = [
         {"to": "boss@autre.com"},
         {"to": ["awa@exemple.ci", "boss@autre.com"]},
         {"cc": "boss@autre.com"},
@@ -195,7 +196,8 @@ async def test_draft_is_saved_shown_and_never_sent(make_services, smtp_server):
     eml = message_from_bytes(await library.read_bytes(services, row), policy=policy.default)
     assert eml["To"] == "client@entreprise.ci" and eml["Cc"] == "compta@entreprise.ci"
     assert eml["From"] == OWN and eml["X-Unsent"] == "1"
-    assert "reste impayée" in eml.get_body(("plain",)).get_content()
+    plain = eml.get_body(("plain",))
+    assert plain is not None and "reste impayée" in plain.get_content()
 
 
 async def test_draft_rejects_bad_addresses_and_is_pro_only(make_services):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import re
 from datetime import timedelta
+from typing import Any
 
 from bot.channel.console import ConsoleSink
 from bot.channel.context import Incoming
@@ -46,8 +47,10 @@ class Chat:
             return await db.get(User, self.user_id)
 
 
-def _code_in(mail) -> str:
-    return re.search(r"\b(\d{6})\b", mail.message.get_body(("plain",)).get_content()).group(1)
+def _code_in(mail: Any) -> str:
+    found = re.search(r"\b(\d{6})\b", mail.message.get_body(("plain",)).get_content())
+    assert found is not None
+    return found.group(1)
 
 
 async def test_register_and_confirm(make_services, smtp_server):

@@ -13,7 +13,9 @@ PHONE = "+2250700000001"
 
 
 def code_in(mail: Any) -> str:
-    return re.search(r"\b(\d{6})\b", mail.message.get_body(("plain",)).get_content()).group(1)
+    found = re.search(r"\b(\d{6})\b", mail.message.get_body(("plain",)).get_content())
+    assert found is not None
+    return found.group(1)
 
 
 def body(mail: Any) -> str:

@@ -155,7 +155,9 @@ async def test_email_register_confirm_then_send_through_the_model(make_harness: 
     await h.inbound(PHONE, "EMAIL awa@exemple.ci")
     await h.settle()
     assert smtp.received[0].rcpt_tos == ["awa@exemple.ci"]
-    code = re.search(r"\b(\d{6})\b", smtp.received[0].message.get_body(("plain",)).get_content()).group(1)
+    found = re.search(r"\b(\d{6})\b", smtp.received[0].message.get_body(("plain",)).get_content())
+    assert found is not None
+    code = found.group(1)
     assert code not in " ".join(await h.texts_to(PHONE))  # the code only goes to the mailbox
     await h.inbound(PHONE, f"CODE {code}")
     await h.settle()
@@ -213,7 +215,9 @@ async def test_draft_email_shown_with_a_working_link_and_never_sent(make_harness
     [result] = await tool_results(h, "draft_email")
     assert result["success"] is True and result["sent"] is False
     shown = next(t for t in await h.texts_to(PHONE) if "dg@client.ci" in t)
-    link = re.search(r"(https?://\S+\.eml)", shown).group(1)
+    found = re.search(r"(https?://\S+\.eml)", shown)
+    assert found is not None, shown
+    link = found.group(1)
     status, headers, body = await h.get(link.removeprefix(h.settings.public_base_url))
     assert status == 200 and headers["Content-Type"].startswith("message/rfc822")
     eml = message_from_bytes(body, policy=policy.default)

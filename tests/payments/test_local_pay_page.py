@@ -32,7 +32,9 @@ async def test_the_pay_page_confirms_a_local_payment_once(make_harness) -> None:
     assert status == 200 and "Confirmer le paiement d’essai" in page and "500 XOF" in page
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     assert headers["Cache-Control"] == "no-store"
-    token = re.search(r'name="token" value="([0-9a-f]+)"', page).group(1)
+    found = re.search(r'name="token" value="([0-9a-f]+)"', page)
+    assert found is not None, page[:300]
+    token = found.group(1)
     # A form posted from elsewhere has no token, or a wrong one: nothing is credited.
     assert (await _post(h, path, {}))[0] == 403
     assert (await _post(h, path, {"token": "0" * 64}))[0] == 403

@@ -201,7 +201,8 @@ async def test_tool_shows_the_menu_then_the_link(h, paystack) -> None:
     result = await tool.run(ctx, {})
     assert result["success"] and result["menu_sent"] and len(result["packs"]) == 3
     assert sent[-1].startswith("💳 Buy credits") and "3. 600 credits — 2 000 FCFA" in sent[-1]
-    assert (await get_menu(h.services, conv))["kind"] == "credits"
+    menu = await get_menu(h.services, conv)
+    assert menu is not None and menu["kind"] == "credits"
     assert "checkout.paystack.com" in await say(h, "3")  # the user answers the menu
     result = await tool.run(ctx, {"pack": 1})
     assert result["success"] and result["credits"] == 100 and "checkout.paystack.com" in sent[-1]

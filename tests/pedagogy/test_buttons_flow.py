@@ -17,7 +17,7 @@ TF_ARGS = {"statement": "L'eau bout à 100 °C au niveau de la mer.", "correct":
            "explanation": f"{SECRET} : à la pression normale.", "subject": "Physique"}
 SHORT_ARGS = {"question": "Quelle est la capitale du Sénégal ?", "options": ["Dakar", "Thiès", "Saint-Louis"],
               "correct_index": 0, "explanation": f"{SECRET} : Dakar.", "subject": "Géographie"}
-LONG_ARGS = {"question": "Que dit le théorème de Pythagore ?",
+LONG_ARGS: dict[str, Any] = {"question": "Que dit le théorème de Pythagore ?",
              "options": ["Dans un triangle rectangle, le carré de l'hypoténuse est la somme des carrés",
                          "La somme des angles d'un triangle vaut 180 degrés",
                          "Deux droites parallèles ne se coupent jamais"],

@@ -109,11 +109,11 @@ async def test_teachers_and_admins_are_emailed_teachers_without_the_words(make_h
     assert all(len(r.rcpt_tos) == 1 for r in smtp.received)  # nobody sees who else was told
     [flag] = await flags(h)
     link = f"{h.settings.public_base_url}/admin/students/{child.id}"
-    teacher = by_address["prof@ecole.test"].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+    teacher = by_address["prof@ecole.test"].get_body(("plain",)).get_content()
     assert "Awa K." in teacher and link in teacher and "se faire du mal" in teacher
     assert "personne ne m" not in teacher.lower() and "en finir" not in teacher
     for admin in ("direction@ecole.test", "veille@ong.test"):
-        body = by_address[admin].get_body(("plain",)).get_content()  # type: ignore[union-attr]
+        body = by_address[admin].get_body(("plain",)).get_content()
         assert DISTRESS in body and link in body
     assert flag.source == "phrases"
     await h.inbound(IVORIAN, DISTRESS)  # said again while the flag is open: no e-mail more
@@ -133,7 +133,7 @@ async def test_an_email_smtp_refuses_is_logged_as_not_sent(make_harness: Any, ca
     assert len(await flags(h)) == 1 and "116" in (await h.texts_to(IVORIAN))[0]
     assert any(r.getMessage() == "safety alert e-mail not sent" for r in caplog.records)
     [summary] = [r for r in caplog.records if r.getMessage() == "safety alert e-mails"]
-    assert (summary.sent, summary.recipients) == (0, 1)  # type: ignore[attr-defined]
+    assert (summary.sent, summary.recipients) == (0, 1)
 
 
 async def test_the_moderation_endpoint_catches_what_the_phrases_miss(make_harness: Any,

@@ -91,15 +91,15 @@ class Client:
     h: Harness
     session: aiohttp.ClientSession
 
-    async def get(self, path: str) -> tuple[int, str, Answer]:
+    async def get(self, path: str) -> Answer:
         async with self.session.get(self.h.base_url + path, allow_redirects=False) as resp:
             return resp.status, await resp.text(), resp
 
-    async def post(self, path: str, form: dict[str, str]) -> tuple[int, str, Answer]:
+    async def post(self, path: str, form: dict[str, str]) -> Answer:
         async with self.session.post(self.h.base_url + path, data=form, allow_redirects=False) as resp:
             return resp.status, await resp.text(), resp
 
-    async def try_login(self, email: str, password: str = PASSWORD) -> tuple[int, str, Answer]:
+    async def try_login(self, email: str, password: str = PASSWORD) -> Answer:
         _status, page, _resp = await self.get("/admin/login")
         form = {"email": email, "password": password, "csrf_token": csrf_of(page)}
         return await self.post("/admin/login", form)

@@ -136,10 +136,10 @@ class Turn:
 def ctx_factory(mode: str = "child") -> Any:
     def make(call: ToolCall) -> ToolContext:
         return ToolContext(
-            services=None,
+            services=None,  # type: ignore[arg-type]  # the loop's tests run tools that never reach it
             user_id=1,
             conversation_id=1,
-            channel="cli",  # type: ignore[arg-type]
+            channel="cli",
             mode=mode,
             language="fr",
             tool_call_id=call.id,

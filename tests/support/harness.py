@@ -223,6 +223,12 @@ class Harness:
             await db.refresh(user)
             return user
 
+    def stored_path(self, key: str) -> Path:
+        """Where the file store keeps `key` on disk (the tests' store is a local one)."""
+        path = self.services.files.local_path(key)
+        assert path is not None, key
+        return path
+
     async def user(self, phone: str) -> User | None:
         async with self.services.sessions() as db:
             return await db.scalar(select(User).where(User.phone == phone))

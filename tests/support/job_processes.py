@@ -103,4 +103,4 @@ async def assert_sent_once(h: Harness, job: GenerationJob) -> None:
         keys = (await db.scalars(select(OutboundMessage.idempotency_key))).all()
     assert len(keys) == len(set(keys))
     # Every model call of the turn was charged once, the one the dead worker made included.
-    assert await _charged(h) == job.state["model_calls"]
+    assert job.state is not None and await _charged(h) == job.state["model_calls"]

@@ -42,7 +42,7 @@ class _Inbox:
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         msg = message_from_bytes(envelope.original_content, policy=policy.default)
-        self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), msg,  # type: ignore[arg-type]
+        self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), msg,
                                       tls=session.ssl is not None
                                       or server.transport.get_extra_info("ssl_object") is not None))
         return "250 Message accepted"

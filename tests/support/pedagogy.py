@@ -17,7 +17,7 @@ from bot.storage.models import Conversation, ParentLink, User
 STUDENT = "+2250700000001"
 OTHER = "+2250700000002"
 SECRET = "EXPLICATION-SECRETE"
-MCQ_ARGS = {
+MCQ_ARGS: dict[str, Any] = {
     "question": "Combien font 3 × 5 ?",
     "options": ["12", "15", "18", "20"],
     "correct_index": 1,

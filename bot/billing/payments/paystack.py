@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -57,7 +58,9 @@ def customer_email(settings: Settings, user: User) -> str:
     return f"user{user.id}@{host}"
 
 
-async def _call(services: Services, method: str, path: str, json: dict | None = None) -> dict:
+async def _call(
+    services: Services, method: str, path: str, json: dict[str, Any] | None = None
+) -> dict[str, Any]:
     settings = services.settings
     try:
         response = await services.http.request(

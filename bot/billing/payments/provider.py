@@ -7,16 +7,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.billing.errors import BillingError
 from bot.config import Settings
 from bot.services import Services
 from bot.storage.models import Payment, User
 
 
-class PaymentError(Exception):
+class PaymentError(BillingError):
     """The provider is down, slow or refused the request; the message is safe to log."""
 
 
-class BadSignature(Exception):
+class BadSignature(BillingError):
     """A webhook whose signature does not match: it did not come from the provider."""
 
 
