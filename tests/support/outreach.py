@@ -24,7 +24,7 @@ from bot.agent.toolspec import ToolContext
 from bot.config import load_settings
 from bot.services import Services, build_services
 from bot.storage.models import User, UserFile
-from tests.support.harness import Database
+from tests.support.harness import Database, fresh_database
 from tests.support.ports import free_port
 
 
@@ -107,15 +107,20 @@ BASE_ENV = {
 
 
 @pytest.fixture
-async def make_services(test_database: Database,
+async def make_services(backend_name: str, migrated_template: str, test_database: Database,
                         tmp_path: Path) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
-    """Services on the test's database (a copy of the migrated template), each with a data dir of its own."""
+    """Services on the test's backend, each with a data dir of its own and an empty database: the
+    first on the test's database, each next one on a new copy of the migrated template (on PostgreSQL,
+    the same database emptied: a test uses its services one after the other)."""
     built: list[Services] = []
 
     async def make(**env: str) -> Services:
         data_dir = tmp_path / f"data{len(built)}"
-        settings = load_settings({**BASE_ENV, "DATA_DIR": str(data_dir), "DATABASE_URL": test_database.url,
-                                  **env})
+        database = test_database
+        if built:
+            data_dir.mkdir(parents=True)
+            database = await fresh_database(backend_name, migrated_template, data_dir)
+        settings = load_settings({**BASE_ENV, "DATA_DIR": str(data_dir), "DATABASE_URL": database.url, **env})
         services = await build_services(settings)
         built.append(services)
         return services
