@@ -188,6 +188,40 @@ def test_each_part_of_bot_imports_only_what_it_may() -> None:
     assert not offenders, "\n".join(offenders)
 
 
+# The one circle between packages: build_services (bot.services) makes the LLM client (bot.agent.llm)
+# and the Twilio client (bot.channel.twilio_client), whose packages take Services as a type.
+KNOWN_PACKAGE_CIRCLE = {"bot.services", "bot.agent", "bot.channel"}
+
+
+def _package_of(module: str) -> str:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "bot" else parts[0]
+
+
+def test_no_circle_between_packages_but_build_services() -> None:
+    """Packages (bot.<name>, handlers, tools) import one way: a circle between them is a layering bug,
+    except the documented one around build_services."""
+    modules = _project_modules()
+    graph: dict[str, set[str]] = {}
+    for name, file in modules.items():
+        mine = _package_of(name)
+        imported = {_package_of(m) for _, m in _imports(file, set(modules)) if m in modules}
+        graph.setdefault(mine, set()).update(imported - {mine})
+    circles: list[str] = []
+    for start in graph:
+        seen: set[str] = set()
+        todo = [(start, [start])]
+        while todo:
+            node, trail = todo.pop()
+            for nxt in graph.get(node, ()):
+                if nxt == start and not set(trail) <= KNOWN_PACKAGE_CIRCLE:
+                    circles.append(" -> ".join([*trail, start]))
+                elif nxt not in seen and nxt != start:
+                    seen.add(nxt)
+                    todo.append((nxt, [*trail, nxt]))
+    assert not circles, "\n".join(sorted(circles))
+
+
 def test_no_import_cycles() -> None:
     """No module imports itself through others, lazy imports and those for the type checker
     (under TYPE_CHECKING) included."""
