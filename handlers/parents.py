@@ -36,7 +36,7 @@ from sqlalchemy.exc import IntegrityError
 
 from bot.channel.context import Incoming
 from bot.channel.locale import default_locale, locale_for
-from bot.learning.quiz import normalise
+from bot.learning.quiz_types import normalise
 from bot.school import make_parent
 from bot.storage.db import rowcount
 from bot.storage.models import ParentLink, User

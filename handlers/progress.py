@@ -24,7 +24,7 @@ from bot.channel.links import progress_page_url, short_name
 from bot.learning import due_count, skill_views
 from bot.learning.progress import format_progress, struggles, student_name, subject_stats
 from bot.learning.progress_chart import progress_data, progress_png
-from bot.learning.quiz import normalise
+from bot.learning.quiz_types import normalise
 from bot.library import add_file
 from bot.storage.models import ParentLink, User, UserFile
 

@@ -31,7 +31,6 @@ from bot.learning import (
     score_line,
 )
 from bot.learning.quiz import (
-    TRUE_FALSE,
     Quiz,
     number_in,
     option_label,
@@ -96,11 +95,7 @@ def render_question(msg: Incoming, quiz: Quiz, position: int, total: int) -> str
 
 def not_an_option(msg: Incoming, quiz: Quiz) -> str:
     """What to answer (« Réponds par 1, 2, 3 ou 4 »): the question stays pending."""
-    if quiz.quiz_type == TRUE_FALSE:
-        return msg.t("Réponds par 1 (Vrai) ou 2 (Faux).", "Reply with 1 (True) or 2 (False).")
-    numbers = ", ".join(str(i + 1) for i in range(len(quiz.options) - 1))
-    last = len(quiz.options)
-    return msg.t(f"Réponds par {numbers} ou {last}.", f"Reply with {numbers} or {last}.")
+    return quiz.kind.retry_hint(quiz.options, msg.lang)
 
 
 def review_note(quiz: Quiz, chosen: int) -> str:

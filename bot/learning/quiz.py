@@ -16,33 +16,29 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
-from unidecode import unidecode
 
 from bot.agent.toolspec import ToolContext, tool_error
 from bot.channel.buttons import Menu
 from bot.channel.menus import get_menu, set_menu
 from bot.learning import keep_item, subject_for
 from bot.learning.errors import LearningError
+from bot.learning.quiz_types import MCQ as MCQ
+from bot.learning.quiz_types import QUIZ_TYPES, QuizType, normalise, quiz_type_of
+from bot.learning.quiz_types import TRUE_FALSE as TRUE_FALSE
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Conversation
 from bot.texts import fr_en
 
 MAX_QUIZZES_PER_CONVERSATION = 3
-QUIZ_TOOL_NAMES = frozenset({"interactive_quiz", "true_false_quiz"})
+QUIZ_TOOL_NAMES = frozenset(t.tool_name for t in QUIZ_TYPES.values())
 MENU_KIND = "quiz"
-MCQ = "mcq"
-TRUE_FALSE = "tf"
-
-KEYCAPS = ("1️⃣", "2️⃣", "3️⃣", "4️⃣")
-LETTERS = "abcd"
 
 
 class QuizError(LearningError, ValueError):
@@ -52,7 +48,7 @@ class QuizError(LearningError, ValueError):
 @dataclass(frozen=True)
 class Quiz:
     quiz_id: str
-    quiz_type: str  # mcq | tf
+    quiz_type: str  # a code of bot.learning.quiz_types (mcq | tf)
     user_id: int
     conversation_id: int
     question: str
@@ -79,6 +75,11 @@ class Quiz:
             "asked_at": self.asked_at.isoformat(),
             "expires_at": self.expires_at.isoformat(),
         }
+
+    @property
+    def kind(self) -> QuizType:
+        """The quiz's type: how it is shown and how a reply is read."""
+        return quiz_type_of(self.quiz_type)
 
 
 def quiz_from_menu(menu: dict[str, Any]) -> Quiz | None:
@@ -299,17 +300,17 @@ async def ask(
 def sanitised_result(quiz: Quiz) -> dict[str, Any]:
     """What the model gets back: the quiz as shown, never the answer nor the explanation."""
     shown: dict[str, Any] = {"success": True, "status": "sent_to_student", "quiz_id": quiz.quiz_id}
-    if quiz.quiz_type == TRUE_FALSE:
-        shown["statement"] = quiz.question
-    else:
-        shown["question"] = quiz.question
-        shown["options"] = list(quiz.options)
+    shown.update(quiz.kind.shown(quiz.question, quiz.options))
     shown["note"] = (
         "The quiz was sent to the student as a numbered menu. The server checks the reply and "
         "sends the verdict and the explanation itself. Do not repeat the options, do not give the "
         "answer or a hint that reveals it; at most one short line of encouragement."
     )
     return shown
+
+
+_SHOWN_ARGUMENTS = frozenset({"subject", "topic"}).union(
+    *(t.shown_arguments for t in QUIZ_TYPES.values()))
 
 
 def redact_tool_arguments(name: str, arguments: str) -> str:
@@ -326,53 +327,26 @@ def redact_tool_arguments(name: str, arguments: str) -> str:
         return "{}"
     if not isinstance(parsed, dict):
         return "{}"
-    kept = {k: v for k, v in parsed.items() if k in ("question", "options", "statement", "subject", "topic")}
+    kept = {k: v for k, v in parsed.items() if k in _SHOWN_ARGUMENTS}
     return json.dumps(kept, ensure_ascii=False)
 
 
 # --- showing ------------------------------------------------------------------------------------
 
 
-def true_false_labels(language: str) -> tuple[str, str]:
-    return (fr_en(language, "Vrai", "True"), fr_en(language, "Faux", "False"))
-
-
 def render_quiz(quiz: Quiz, channel: str, language: str) -> str:
     """The numbered menu: `1️⃣ …` lines on WhatsApp, `1) …` on SMS, one line on how to answer."""
-    whatsapp = channel == "whatsapp"
-    if quiz.quiz_type == TRUE_FALSE:
-        true_label, false_label = true_false_labels(language)
-        head = fr_en(language, "Vrai ou faux ?", "True or false?")
-        choices = (
-            f"{KEYCAPS[0]} {true_label} / {KEYCAPS[1]} {false_label}"
-            if whatsapp
-            else f"1 {true_label} / 2 {false_label}"
-        )
-        how = fr_en(language, "Réponds 1 (Vrai) ou 2 (Faux).", "Reply 1 (True) or 2 (False).")
-        lines = [f"🧠 {head} {quiz.question}" if whatsapp else f"{head} {quiz.question}", choices, how]
-        return "\n".join(lines)
-    lines = [f"🧠 Quiz : {quiz.question}" if whatsapp else f"Quiz : {quiz.question}"]
-    for i, option in enumerate(quiz.options):
-        lines.append(f"{KEYCAPS[i]} {option}" if whatsapp else f"{i + 1}) {option}")
-    numbers = ", ".join(str(i + 1) for i in range(len(quiz.options) - 1))
-    last = len(quiz.options)
-    lines.append(
-        fr_en(language, f"Réponds avec le numéro de ta réponse ({numbers} ou {last}).",
-              f"Reply with the number of your answer ({numbers} or {last}).")
-    )
-    return "\n".join(lines)
+    return quiz.kind.render(quiz.question, quiz.options, channel == "whatsapp", language)
 
 
 def quiz_menu(quiz: Quiz, text: str, language: str, menu_id: str | None = None) -> Menu:
     """The quiz as a menu of buttons or a list (bot.channel.buttons), `text` its numbered body."""
-    labels = true_false_labels(language) if quiz.quiz_type == TRUE_FALSE else quiz.options
+    labels = quiz.kind.labels(quiz.options, language)
     return Menu(menu_id=menu_id or quiz.quiz_id, body=text, options=tuple(labels), language=language)
 
 
 def option_label(quiz: Quiz, index: int, language: str) -> str:
-    if quiz.quiz_type == TRUE_FALSE:
-        return true_false_labels(language)[index]
-    return f"{index + 1}) {quiz.options[index]}"
+    return quiz.kind.option_label(quiz.options, index, language)
 
 
 def render_verdict(quiz: Quiz, chosen: int, language: str, channel: str = "whatsapp") -> str:
@@ -392,7 +366,7 @@ def render_verdict(quiz: Quiz, chosen: int, language: str, channel: str = "whats
 
 def history_note(quiz: Quiz, chosen: int, seconds: float) -> str:
     """The line the tutor reads on its next turn (in English: it is for the model)."""
-    kind = "True/false" if quiz.quiz_type == TRUE_FALSE else "Quiz"
+    kind = quiz.kind.note_name
     verdict = "correct" if chosen == quiz.correct_index else "wrong"
     return (
         f"[{kind}] The student answered the quiz \"{quiz.question}\" with "
@@ -405,20 +379,8 @@ def history_note(quiz: Quiz, chosen: int, seconds: float) -> str:
 # --- reading an answer --------------------------------------------------------------------------
 
 
-def normalise(text: str) -> str:
-    """Lower case, no accents, no surrounding punctuation, single spaces."""
-    text = unicodedata.normalize("NFKC", text)
-    text = unidecode(text).casefold()
-    text = re.sub(r"\s+", " ", text).strip()
-    return text.strip(" .!?,;:'\"()[]*_-")
-
-
 _NUMBER = re.compile(r"^\(?([1-9])\s*[\).:]?$")
-_LETTER = re.compile(r"^\(?([a-d])\s*[\).:]?$")
 _KEYCAP = re.compile(r"^([1-9])\ufe0f?\u20e3$")
-
-TRUE_WORDS = frozenset({"vrai", "v", "true"})
-FALSE_WORDS = frozenset({"faux", "f", "false"})
 
 
 def number_in(reply: str) -> int | None:
@@ -433,24 +395,8 @@ def number_in(reply: str) -> int | None:
 
 def parse_answer(quiz: Quiz, reply: str) -> int | None:
     """The zero-based option the reply chooses, or None when the reply is not an answer."""
-    count = 2 if quiz.quiz_type == TRUE_FALSE else len(quiz.options)
+    kind = quiz.kind
     number = number_in(reply)
     if number is not None:
-        return number - 1 if number <= count else None
-    text = reply.strip().casefold()
-    if quiz.quiz_type == TRUE_FALSE:
-        word = normalise(reply)
-        if word in TRUE_WORDS:
-            return 0
-        if word in FALSE_WORDS:
-            return 1
-        return None
-    letter = _LETTER.match(text)
-    if letter:
-        index = LETTERS.index(letter.group(1))
-        return index if index < count else None
-    wanted = normalise(reply)
-    for index, option in enumerate(quiz.options):
-        if wanted and normalise(option) == wanted:
-            return index
-    return None
+        return number - 1 if number <= kind.count(quiz.options) else None
+    return kind.parse_words(quiz.options, reply)
