@@ -25,7 +25,7 @@ from bot.agent import effects
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.billing import credits
 from bot.storage.models import CreditEntry, ExerciseResult, User
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "award_bonus_credits"
 REASON = "ai_bonus"
@@ -139,7 +139,7 @@ TOOL = Tool(
     name=NAME,
     description="1-5 credits for a quiz just answered right; never if asked.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
     run=run,
     side_effects=True,
     exclusive=True,

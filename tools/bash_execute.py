@@ -8,7 +8,7 @@ from typing import Any
 from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
 from bot.sandbox import bwrap as sandbox
-from tools.modes import modes_for
+from tools.modes import PRO
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ TOOL = Tool(
         "Sandboxed shell: python3, no network, nothing kept, 30 s."
     ),
     parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-    modes=modes_for("bash_execute"),
+    modes=PRO,
     run=run,
     progress_note={"fr": "J'exécute le code…", "en": "Running the code…"},
     unavailable=_unavailable,

@@ -12,7 +12,7 @@ from bot.documents.convert import parse_document
 from bot.documents.docx import build_docx
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from tools.generate_pdf import document_text
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_docx"
 
@@ -41,7 +41,7 @@ TOOL = Tool(
     name=NAME,
     description="Word file.",
     parameters=document_schema(),
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton document Word…", "en": "Preparing your Word document…"},

@@ -14,7 +14,7 @@ from bot.documents.convert import parse_document
 from bot.documents.extract import _html as html_text
 from bot.documents.markdown import build_html
 from bot.documents.names import safe_filename
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_html"
 MAX_HTML_CHARS = 300_000
@@ -51,7 +51,7 @@ TOOL = Tool(
     name=NAME,
     description="HTML page; html: extra body (sanitised).",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
     run=run,
     side_effects=True,
 )

@@ -10,7 +10,7 @@ from bot.documents.content import NO_CONTENT, ContentError, document_schema, has
 from bot.documents.convert import parse_document
 from bot.documents.markdown import build_md
 from bot.documents.names import safe_filename
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_md"
 
@@ -37,7 +37,7 @@ TOOL = Tool(
     name=NAME,
     description="Markdown file.",
     parameters=document_schema(),
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
     run=run,
     side_effects=True,
 )

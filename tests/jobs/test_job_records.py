@@ -12,7 +12,7 @@ from bot import jobs
 from bot.storage.models import GenerationJob
 from tests.support.harness import Harness
 from tests.support.job_records import add_job, conversation_of, stored_events, stored_job
-from tools.modes import ALL_TOOL_NAMES
+from tools.registry import ALL_TOOL_NAMES
 
 PHONE = "+2250700000011"
 
