@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
-from bot.agent.toolspec import Tool
+from bot.agent.toolspec import StepText, Tool
 from bot.config import Settings
 
 
@@ -38,3 +39,14 @@ def offered(services: Any, mode: str) -> list[Tool]:
 def known_names(offered_tools: Iterable[Tool]) -> frozenset[str]:
     """Names the executor recognises: every real tool, and whatever this turn was offered."""
     return frozenset(t.name for t in all_tools()) | {t.name for t in offered_tools}
+
+
+@cache
+def step_texts() -> Mapping[str, StepText]:
+    """Each tool's step text by name (`Tool.step`), for the texts of background jobs (bot.jobs)."""
+    return {t.name: t.step for t in all_tools() if t.step is not None}
+
+
+def step_of(name: str) -> StepText | None:
+    """The step text of the tool called `name`; None for a name that is no tool."""
+    return step_texts().get(name)

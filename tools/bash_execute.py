@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
 from bot.sandbox import bwrap as sandbox
 from tools.modes import PRO
@@ -42,6 +42,7 @@ TOOL = Tool(
     ),
     parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
     modes=PRO,
+    step=StepText("💻", "Exécution du code", "Running code"),
     run=run,
     progress_note={"fr": "J'exécute le code…", "en": "Running the code…"},
     unavailable=_unavailable,

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.agent.untrusted import UrlRefused, links_in_html, urls_in
 from bot.agent.web_fetch import (
     Fetched,
@@ -135,6 +135,7 @@ TOOL = Tool(
     description="A web page's main text.",
     parameters={"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
     modes=CHILD_AND_PRO,
+    step=StepText("🌍", "Lecture de la page web", "Reading the web page"),
     run=run,
     progress_note={"fr": "Je lis la page…", "en": "Reading the page…"},
     untrusted_source="web page",

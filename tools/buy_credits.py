@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.billing import payments
 from bot.billing.payments.provider import PaymentError
 from bot.config import Settings
@@ -58,6 +58,7 @@ TOOL = Tool(
     description="Credit packs; pack (the user's pick): a payment link.",
     parameters={"type": "object", "properties": {"pack": {"type": "integer"}}},
     modes=CHILD_AND_PRO,
+    step=StepText("💳", "Préparation de l'achat de crédits", "Preparing the credit purchase"),
     run=run,
     side_effects=True,
     unavailable=_unavailable,

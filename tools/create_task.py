@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent import untrusted
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import tasks
 from tools.modes import CHILD_AND_PRO
 
@@ -81,6 +81,7 @@ TOOL = Tool(
         "required": ["title"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("⏰", "Création de la tâche", "Creating the task"),
     run=run,
     side_effects=True,
 )

@@ -11,7 +11,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
 from bot.channel.links import file_url
 from bot.storage.models import User
@@ -126,6 +126,7 @@ TOOL = Tool(
         "required": ["subject", "body"],
     },
     modes=PRO,
+    step=StepText("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
     run=run,
     side_effects=True,
 )

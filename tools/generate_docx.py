@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
@@ -42,6 +42,7 @@ TOOL = Tool(
     description="Word file.",
     parameters=document_schema(),
     modes=CHILD_AND_PRO,
+    step=StepText("📝", "Rédaction du document Word", "Writing the Word document"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton document Word…", "en": "Preparing your Word document…"},

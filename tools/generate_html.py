@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
 from bot.documents.extract import _html as html_text
@@ -52,6 +52,7 @@ TOOL = Tool(
     description="HTML page; html: extra body (sanitised).",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
+    step=StepText("🌐", "Création de la page HTML", "Building the HTML page"),
     run=run,
     side_effects=True,
 )

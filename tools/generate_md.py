@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
 from bot.documents.markdown import build_md
@@ -38,6 +38,7 @@ TOOL = Tool(
     description="Markdown file.",
     parameters=document_schema(),
     modes=CHILD_AND_PRO,
+    step=StepText("🗒️", "Rédaction du document Markdown", "Writing the Markdown document"),
     run=run,
     side_effects=True,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, Document, document_schema, has_content, plain
 from bot.documents.convert import converted, parse_document
@@ -86,6 +86,7 @@ TOOL = Tool(
     description=f"PDF, max {MAX_PAGES} pages; source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
+    step=StepText("📄", "Création du PDF", "Making the PDF"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton document PDF…", "en": "Preparing your PDF document…"},

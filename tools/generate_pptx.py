@@ -8,7 +8,7 @@ import zipfile
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, plain, xml_safe
 from bot.documents.names import MIME_BY_EXT, safe_filename
@@ -64,6 +64,7 @@ TOOL = Tool(
     ),
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
+    step=StepText("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ta présentation…", "en": "Preparing your presentation…"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.calc import Computed, computed_workbook
 from bot.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
@@ -79,6 +79,7 @@ TOOL = Tool(
     description=f"Excel: rows, header first, max {MAX_ROWS}; '=' formulas; totals: Total row.",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
+    step=StepText("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton fichier Excel…", "en": "Preparing your Excel file…"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
 from tools.modes import CHILD_AND_PRO
 
 NAME = "list_user_files"
@@ -47,5 +47,6 @@ TOOL = Tool(
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
     },
     modes=CHILD_AND_PRO,
+    step=StepText("🗂️", "Liste de tes fichiers", "Listing your files"),
     run=run,
 )

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot import library
 from bot.agent import vision
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from tools.modes import CHILD_AND_PRO
 
 NAME = "read_user_file"
@@ -76,6 +76,7 @@ TOOL = Tool(
         "required": ["file_id"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("📖", "Lecture du fichier", "Reading the file"),
     run=run,
     untrusted_source="file",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, send_message, sender_address, smtp_configured
 from bot.channel.outbound import send_to_number
 from bot.config import Settings
@@ -92,6 +92,7 @@ TOOL = Tool(
         "required": ["description"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("🐞", "Signalement du problème", "Reporting the problem"),
     run=run,
     side_effects=True,
     unavailable=unavailable,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent import effects, untrusted
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import memory
 from tools.modes import CHILD_AND_PRO
 
@@ -62,6 +62,7 @@ TOOL = Tool(
     description="A lasting fact about the user (short sentence).",
     parameters={"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]},
     modes=CHILD_AND_PRO,
+    step=StepText("🧠", "Mémorisation", "Saving to memory"),
     run=run,
     side_effects=True,
     exclusive=True,

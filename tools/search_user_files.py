@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from tools.modes import CHILD_AND_PRO
 
 NAME = "search_user_files"
@@ -51,6 +51,7 @@ TOOL = Tool(
         "required": ["query"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("🔍", "Recherche dans tes fichiers", "Searching your files"),
     run=run,
     untrusted_source="file",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import (
     EmailError,
     build_message,
@@ -105,6 +105,7 @@ TOOL = Tool(
         "required": ["subject", "body"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("✉️", "Envoi de l'e-mail", "Sending the e-mail"),
     run=run,
     side_effects=True,
     progress_note={"fr": "J'envoie l'e-mail…", "en": "Sending the e-mail…"},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
 from tools.modes import CHILD_AND_PRO
 from tools.send_sms_to_user import send_to_current_user
 
@@ -30,6 +30,7 @@ TOOL = Tool(
         "required": ["message"],
     },
     modes=CHILD_AND_PRO,
+    step=StepText("📲", "Envoi du message WhatsApp", "Sending the WhatsApp message"),
     run=run,
     side_effects=True,
     unavailable=lambda s: None if s.twilio_whatsapp_from else "TWILIO_WHATSAPP_FROM is not set",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.learning.quiz import TRUE_FALSE, QuizError, ask, parse_true_false_args
 from tools.modes import CHILD_AND_PRO
 
@@ -37,6 +37,7 @@ TOOL = Tool(
     description="True/false quiz, server-checked.",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
+    step=StepText("⚖️", "Préparation du vrai ou faux", "Preparing the true-or-false question"),
     run=run,
     side_effects=True,
     exclusive=True,
