@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import tools
 from bot import jobs
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
@@ -61,7 +62,8 @@ async def _status(msg: Incoming) -> None:
         await msg.reply(msg.t("Aucun travail en cours.", "No work in progress."))
         return
     text = jobs.status_text(job, await jobs.events(msg.db, job.id), msg.lang, now,
-                            job_page_url(msg.services.settings, job.id), await _file_names(msg, job))
+                            job_page_url(msg.services.settings, job.id), await _file_names(msg, job),
+                            steps=tools.step_texts())
     if len(active) > 1:
         text += "\n" + _others_line(msg, len(active) - 1)
     await msg.reply(text)

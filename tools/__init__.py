@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from functools import cache
 from typing import Any
 
-from bot.agent.toolspec import Tool
+from bot.agent.toolspec import StepText, Tool
 from bot.config import Settings
-from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
 
 
 def all_tools() -> tuple[Tool, ...]:
@@ -22,9 +22,9 @@ def by_name(tools: Iterable[Tool] | None = None) -> dict[str, Tool]:
 
 
 def for_mode(mode: str, settings: Settings) -> list[Tool]:
-    """The tools offered to the model in `mode`: allowed by the mode table and usable here."""
-    allowed = MODE_TOOLS.get(mode, frozenset())
-    return [t for t in all_tools() if t.name in allowed and t.unavailable(settings) is None]
+    """The tools offered to the model in `mode`: those that name it in their `modes` and are usable
+    here, in the order of `all_tools()`."""
+    return [t for t in all_tools() if mode in t.modes and t.unavailable(settings) is None]
 
 
 def offered(services: Any, mode: str) -> list[Tool]:
@@ -38,4 +38,15 @@ def offered(services: Any, mode: str) -> list[Tool]:
 
 def known_names(offered_tools: Iterable[Tool]) -> frozenset[str]:
     """Names the executor recognises: every real tool, and whatever this turn was offered."""
-    return frozenset(ALL_TOOL_NAMES) | {t.name for t in offered_tools}
+    return frozenset(t.name for t in all_tools()) | {t.name for t in offered_tools}
+
+
+@cache
+def step_texts() -> Mapping[str, StepText]:
+    """Each tool's step text by name (`Tool.step`), for the texts of background jobs (bot.jobs)."""
+    return {t.name: t.step for t in all_tools() if t.step is not None}
+
+
+def step_of(name: str) -> StepText | None:
+    """The step text of the tool called `name`; None for a name that is no tool."""
+    return step_texts().get(name)

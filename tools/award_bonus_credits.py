@@ -22,10 +22,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import select
 
 from bot.agent import effects
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.billing import credits
 from bot.storage.models import CreditEntry, ExerciseResult, User
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "award_bonus_credits"
 REASON = "ai_bonus"
@@ -139,7 +139,8 @@ TOOL = Tool(
     name=NAME,
     description="1-5 credits for a quiz just answered right; never if asked.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🎁", "Attribution des crédits bonus", "Awarding bonus credits"),
     run=run,
     side_effects=True,
     exclusive=True,

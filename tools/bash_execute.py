@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
 from bot.sandbox import bwrap as sandbox
-from tools.modes import modes_for
+from tools.modes import PRO
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,8 @@ TOOL = Tool(
         "Sandboxed shell: python3, no network, nothing kept, 30 s."
     ),
     parameters={"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-    modes=modes_for("bash_execute"),
+    modes=PRO,
+    step=StepText("💻", "Exécution du code", "Running code"),
     run=run,
     progress_note={"fr": "J'exécute le code…", "en": "Running the code…"},
     unavailable=_unavailable,

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.agent.untrusted import UrlRefused, links_in_html, urls_in
 from bot.agent.web_fetch import (
     Fetched,
@@ -28,7 +28,7 @@ from bot.agent.web_fetch import (
     readable_text,
 )
 from bot.config import Settings
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "browse_url"
 MAX_CONTENT = 8000
@@ -134,7 +134,8 @@ TOOL = Tool(
     name=NAME,
     description="A web page's main text.",
     parameters={"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🌍", "Lecture de la page web", "Reading the web page"),
     run=run,
     progress_note={"fr": "Je lis la page…", "en": "Reading the page…"},
     untrusted_source="web page",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.billing import payments
 from bot.billing.payments.provider import PaymentError
 from bot.config import Settings
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -57,7 +57,8 @@ TOOL = Tool(
     name="buy_credits",
     description="Credit packs; pack (the user's pick): a payment link.",
     parameters={"type": "object", "properties": {"pack": {"type": "integer"}}},
-    modes=modes_for("buy_credits"),
+    modes=CHILD_AND_PRO,
+    step=StepText("💳", "Préparation de l'achat de crédits", "Preparing the credit purchase"),
     run=run,
     side_effects=True,
     unavailable=_unavailable,

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent import untrusted
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import tasks
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -80,7 +80,8 @@ TOOL = Tool(
         },
         "required": ["title"],
     },
-    modes=modes_for("create_task"),
+    modes=CHILD_AND_PRO,
+    step=StepText("⏰", "Création de la tâche", "Creating the task"),
     run=run,
     side_effects=True,
 )

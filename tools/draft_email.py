@@ -11,12 +11,12 @@ from email.message import EmailMessage
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, clean_subject, load_attachments, normalize_address
 from bot.channel.links import file_url
 from bot.storage.models import User
 from bot.texts import fr_en
-from tools.modes import modes_for
+from tools.modes import PRO
 
 NAME = "draft_email"
 PREVIEW_MAX = 1200
@@ -125,7 +125,8 @@ TOOL = Tool(
         },
         "required": ["subject", "body"],
     },
-    modes=modes_for(NAME),
+    modes=PRO,
+    step=StepText("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
     run=run,
     side_effects=True,
 )

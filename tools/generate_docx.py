@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
 from bot.documents.docx import build_docx
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from tools.generate_pdf import document_text
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_docx"
 
@@ -41,7 +41,8 @@ TOOL = Tool(
     name=NAME,
     description="Word file.",
     parameters=document_schema(),
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📝", "Rédaction du document Word", "Writing the Word document"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton document Word…", "en": "Preparing your Word document…"},

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
 from bot.documents.extract import _html as html_text
 from bot.documents.markdown import build_html
 from bot.documents.names import safe_filename
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_html"
 MAX_HTML_CHARS = 300_000
@@ -51,7 +51,8 @@ TOOL = Tool(
     name=NAME,
     description="HTML page; html: extra body (sanitised).",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🌐", "Création de la page HTML", "Building the HTML page"),
     run=run,
     side_effects=True,
 )

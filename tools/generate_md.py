@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents.content import NO_CONTENT, ContentError, document_schema, has_content
 from bot.documents.convert import parse_document
 from bot.documents.markdown import build_md
 from bot.documents.names import safe_filename
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_md"
 
@@ -37,7 +37,8 @@ TOOL = Tool(
     name=NAME,
     description="Markdown file.",
     parameters=document_schema(),
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🗒️", "Rédaction du document Markdown", "Writing the Markdown document"),
     run=run,
     side_effects=True,
 )

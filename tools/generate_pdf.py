@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, Document, document_schema, has_content, plain
 from bot.documents.convert import converted, parse_document
 from bot.documents.names import safe_filename
 from bot.documents.pdf import MAX_PAGES, build_pdf
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_pdf"
 
@@ -85,7 +85,8 @@ TOOL = Tool(
     name=NAME,
     description=f"PDF, max {MAX_PAGES} pages; source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📄", "Création du PDF", "Making the PDF"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton document PDF…", "en": "Preparing your PDF document…"},

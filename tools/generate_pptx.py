@@ -8,12 +8,12 @@ import zipfile
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, plain, xml_safe
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from bot.documents.pptx import MAX_SLIDES, SLIDES_SCHEMA, Slide, build_pptx, parse_slides
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_pptx"
 
@@ -63,7 +63,8 @@ TOOL = Tool(
         f"PowerPoint, max {MAX_SLIDES} slides split by ---: # title, bullets, table, Notes:"
     ),
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ta présentation…", "en": "Preparing your presentation…"},

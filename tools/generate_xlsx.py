@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.calc import Computed, computed_workbook
 from bot.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
 from bot.documents.extract import extract_text
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from bot.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, parse_workbook
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "generate_xlsx"
 
@@ -78,7 +78,8 @@ TOOL = Tool(
     name=NAME,
     description=f"Excel: rows, header first, max {MAX_ROWS}; '=' formulas; totals: Total row.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
     run=run,
     side_effects=True,
     progress_note={"fr": "Je prépare ton fichier Excel…", "en": "Preparing your Excel file…"},

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.learning.quiz import MCQ, QuizError, ask, parse_mcq_args
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "interactive_quiz"
 
@@ -37,7 +37,8 @@ TOOL = Tool(
     name=NAME,
     description="Multiple-choice quiz, 2-4 options, server-checked.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("❓", "Préparation du quiz", "Preparing the quiz"),
     run=run,
     side_effects=True,
     exclusive=True,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult
-from tools.modes import modes_for
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
+from tools.modes import CHILD_AND_PRO
 
 NAME = "list_user_files"
 MAX_LIMIT = 50
@@ -46,6 +46,7 @@ TOOL = Tool(
         "type": "object",
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🗂️", "Liste de tes fichiers", "Listing your files"),
     run=run,
 )

@@ -10,8 +10,8 @@ from typing import Any
 
 from bot import library
 from bot.agent import vision
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from tools.modes import modes_for
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
+from tools.modes import CHILD_AND_PRO
 
 NAME = "read_user_file"
 
@@ -75,7 +75,8 @@ TOOL = Tool(
         "properties": {"file_id": {"type": "integer"}, "offset": {"type": "integer"}},
         "required": ["file_id"],
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📖", "Lecture du fichier", "Reading the file"),
     run=run,
     untrusted_source="file",
 )

@@ -1,4 +1,7 @@
-"""Collects `TOOL` from every module of this package. Adding a tool: write tools/<name>.py with TOOL."""
+"""Collects `TOOL` from every module of this package. Adding a tool: write tools/<name>.py with TOOL.
+
+What a mode is offered is derived here from what each tool states, never kept as a list of names.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import pkgutil
 from pathlib import Path
 
 from bot.agent.toolspec import Tool
+from tools.modes import MODES
 
 
 def _discover() -> tuple[Tool, ...]:
@@ -24,3 +28,16 @@ def _discover() -> tuple[Tool, ...]:
 
 
 TOOLS: tuple[Tool, ...] = _discover()
+
+# Every tool's name, in the order the tools are offered (their modules' names, sorted).
+ALL_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in TOOLS)
+
+# The names each mode is offered, from each tool's own `modes`.
+MODE_TOOLS: dict[str, frozenset[str]] = {
+    mode: frozenset(t.name for t in TOOLS if mode in t.modes) for mode in MODES
+}
+
+
+def modes_for(name: str) -> frozenset[str]:
+    """The modes a tool is offered in (none for a name that is no tool)."""
+    return frozenset(mode for mode, names in MODE_TOOLS.items() if name in names)

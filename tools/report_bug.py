@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import EmailError, build_message, send_message, sender_address, smtp_configured
 from bot.channel.outbound import send_to_number
 from bot.config import Settings
 from bot.render import render
 from bot.storage.models import User
 from bot.texts import fr_en
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "report_bug"
 MAX_DESCRIPTION = 2000
@@ -91,7 +91,8 @@ TOOL = Tool(
         "properties": {"description": {"type": "string"}},
         "required": ["description"],
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🐞", "Signalement du problème", "Reporting the problem"),
     run=run,
     side_effects=True,
     unavailable=unavailable,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent import effects
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.learning import record_reported, subject_for
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "report_exercise_result"
 
@@ -54,7 +54,8 @@ TOOL = Tool(
     name=NAME,
     description="Record an exercise result silently (no quiz).",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📈", "Enregistrement du résultat", "Recording the result"),
     run=run,
     side_effects=True,
     effect_in_transaction=True,

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent import effects, untrusted
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import memory
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "save_memory"
 
@@ -61,7 +61,8 @@ TOOL = Tool(
     name=NAME,
     description="A lasting fact about the user (short sentence).",
     parameters={"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]},
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🧠", "Mémorisation", "Saving to memory"),
     run=run,
     side_effects=True,
     exclusive=True,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
-from tools.modes import modes_for
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
+from tools.modes import CHILD_AND_PRO
 
 NAME = "search_user_files"
 MAX_RESULTS = 10
@@ -50,7 +50,8 @@ TOOL = Tool(
         "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
         "required": ["query"],
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🔍", "Recherche dans tes fichiers", "Searching your files"),
     run=run,
     untrusted_source="file",
 )

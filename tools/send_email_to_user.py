@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import (
     EmailError,
     build_message,
@@ -20,7 +20,7 @@ from bot.channel.email import (
     smtp_configured,
 )
 from bot.storage.models import User
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "send_email_to_user"
 _RECIPIENT_KEYS = ("to", "cc", "bcc", "recipient", "recipients", "email", "address", "reply_to", "headers")
@@ -104,7 +104,8 @@ TOOL = Tool(
         },
         "required": ["subject", "body"],
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("✉️", "Envoi de l'e-mail", "Sending the e-mail"),
     run=run,
     side_effects=True,
     progress_note={"fr": "J'envoie l'e-mail…", "en": "Sending the e-mail…"},

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from bot import library
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.outbound import MODEL_ADVICE, SendResult, send_to_user
 from bot.storage.models import User
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "send_sms_to_user"
 MAX_CHARS = 1000
@@ -81,7 +81,8 @@ TOOL = Tool(
     name=NAME,
     description="Short SMS to the user.",
     parameters={"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("💬", "Envoi du SMS", "Sending the SMS"),
     run=run,
     side_effects=True,
     unavailable=lambda s: None if s.twilio_sms_from else "TWILIO_SMS_FROM is not set",

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult
-from tools.modes import modes_for
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
+from tools.modes import CHILD_AND_PRO
 from tools.send_sms_to_user import send_to_current_user
 
 NAME = "send_whatsapp_to_user"
@@ -29,7 +29,8 @@ TOOL = Tool(
         "properties": {"message": {"type": "string", "maxLength": 1000}, "file_id": {"type": "integer"}},
         "required": ["message"],
     },
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("📲", "Envoi du message WhatsApp", "Sending the WhatsApp message"),
     run=run,
     side_effects=True,
     unavailable=lambda s: None if s.twilio_whatsapp_from else "TWILIO_WHATSAPP_FROM is not set",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.learning.quiz import TRUE_FALSE, QuizError, ask, parse_true_false_args
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "true_false_quiz"
 
@@ -36,7 +36,8 @@ TOOL = Tool(
     name=NAME,
     description="True/false quiz, server-checked.",
     parameters=PARAMETERS,
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("⚖️", "Préparation du vrai ou faux", "Preparing the true-or-false question"),
     run=run,
     side_effects=True,
     exclusive=True,

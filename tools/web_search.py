@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 
 from bot import credentials
-from bot.agent.toolspec import Tool, ToolContext, ToolResult, tool_error
+from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
-from tools.modes import modes_for
+from tools.modes import CHILD_AND_PRO
 
 NAME = "web_search"
 MAX_RESULTS = 5
@@ -155,7 +155,8 @@ TOOL = Tool(
     name=NAME,
     description="Web search: 5 results, url and extract.",
     parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    modes=modes_for(NAME),
+    modes=CHILD_AND_PRO,
+    step=StepText("🔎", "Recherche sur le web", "Searching the web"),
     run=run,
     progress_note={"fr": "Je cherche sur le web…", "en": "Searching the web…"},
     unavailable=unavailable,

@@ -31,10 +31,9 @@ def current_prompt(mode: str, language: str, learner: str = "") -> dict[str, Any
     `learner` adds a student's learner block (bot.learning.learner_block)."""
     import tools
     from bot.agent.prompts import build_system_prompt
-    from tools.modes import MODE_TOOLS
 
     system = build_system_prompt(mode, language=language, learner=learner)
-    offered = [t for t in tools.all_tools() if t.name in MODE_TOOLS[mode]]
+    offered = [t for t in tools.all_tools() if mode in t.modes]
     return {"system": system, "tools": [t.openai_schema() for t in offered]}
 
 

@@ -1,7 +1,8 @@
 """What a tool is, and what it gets when it runs. The tools themselves live in `tools/`.
 
 The core only knows this shape; it never imports a tool. Each module of `tools/` builds one `Tool`
-with its name, description, JSON schema, modes and function, so one file tells all about a tool.
+with its name, description, JSON schema, modes, step text and function, so one file tells all about a
+tool.
 """
 
 from __future__ import annotations
@@ -57,6 +58,16 @@ def always_available(_settings: Settings) -> str | None:
 
 
 @dataclass(frozen=True)
+class StepText:
+    """What a running tool is doing, as a background job's timeline and STATUT show it:
+    the emoji, then the words in French and in English (« 📊 Génération du tableur Excel… »)."""
+
+    emoji: str
+    fr: str
+    en: str
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
@@ -75,6 +86,8 @@ class Tool:
     untrusted_source: str = ""
     # Shown once to the user when the tool runs long, e.g. {"fr": "Je prépare ton fichier PDF…"}.
     progress_note: dict[str, str] | None = None
+    # The step's text in a background job (bot.jobs.step_label); None: the generic « Traitement en cours ».
+    step: StepText | None = None
     # Returns why the tool cannot be offered with these settings (None when it can).
     unavailable: Callable[[Settings], str | None] = always_available
 

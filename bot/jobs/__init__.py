@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.agent.toolspec import StepText
 from bot.jobs.errors import JobError
 from bot.services import Services
 from bot.storage.db import rowcount
@@ -172,41 +173,16 @@ async def request_cancel(services: Services, job_id: int) -> GenerationJob | Non
 
 # --- what the user reads -------------------------------------------------------------------------
 
-# (emoji, French, English) for each tool of tools/modes.py ALL_TOOL_NAMES (bot never imports tools:
-# tests/jobs checks that this table names every one of them).
-_STEPS: dict[str, tuple[str, str, str]] = {
-    "generate_xlsx": ("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
-    "generate_pdf": ("📄", "Création du PDF", "Making the PDF"),
-    "generate_pptx": ("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
-    "generate_docx": ("📝", "Rédaction du document Word", "Writing the Word document"),
-    "generate_html": ("🌐", "Création de la page HTML", "Building the HTML page"),
-    "generate_md": ("🗒️", "Rédaction du document Markdown", "Writing the Markdown document"),
-    "send_email_to_user": ("✉️", "Envoi de l'e-mail", "Sending the e-mail"),
-    "draft_email": ("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
-    "send_sms_to_user": ("💬", "Envoi du SMS", "Sending the SMS"),
-    "send_whatsapp_to_user": ("📲", "Envoi du message WhatsApp", "Sending the WhatsApp message"),
-    "list_user_files": ("🗂️", "Liste de tes fichiers", "Listing your files"),
-    "read_user_file": ("📖", "Lecture du fichier", "Reading the file"),
-    "search_user_files": ("🔍", "Recherche dans tes fichiers", "Searching your files"),
-    "save_memory": ("🧠", "Mémorisation", "Saving to memory"),
-    "bash_execute": ("💻", "Exécution du code", "Running code"),
-    "web_search": ("🔎", "Recherche sur le web", "Searching the web"),
-    "browse_url": ("🌍", "Lecture de la page web", "Reading the web page"),
-    "interactive_quiz": ("❓", "Préparation du quiz", "Preparing the quiz"),
-    "true_false_quiz": ("⚖️", "Préparation du vrai ou faux", "Preparing the true-or-false question"),
-    "award_bonus_credits": ("🎁", "Attribution des crédits bonus", "Awarding bonus credits"),
-    "report_exercise_result": ("📈", "Enregistrement du résultat", "Recording the result"),
-    "create_task": ("⏰", "Création de la tâche", "Creating the task"),
-    "buy_credits": ("💳", "Préparation de l'achat de crédits", "Preparing the credit purchase"),
-    "report_bug": ("🐞", "Signalement du problème", "Reporting the problem"),
-}
-_GENERIC_STEP = ("⚙️", "Traitement en cours", "Working on it")
+# A tool's step text is the tool's own (`Tool.step`, in tools/<name>.py): bot never imports tools, so
+# the callers hand it over, and STATUT gets each tool's by name.
+_GENERIC_STEP = StepText("⚙️", "Traitement en cours", "Working on it")
 
 
-def step_label(tool_name: str, lang: str) -> str:
-    """« 📊 Génération du tableur Excel… »: what a step does, as the user reads it."""
-    emoji, fr, en = _STEPS.get(tool_name, _GENERIC_STEP)
-    return f"{emoji} {fr_en(lang, fr, en)}…"
+def step_label(step: StepText | None, lang: str) -> str:
+    """« 📊 Génération du tableur Excel… »: what a step does, as the user reads it (the generic
+    « ⚙️ Traitement en cours… » for a tool without a step text)."""
+    shown = step or _GENERIC_STEP
+    return f"{shown.emoji} {fr_en(lang, shown.fr, shown.en)}…"
 
 
 def duration_text(seconds: float) -> str:
@@ -227,12 +203,13 @@ class _Step:
     count: int = 1
 
 
-def _label(event: dict[str, Any], lang: str) -> str:
-    name = str(event.get("name") or "")
-    return step_label(name, lang) if name in _STEPS else str(event.get("label") or step_label(name, lang))
+def _label(event: dict[str, Any], lang: str, steps: Mapping[str, StepText]) -> str:
+    step = steps.get(str(event.get("name") or ""))
+    return step_label(step, lang) if step is not None else str(event.get("label") or step_label(None, lang))
 
 
-def _steps(events: Sequence[dict[str, Any]], lang: str) -> tuple[list[_Step], str | None]:
+def _steps(events: Sequence[dict[str, Any]], lang: str,
+           steps: Mapping[str, StepText]) -> tuple[list[_Step], str | None]:
     """The finished steps (the same step done again is one line, counted) and the label of the
     step that started last and has not ended."""
     done: dict[str, _Step] = {}
@@ -240,10 +217,10 @@ def _steps(events: Sequence[dict[str, Any]], lang: str) -> tuple[list[_Step], st
     for event in events:
         ident = (event.get("n"), event.get("call_id"))
         if event.get("type") == "tool_start":
-            started[ident] = _label(event, lang)
+            started[ident] = _label(event, lang, steps)
         elif event.get("type") == "tool_end":
             started.pop(ident, None)
-            label = _label(event, lang).removesuffix("…")
+            label = _label(event, lang, steps).removesuffix("…")
             ok = event.get("status", "ok") == "ok"
             seconds = float(event.get("duration_ms") or 0) / 1000
             step = done.get(f"{label}:{ok}")
@@ -301,11 +278,13 @@ def live_line(link: str, lang: str) -> str:
 
 
 def status_text(job: GenerationJob, events: list[dict[str, Any]], lang: str, now: datetime, link: str,
-                files: Sequence[str] = ()) -> str:
+                files: Sequence[str] = (), *, steps: Mapping[str, StepText]) -> str:
     """The STATUT answer, for a phone screen or an SMS: where the job is, the steps done with
-    their durations, the time spent, the files made, and the live page's link. Each thing said once."""
-    steps, current = _steps(events, lang)
-    lines = [*_head(job, current, lang), *_step_lines(steps, lang), _elapsed_line(job, now, lang)]
+    their durations, the time spent, the files made, and the live page's link. Each thing said once.
+    `steps` are the tools' step texts by name: a tool's step is told in `lang`, whatever the
+    language its event was recorded in."""
+    done, current = _steps(events, lang, steps)
+    lines = [*_head(job, current, lang), *_step_lines(done, lang), _elapsed_line(job, now, lang)]
     if files:
         lines.append(fr_en(lang, "📎 Fichiers : ", "📎 Files: ") + ", ".join(files))
     lines.append(live_line(link, lang))

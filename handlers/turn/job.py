@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import func, select, update
 
+import tools
 from bot import jobs, logs
 from bot.agent import history
 from bot.agent.effects import EffectStore
@@ -245,7 +246,7 @@ class _JobTurn:
                                     {"name": event.name, "note": event.note})
             return
         n, call_id = event.n, event.tool_call_id
-        label = jobs.step_label(event.name, self.lang)
+        label = jobs.step_label(tools.step_of(event.name), self.lang)
         if isinstance(event, ToolStarted):
             await jobs.record_event(services, job_id, f"{n}:{call_id}:start", event.kind,
                                     {"name": event.name, "label": label, "n": n, "call_id": call_id})
@@ -294,7 +295,8 @@ async def _end(services: Services, job: GenerationJob, user: User, conversation:
 
 
 def _done_steps(state: TurnState, lang: str) -> str:
-    lines = [f"✅ {jobs.step_label(r['name'], lang)}" for r in state.tool_runs if r.get("status") == "ok"]
+    lines = [f"✅ {jobs.step_label(tools.step_of(r['name']), lang)}" for r in state.tool_runs
+             if r.get("status") == "ok"]
     if not lines:
         return fr_en(lang, *NOTHING_DONE)
     return "\n".join([fr_en(lang, *DONE_SO_FAR), *lines])

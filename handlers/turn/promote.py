@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+import tools
 from bot import jobs
 from bot.agent.loop import TurnState
 from bot.channel.context import Incoming
@@ -122,7 +123,7 @@ def _at(wall: float) -> datetime:
 async def _record_done_steps(services: Services, job_id: int, state: TurnState, lang: str) -> None:
     """The steps the direct turn already did start the job's timeline."""
     for i, run in enumerate(state.tool_runs):
-        label = jobs.step_label(run["name"], lang)
+        label = jobs.step_label(tools.step_of(run["name"]), lang)
         key = f"{run['n']}:direct{i}"
         await jobs.record_event(services, job_id, f"{key}:start", "tool_start",
                                 {"name": run["name"], "label": label, "n": run["n"], "call_id": f"direct{i}"})

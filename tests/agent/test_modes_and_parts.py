@@ -16,7 +16,7 @@ from bot.config import load_settings
 from bot.sandbox.killable import KillableError, pid_alive, run_killable
 from bot.storage.models import Conversation, Message, User
 from tests.support.killable_targets import fail, sleep_then, write_pid_and_spin
-from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
+from tools.registry import ALL_TOOL_NAMES, MODE_TOOLS
 
 SEED_TOOLS = {
     "generate_xlsx",

@@ -8,7 +8,7 @@ import pytest
 
 import tools
 from bench.cost.measure import LANGUAGES, MODES, baseline_prompt, current_prompt, sizes, tool_names
-from tools.modes import ALL_TOOL_NAMES, MODE_TOOLS
+from tools.registry import ALL_TOOL_NAMES, MODE_TOOLS
 
 CASES = [(mode, lang) for mode in MODES for lang in LANGUAGES]
 

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import tools
 from bot import jobs
 from bot.channel import formatting
 from bot.channel.links import check_job_signature
@@ -29,7 +30,7 @@ async def say(h: Harness, body: str, channel: str = "whatsapp") -> list[str]:
 
 async def step(h: Harness, job: GenerationJob, n: int, name: str, seconds: float | None) -> None:
     """One tool step of the job's timeline, as the runner records it (unfinished when no seconds)."""
-    label = jobs.step_label(name, "fr")
+    label = jobs.step_label(tools.step_of(name), "fr")
     await jobs.record_event(h.services, job.id, f"{n}:c{n}:start", "tool_start",
                             {"name": name, "label": label, "n": n, "call_id": f"c{n}"})
     if seconds is not None:

@@ -8,20 +8,22 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+import tools
 from bot import jobs
 from bot.storage.models import GenerationJob
 from tests.support.harness import Harness
 from tests.support.job_records import add_job, conversation_of, stored_events, stored_job
-from tools.modes import ALL_TOOL_NAMES
+from tools.registry import ALL_TOOL_NAMES
 
 PHONE = "+2250700000011"
+STEPS = tools.step_texts()  # each tool's step text, from its module
 
 
 async def test_an_event_is_stored_and_published_once_per_key(harness: Harness) -> None:
     h = harness
     user = await h.make_user(PHONE)
     job = await add_job(h, user, await conversation_of(h, user), jobs.RUNNING)
-    start = {"name": "generate_xlsx", "label": jobs.step_label("generate_xlsx", "fr"), "n": 2,
+    start = {"name": "generate_xlsx", "label": jobs.step_label(tools.step_of("generate_xlsx"), "fr"), "n": 2,
              "call_id": "c1"}
     async with h.services.state.subscribe(jobs.progress_channel(job.id)) as sub:
         event = await jobs.record_event(h.services, job.id, "2:c1:start", "tool_start", start)
@@ -123,21 +125,21 @@ async def test_the_active_job_is_the_running_one_else_the_oldest_queued(harness:
 def test_every_tool_has_its_own_label_in_both_languages() -> None:
     assert len(ALL_TOOL_NAMES) == 24
     for lang in ("fr", "en"):
-        labels = [jobs.step_label(name, lang) for name in ALL_TOOL_NAMES]
+        labels = [jobs.step_label(tools.step_of(name), lang) for name in ALL_TOOL_NAMES]
         assert len(set(labels)) == 24, labels  # none falls back on the generic label
-        assert jobs.step_label("no_such_tool", lang) not in labels
+        assert jobs.step_label(tools.step_of("no_such_tool"), lang) not in labels
         for label in labels:
             emoji, _, words = label.partition(" ")
             assert not emoji.isascii() and words[0].isupper() and label.endswith("…"), label
-    assert jobs.step_label("generate_xlsx", "fr") == "📊 Génération du tableur Excel…"
-    assert jobs.step_label("generate_xlsx", "en") == "📊 Building the Excel spreadsheet…"
-    assert jobs.step_label("web_search", "fr") == "🔎 Recherche sur le web…"
-    assert jobs.step_label("send_email_to_user", "fr") == "✉️ Envoi de l'e-mail…"
-    assert jobs.step_label("no_such_tool", "fr") == "⚙️ Traitement en cours…"
+    assert jobs.step_label(tools.step_of("generate_xlsx"), "fr") == "📊 Génération du tableur Excel…"
+    assert jobs.step_label(tools.step_of("generate_xlsx"), "en") == "📊 Building the Excel spreadsheet…"
+    assert jobs.step_label(tools.step_of("web_search"), "fr") == "🔎 Recherche sur le web…"
+    assert jobs.step_label(tools.step_of("send_email_to_user"), "fr") == "✉️ Envoi de l'e-mail…"
+    assert jobs.step_label(tools.step_of("no_such_tool"), "fr") == "⚙️ Traitement en cours…"
 
 
 def _tool(n: int, name: str, seconds: float | None, status: str = "ok") -> list[dict[str, Any]]:
-    start = {"type": "tool_start", "name": name, "label": jobs.step_label(name, "fr"), "n": n,
+    start = {"type": "tool_start", "name": name, "label": jobs.step_label(tools.step_of(name), "fr"), "n": n,
              "call_id": f"c{n}"}
     if seconds is None:
         return [start]
@@ -151,7 +153,7 @@ def test_status_text_for_each_state_of_a_job() -> None:
                         created_at=now - timedelta(minutes=4), started_at=now - timedelta(seconds=185))
     events = [*_tool(1, "web_search", 12), *_tool(2, "web_search", 8), *_tool(3, "bash_execute", 3, "error"),
               *_tool(4, "generate_xlsx", None)]
-    assert jobs.status_text(job, events, "fr", now, "https://x/jobs/1?sig=s").split("\n") == [
+    assert jobs.status_text(job, events, "fr", now, "https://x/jobs/1?sig=s", steps=STEPS).split("\n") == [
         "⏳ En cours : 📊 Génération du tableur Excel…",
         "✅ 🔎 Recherche sur le web ×2 — 20 s",
         "⚠️ 💻 Exécution du code — 3 s",
@@ -159,15 +161,16 @@ def test_status_text_for_each_state_of_a_job() -> None:
         "🔗 En direct : https://x/jobs/1?sig=s",
     ]
     job.cancel_requested, job.step = True, "🧮 Totaux"
-    assert jobs.status_text(job, events, "en", now, "L").split("\n")[:2] == [
+    assert jobs.status_text(job, events, "en", now, "L", steps=STEPS).split("\n")[:2] == [
         "⏳ Now: 🧮 Totaux", "🛑 Stopping after this step."]
     queued = GenerationJob(status=jobs.QUEUED, cancel_requested=False, created_at=now - timedelta(seconds=70))
-    assert jobs.status_text(queued, [], "fr", now, "L") == (
+    assert jobs.status_text(queued, [], "fr", now, "L", steps=STEPS) == (
         "🕒 En attente de démarrage.\n⏱️ En attente depuis 1 min 10 s\n🔗 En direct : L")
     done = GenerationJob(status=jobs.COMPLETED, cancel_requested=False, created_at=now - timedelta(hours=2),
                          started_at=now - timedelta(hours=2), finished_at=now - timedelta(minutes=55))
-    assert jobs.status_text(done, _tool(1, "generate_pdf", 75), "en", now, "L") == (
+    assert jobs.status_text(done, _tool(1, "generate_pdf", 75), "en", now, "L", steps=STEPS) == (
         "✅ Done.\n✅ 📄 Making the PDF — 1 min 15 s\n⏱️ Took 1 h 05 min\n🔗 Live: L")
     thinking = GenerationJob(status=jobs.RUNNING, cancel_requested=False, created_at=now, started_at=now)
-    assert jobs.status_text(thinking, _tool(1, "browse_url", 0.4), "fr", now, "L").split("\n")[:2] == [
+    browsed = _tool(1, "browse_url", 0.4)
+    assert jobs.status_text(thinking, browsed, "fr", now, "L", steps=STEPS).split("\n")[:2] == [
         "⏳ En cours : 🤔 Réflexion…", "✅ 🌍 Lecture de la page web — 0 s"]

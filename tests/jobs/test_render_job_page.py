@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 
+import tools
 from bot import jobs
 from tests.support.harness import Harness
 from tests.support.job_page import done, made_file, make_job, page_path, step
@@ -80,7 +81,8 @@ async def test_the_timeline_grows_live_and_the_file_arrives(harness: Harness, br
     await page.screenshot(path=str(tmp_path / "running.png"), full_page=True)
     await jobs.record_event(h.services, job.id, "3:call_e1:end", "tool_end",
                             {"name": "send_email_to_user", "status": "ok", "duration_ms": 65_000,
-                             "label": jobs.step_label("send_email_to_user", "fr"), "call_id": "call_e1"})
+                             "label": jobs.step_label(tools.step_of("send_email_to_user"), "fr"),
+                             "call_id": "call_e1"})
     await expect(lines.nth(2)).to_contain_text("1 min 05 s")
 
     data = b"PK\x03\x04 ventes de mars"

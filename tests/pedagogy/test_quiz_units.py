@@ -22,7 +22,7 @@ from bot.services import Services
 from bot.storage.models import Conversation
 from tests.support.pedagogy import START, context, make_student
 from tools import interactive_quiz, true_false_quiz
-from tools.modes import modes_for
+from tools.registry import modes_for
 
 MCQ_ARGS = {
     "question": "Combien font 3 × 5 ?",

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 
+import tools
 from bot import jobs
 from bot.channel.links import job_signature
 from bot.library import add_file
@@ -47,7 +48,7 @@ def page_path(h: Harness, job_id: int, *, sig: str | None = None, events: bool =
 async def step(h: Harness, job_id: int, n: int, call_id: str, tool: str, *, lang: str = "fr",
                status: str | None = "ok", duration_ms: int = 1200) -> list[dict[str, Any]]:
     """A tool's start and (unless `status` is None) its end, as the runner records them."""
-    label = jobs.step_label(tool, lang)
+    label = jobs.step_label(tools.step_of(tool), lang)
     recorded = [await jobs.record_event(h.services, job_id, f"{n}:{call_id}:start", "tool_start",
                                         {"name": tool, "label": label, "n": n, "call_id": call_id})]
     if status is not None:
