@@ -4,3 +4,5 @@ runner of periodic jobs, retention.
 An edge: may import the core and every domain; never the agent (handlers bring it), the web pages,
 the console or doctor.
 """
+
+__all__ = ["job_workers", "messages", "rate", "retention", "scheduler", "workers"]

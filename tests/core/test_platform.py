@@ -443,3 +443,37 @@ def test_env_example_lists_every_setting() -> None:
     missing = sorted(name for name in read - listed if not name.endswith("_FOR_TESTS"))
     assert missing == [], f"add these settings to .env.example: {missing}"
     assert read >= {"DATA_DIR", "DATABASE_URL", "REDIS_URL", "PUBLIC_BASE_URL", "TWILIO_API_BASE_URL"}
+
+
+def _names_defined(tree: ast.Module) -> set[str]:
+    """The names a module binds: assignments (tuples too), functions, classes, imports."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.ImportFrom | ast.Import):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return found
+
+
+def test_every_package_of_bot_shows_its_face() -> None:
+    """Each package under bot/ (the migrations aside) lists what it shows in `__all__`: names it
+    defines or imports, or its own modules."""
+    problems = []
+    for init in sorted((ROOT / "bot").rglob("__init__.py")):
+        package = init.parent
+        if "migrations" in package.parts or package == ROOT / "bot":
+            continue
+        tree = ast.parse(init.read_text())
+        shown = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+        if not shown:
+            problems.append(f"{init.relative_to(ROOT)} has no __all__")
+            continue
+        modules = {p.stem for p in package.glob("*.py")} | {p.name for p in package.iterdir() if p.is_dir()}
+        known = _names_defined(tree) | modules
+        problems += [f"{init.relative_to(ROOT)}: {name!r} is neither defined there nor a module of it"
+                     for name in shown[0] if name not in known]
+    assert not problems, "\n".join(problems)

@@ -25,6 +25,12 @@ from bot.storage.db import rowcount
 from bot.storage.models import Payment, User
 from bot.texts import fr_en
 
+__all__ = [
+    "MENU_TTL_S", "BadSignature", "Checkout", "Pack", "PaymentError", "Provider", "WebhookOutcome",
+    "handle_webhook", "menu_text", "new_reference", "pack_label", "packs", "payment_link_text", "price_text",
+    "provider_for", "show_menu", "start_purchase", "unavailable_reason",
+]
+
 log = logging.getLogger(__name__)
 
 MENU_TTL_S = 30 * 60
