@@ -4,13 +4,13 @@ A test states what it needs by its fixtures. One that asks for the database (`te
 `harness`, `make_harness`, `migrated_template`) runs once per backend: `sqlite` (a SQLite file,
 in-process state) and `postgres` (PostgreSQL and Redis), as the `backend_name` fixture's parameter;
 a test that asks for neither runs once. `--backend sqlite|postgres` (or TEST_BACKEND) runs the first
-kind on one backend only. The schema is migrated once per session and backend (per xdist worker);
+kind on one backend only. The schema is migrated once per session and backend (per process);
 each test then gets a copy (SQLite) or a truncated database (PostgreSQL) and its own Redis key
 prefix. A missing PostgreSQL or Redis makes the tests fail, never skip.
 
 Markers: `postgres_only` (several processes writing at once: the PostgreSQL deployment),
 `sqlite_only` (the single-process deployment), `serial` (must have the machine to itself: run
-after the others, without xdist, by scripts/test).
+after the others, alone, by scripts/test).
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ from tests.support.harness import (
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backend", choices=("all", *BACKENDS), default=os.environ.get("TEST_BACKEND", "all"),
                      help="run the tests that use the database on this backend only (default: all)")
+    parser.addoption("--database-tests", choices=("all", "only", "none"), default="all",
+                     help="only: just the tests that use the database; none: just the others (default: all)")
 
 
 def _looks(path: Path) -> bool:
@@ -65,15 +67,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    chosen = config.getoption("--backend")
-    if chosen == "all":
+    chosen, database_tests = config.getoption("--backend"), config.getoption("--database-tests")
+    if chosen == "all" and database_tests == "all":
         return
     kept: list[pytest.Item] = []
     left: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("backend_name") if callspec else None
-        (left if name not in (None, chosen) else kept).append(item)
+        if name is None:
+            wanted = database_tests != "only"
+        else:
+            wanted = database_tests != "none" and chosen in ("all", name)
+        (kept if wanted else left).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept
