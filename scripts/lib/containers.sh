@@ -22,7 +22,8 @@ container_engine() {
 }
 
 _podman() {
-  if ! command -v podman >/dev/null 2>&1; then
+  # runc too: the configuration below names it, and a machine may come with podman and crun only.
+  if ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "installing podman (apt-get)" >&2
       local attempt

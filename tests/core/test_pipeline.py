@@ -7,6 +7,7 @@ import random
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.channel.context import Incoming
@@ -63,6 +64,7 @@ async def test_burst_from_one_user_is_handled_in_order_and_once(harness: Harness
     assert recorder.overlap_same_user == 0
 
 
+@pytest.mark.serial  # fifty turns at once within a bound wait: the machine to itself
 async def test_fifty_users_at_once(harness: Harness) -> None:
     h = harness
     recorder = Recorder(pause_s=0.05)

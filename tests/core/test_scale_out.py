@@ -49,7 +49,8 @@ from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness, backend, cle
 from tests.support.ports import free_port
 from tests.support.processes import ROOT, RedisServer
 
-pytestmark = [pytest.mark.postgres_only, pytest.mark.timeout(240)]
+# serial: two serves and three workers of its own, each to be ready within its wait: the machine to itself.
+pytestmark = [pytest.mark.postgres_only, pytest.mark.serial, pytest.mark.timeout(240)]
 
 USERS = 50
 BURST_USERS = 25  # users 0..24 send five messages in a row; the others three, spaced out
