@@ -1,0 +1,1 @@
+"""The distress detector measured on a labelled corpus."""
