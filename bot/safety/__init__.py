@@ -3,41 +3,49 @@ against them) is answered first with a caring reply and the helpline of their co
 once for a person to acknowledge, and told by e-mail to the class's teachers and the admins.
 
 Who: every user but the adults, i.e. not a pro (mode or role) and not a parent: a guest who has
-not chosen a profile yet may be a child. What: the phrase list (`phrases`) always, and when it
-finds nothing, the moderation endpoint (`moderation`) when one is configured. Handlers call
-`assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
+not chosen a profile yet may be a child. What: in layers, all local by default: the phrase list
+(`phrases`) on the folded text, then the message's meaning against examples of each category
+(`meaning`, the local e5 model), then the moderation endpoint (`moderation`) when one is
+configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import e5
 from bot.config import Settings
 from bot.safety.errors import SafetyError
-from bot.safety.flags import EXCERPT_MAX, open_flags, raise_flag
+from bot.safety.flags import EXCERPT_MAX, GENTLE_S, gentle, open_flags, raise_flag
+from bot.safety.meaning import judge
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
-from bot.safety.phrases import CATEGORIES, fold, load_phrases
+from bot.safety.phrases import CATEGORIES, PhraseList, fold, load_phrases
+from bot.safety.phrases import label as category_label
 from bot.safety.reply import caring_reply, helpline_of
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "MODERATION_MIN_WORDS", "Detection", "Recipients", "SafetyError",
-           "assess", "caring_reply", "concerned", "fold", "helpline_of", "load_phrases", "moderate", "notify",
-           "open_flags", "parent_note", "raise_flag", "read_result", "recipients"]
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
+           "Detection", "Recipients", "SafetyError", "assess", "caring_reply", "category_label", "concerned",
+           "fold", "gentle", "hear", "helpline_of", "load_phrases", "moderate", "notify", "open_flags",
+           "parent_note", "raise_flag", "read_result", "recipients"]
 
 
 # Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no
 # endpoint call, so menus and commands answer as fast as before.
 MODERATION_MIN_WORDS = 3
+# The same for the meaning layer: « personne ne m'aime » is three words.
+MEANING_MIN_WORDS = 3
 
 
 @dataclass(frozen=True)
 class Detection:
-    category: str  # self_harm | abuse | violence
-    source: str  # phrases | moderation
+    category: str  # one of CATEGORIES
+    source: str  # phrases | meaning | moderation
 
 
 def concerned(user: User) -> bool:
@@ -45,16 +53,29 @@ def concerned(user: User) -> bool:
     return user.mode != "pro" and user.role not in ("pro", "parent")
 
 
-async def assess(services: Services, text: str) -> Detection | None:
-    """What the message signals, if anything: the phrase list first (no network, and the child's
-    answer leaves sooner), the moderation endpoint for what the list does not know."""
-    if not text.strip():
-        return None
-    category = load_phrases(services.settings.safety.safety_phrases_file).match(text)
+def hear(text: str, phrases: PhraseList, *, meaning: bool = True) -> Detection | None:
+    """What the local layers hear in `text`: the phrase list, then the meaning. Blocking (the
+    model): `assess` runs it in a thread."""
+    category = phrases.match(text)
     if category is not None:
         return Detection(category, "phrases")
-    if len(fold(text).split()) < MODERATION_MIN_WORDS:
+    if meaning and e5.installed() and len(fold(text).split()) >= MEANING_MIN_WORDS:
+        category = judge(text)
+        if category is not None:
+            return Detection(category, "meaning")
+    return None
+
+
+async def assess(services: Services, text: str) -> Detection | None:
+    """What the message signals, if anything: the local layers first (no network, and the child's
+    answer leaves sooner), the moderation endpoint for what they do not know."""
+    if not text.strip():
         return None
+    safety = services.settings.safety
+    phrases = load_phrases(safety.safety_phrases_file)
+    found = await asyncio.to_thread(hear, text, phrases, meaning=safety.safety_meaning)
+    if found is not None or len(fold(text).split()) < MODERATION_MIN_WORDS:
+        return found
     category = await moderate(services, text)
     return Detection(category, "moderation") if category is not None else None
 

@@ -8,16 +8,20 @@ matters. Once acknowledged, a new message raises a new flag.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.storage.models import SafetyFlag
 
-__all__ = ["EXCERPT_MAX", "open_flags", "raise_flag"]
+__all__ = ["EXCERPT_MAX", "GENTLE_S", "gentle", "open_flags", "raise_flag"]
 
 EXCERPT_MAX = 500  # characters of the message kept for admins
+# After distress the bot is gentle with the child: no review offer, no quiz, no nudge, no credit
+# notice, for this long after a flag and as long as one is open (bot.learning's nudges keep the
+# same rule in their query).
+GENTLE_S = 24 * 3600
 
 
 async def raise_flag(db: AsyncSession, *, user_id: int, category: str, source: str, text: str,
@@ -40,3 +44,13 @@ async def open_flags(db: AsyncSession, user_id: int) -> int:
     count = await db.scalar(select(func.count(SafetyFlag.id)).where(
         SafetyFlag.user_id == user_id, SafetyFlag.acknowledged_at.is_(None)))
     return int(count or 0)
+
+
+async def gentle(db: AsyncSession, user_id: int, now: datetime) -> bool:
+    """Whether the bot is gentle with this child now: a flag is open, or one was raised within
+    GENTLE_S (a person may have acknowledged it in a minute; the child's day is still that day)."""
+    found = await db.scalar(select(SafetyFlag.id).where(
+        SafetyFlag.user_id == user_id,
+        SafetyFlag.acknowledged_at.is_(None) | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)),
+    ).limit(1))
+    return found is not None

@@ -3,8 +3,8 @@ configured: `POST {base}/moderations` with `{"model", "input"}`, read as OpenAI 
 (`results[0].flagged`, `categories`, `category_scores`).
 
 The categories that say a child may be in danger map to ours: `self-harm` and its `/intent` and
-`/instructions` to self_harm, `sexual/minors` to abuse, `violence` and `harassment/threatening` to
-violence. The others (hate, illicit, plain sexual or harassment) are not distress and raise no
+`/instructions` to self_harm, `sexual/minors` to sexual_abuse, `harassment/threatening` to threats,
+`violence` to abuse_home. The others (hate, illicit, plain sexual or harassment) are not distress and raise no
 flag. A model cannot tell a victim from an author, so the phrase list stays the first judge and
 this endpoint catches what it misses (other words, other languages).
 
@@ -29,8 +29,7 @@ __all__ = ["MODERATION_CATEGORIES", "moderate", "read_result"]
 # The endpoint's category → ours, most serious first (the first flagged one wins).
 MODERATION_CATEGORIES = (
     ("self-harm/intent", "self_harm"), ("self-harm", "self_harm"), ("self-harm/instructions", "self_harm"),
-    ("sexual/minors", "abuse"),
-    ("violence", "violence"), ("harassment/threatening", "violence"),
+    ("sexual/minors", "sexual_abuse"), ("harassment/threatening", "threats"), ("violence", "abuse_home"),
 )
 
 

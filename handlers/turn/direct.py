@@ -33,6 +33,7 @@ from bot.media import speech
 from bot.services import Services
 from bot.storage.db import commit_writes
 from bot.storage.models import TurnRecord, User, UserFile
+from handlers.safety import DISTRESS, QUIZ_TOOLS
 from handlers.turn import drive, gate, promote, prompt
 
 __all__ = ["handle"]
@@ -233,6 +234,8 @@ async def _open(msg: Incoming, side: _DirectTurn) -> None:
 async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]]) -> TurnOutcome:
     """Runs the turn and what follows it: the spoken answer, the promotion to the background."""
     offered, known = drive.tools_for(msg.services, msg.user)
+    if DISTRESS in msg.extra:  # a gentle turn: no quiz (handlers/safety.py)
+        offered = [t for t in offered if t.name not in QUIZ_TOOLS]
     taken_ids = await history.used_tool_call_ids(msg.db, side.conversation_id)
     await _open(msg, side)
     # End the read transaction: while tools run, sends from a tool and from this handler happen

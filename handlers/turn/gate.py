@@ -4,6 +4,10 @@ A refusal is told with a notice at most once per NOTICE_INTERVAL_S per user and 
 guests' allowance, no credits), and once a day past USER_DAILY_TOKEN_LIMIT: someone who keeps
 writing is not sent (and the operator not billed for) the same text at every message. The
 messages themselves are kept as received either way.
+
+A child who said distress (bot.safety.gentle: a flag open or raised within a day) is answered
+without credits and past the guests' allowance, and told nothing about either: a caring answer
+matters more than a credit. The day's token limit still holds (the operator's cost cap), silently.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from bot import metrics
+from bot import metrics, safety
 from bot.billing import credits
 from bot.channel.context import Incoming
 from handlers.profile_menu import profile_menu
@@ -77,6 +81,9 @@ async def can_serve(msg: Incoming) -> bool:
     """True when the model may answer this message; otherwise the user was told why (or, told
     recently, not again)."""
     settings = msg.services.settings
+    if safety.concerned(msg.user) and await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
+        today = daily(msg)
+        return today is None or await today.left() >= min(DAILY_MIN_TURN_TOKENS, today.limit)
     if (msg.user.mode or "guest") == "guest":
         allowed = await credits.guest_message_allowed(
             msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages

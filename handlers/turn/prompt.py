@@ -17,6 +17,7 @@ from bot.agent.prompts import build_system_prompt
 from bot.channel.context import Incoming
 from bot.learning import learner_block, learner_view
 from bot.storage.models import Memory, UserFile
+from handlers.safety import DISTRESS
 
 __all__ = ["HISTORY_SHARE", "photos_of", "prompt", "save_user_message"]
 
@@ -85,6 +86,23 @@ async def save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: i
     return True
 
 
+def distress_note(msg: Incoming) -> str:
+    """What the model is told on the turn of a message that signalled distress (handlers/safety.py
+    answered it first): what was done already, and how to answer."""
+    return msg.t(
+        "[Note de sécurité : ce message de l'enfant semble dire une détresse. Le numéro d'aide lui a "
+        "déjà été envoyé et ses mots ont été transmis à un adulte de l'école. Réponds en tuteur "
+        "bienveillant : accueille ce qu'il dit avec douceur, en quelques phrases simples, sans "
+        "redonner le numéro ni poser de diagnostic ; ne propose ni quiz, ni révision, ni crédits. "
+        "S'il a aussi demandé de l'aide pour l'école, aide-le : ne refuse jamais d'enseigner.]",
+        "[Safety note: this message from the child seems to express distress. The helpline number was "
+        "already sent to them and their words were passed to an adult of the school. Answer as a caring "
+        "tutor: receive what they say gently, in a few simple sentences, without giving the number "
+        "again or making a diagnosis; offer no quiz, no review, no credits. If they also asked for "
+        "help with school, help them: never refuse to teach.]",
+    )
+
+
 async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages the loop starts from: system prompt, past conversation, this turn's photos."""
     services, settings, user, db = msg.services, msg.services.settings, msg.user, msg.db
@@ -104,6 +122,8 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
         timezone=user.timezone or settings.default_timezone,
         learner=learner,
     )
+    if DISTRESS in msg.extra:
+        system = f"{system}\n\n{distress_note(msg)}"
     past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE))
     messages = [{"role": "system", "content": system}, *past]
     # The photos go with this turn only: history keeps the file references, not the bytes.

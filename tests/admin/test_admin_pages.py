@@ -49,7 +49,7 @@ async def test_a_teacher_sees_their_class_only_and_no_message_text(harness: Harn
         assert "Coût estimé" not in page  # the deployment's costs are the admin's
 
         status, page, _ = await teacher.get("/admin/flags")
-        assert "Awa Koné" in page and "automutilation" in page
+        assert "Awa Koné" in page and "pensées de se faire du mal" in page
         assert "vivre" not in page and "Yao" not in page and "frappe" not in page
         status, page, _ = await admin.get("/admin/flags")
         assert "je veux plus vivre" in page and "il me frappe" in page

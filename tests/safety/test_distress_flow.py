@@ -67,7 +67,7 @@ async def test_the_helpline_is_the_one_of_the_childs_country(harness: Any) -> No
     assert "appeler gratuitement le 138" in benin
     assert "Thank you for telling me" in brazil and "call emergency services" in brazil
     assert "for free" not in brazil  # no number made up
-    assert sorted(f.category for f in await flags(h)) == ["self_harm", "self_harm", "violence"]
+    assert sorted(f.category for f in await flags(h)) == ["abuse_home", "self_harm", "self_harm"]
 
 
 async def test_adults_are_not_looked_at(harness: Any) -> None:
@@ -140,15 +140,17 @@ async def test_the_moderation_endpoint_catches_what_the_phrases_miss(make_harnes
                                                                      moderation: FakeModeration) -> None:
     moderation.flag("ne sers à rien", "self-harm", "self-harm/intent")
     moderation.flag("capitale", "violence/graphic")  # flagged, but not a category we act on
-    h = await make_harness(MODERATION_BASE_URL=moderation.url, MODERATION_API_KEY=moderation.key)
+    # The local layers off but for the phrases: what the endpoint adds is what is tested here.
+    h = await make_harness(MODERATION_BASE_URL=moderation.url, MODERATION_API_KEY=moderation.key,
+                           SAFETY_MEANING="false")
     await h.make_user(IVORIAN, mode="child")
-    await h.inbound(IVORIAN, "Je ne sers à rien, tout le monde serait mieux sans moi")
+    await h.inbound(IVORIAN, "Je ne sers à rien, à quoi bon continuer")
     await h.inbound(IVORIAN, "Quelle est la capitale du Sénégal ?")
     await h.inbound(IVORIAN, "Je veux mourir")  # the phrases know it: the endpoint is not asked
     await h.inbound(IVORIAN, "Merci beaucoup")  # too short to ask it
     await h.settle()
     assert [r["input"] for r in moderation.requests] == [
-        "Je ne sers à rien, tout le monde serait mieux sans moi", "Quelle est la capitale du Sénégal ?"]
+        "Je ne sers à rien, à quoi bon continuer", "Quelle est la capitale du Sénégal ?"]
     assert moderation.requests[0]["model"] == "omni-moderation-latest"
     texts = await h.texts_to(IVORIAN)
     assert "116" in texts[0] and texts[2] == h.llm.default_text and "116" in texts[3]
@@ -166,7 +168,7 @@ async def test_a_failing_moderation_endpoint_leaves_the_phrases(make_harness: An
     else:
         moderation.hang_s = 3
     h = await make_harness(MODERATION_BASE_URL=moderation.url, MODERATION_API_KEY=moderation.key,
-                           MODERATION_TIMEOUT_S="0.3")
+                           MODERATION_TIMEOUT_S="0.3", SAFETY_MEANING="false")
     await h.make_user(IVORIAN, mode="child")
     await h.inbound(IVORIAN, "Je ne sers à rien")
     await h.inbound(IVORIAN, "il me frappe")
@@ -174,7 +176,7 @@ async def test_a_failing_moderation_endpoint_leaves_the_phrases(make_harness: An
     assert len(moderation.requests) == 1
     texts = await h.texts_to(IVORIAN)
     assert texts[0] == h.llm.default_text and "116" in texts[1]  # answered as usual, then the helpline
-    assert [(f.category, f.source) for f in await flags(h)] == [("violence", "phrases")]
+    assert [(f.category, f.source) for f in await flags(h)] == [("abuse_home", "phrases")]
 
 
 async def test_acknowledged_flag_lets_a_new_one_be_raised(harness: Any) -> None:

@@ -19,11 +19,11 @@ DISTRESS = [
     ("chui suicidaire", "self_harm"), ("j'ai plus envie de vivre", "self_harm"),
     ("Je veux en finir avec la vie", "self_harm"), ("I want to kill myself", "self_harm"),
     ("kms", "self_harm"), ("i wanna die", "self_harm"), ("I cut myself again", "self_harm"),
-    ("On me touche la nuit", "abuse"), ("mon beau-père me touche", "abuse"),
-    ("il m'a violée", "abuse"), ("my uncle touched me", "abuse"),
-    ("Il me frappe", "violence"), ("ma mère me frappe tous les jours", "violence"),
-    ("mon père me bat", "violence"), ("ILS ME TABASSENT", "violence"), ("he beats me", "violence"),
-    ("my dad hits me", "violence"), ("il menace de me tuer", "violence"),
+    ("On me touche la nuit", "sexual_abuse"), ("mon beau-père me touche", "sexual_abuse"),
+    ("il m'a violée", "sexual_abuse"), ("my uncle touched me", "sexual_abuse"),
+    ("Il me frappe", "abuse_home"), ("ma mère me frappe tous les jours", "abuse_home"),
+    ("mon père me bat", "abuse_home"), ("ILS ME TABASSENT", "abuse_home"), ("he beats me", "abuse_home"),
+    ("my dad hits me", "abuse_home"), ("il menace de me tuer", "threats"),
 ]
 NOT_DISTRESS = [
     "Explique-moi la mort de Louis XVI", "Je vais mourir de rire", "j'ai failli mourir de rire",
@@ -56,9 +56,9 @@ def test_the_operators_file_adds_phrases_and_a_bad_line_is_skipped(tmp_path: Pat
                     "nonsense: whatever\nviolence:\n", encoding="utf-8")
     phrases = load_phrases(str(path))
     assert phrases.match("Je veux PARTIR pour toujours") == "self_harm"
-    assert phrases.match("on me force à me taire") == "abuse"
+    assert phrases.match("on me force à me taire") == "sexual_abuse"  # `abuse`: an earlier name
     assert phrases.match("whatever") is None
-    assert phrases.match("Il me frappe") == "violence"  # the built-in list still applies
+    assert phrases.match("Il me frappe") == "abuse_home"  # the built-in list still applies
     assert load_phrases(str(tmp_path / "missing.txt")).match("je veux mourir") == "self_harm"
 
 
@@ -70,8 +70,8 @@ def _response(flagged: bool, *hit: str) -> dict[str, object]:
 
 def test_moderation_categories_map_to_ours() -> None:
     assert read_result(_response(True, "self-harm", "violence")) == "self_harm"
-    assert read_result(_response(True, "sexual/minors")) == "abuse"
-    assert read_result(_response(True, "harassment/threatening")) == "violence"
+    assert read_result(_response(True, "sexual/minors")) == "sexual_abuse"
+    assert read_result(_response(True, "harassment/threatening")) == "threats"
     assert read_result(_response(True, "hate", "illicit")) is None  # flagged, but not distress
     assert read_result(_response(False)) is None
     with pytest.raises(ValueError):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from bot.safety import category_label
 from bot.texts import fr_en
 
 TEXTS: dict[str, tuple[str, str]] = {
@@ -83,9 +84,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "when": ("Quand", "When"),
     "excerpt": ("Extrait", "Excerpt"),
     "acknowledge": ("J'ai vu, je m'en occupe", "Seen, I am on it"),
-    "self_harm": ("automutilation", "self-harm"),
-    "abuse": ("maltraitance", "abuse"),
-    "violence": ("violence", "violence"),
     "not_found": ("Page introuvable.", "Page not found."),
     "forbidden": ("Jeton de sécurité manquant ou périmé : rechargez la page.",
                   "Security token missing or stale: reload the page."),
@@ -101,6 +99,8 @@ def language_of(request: web.Request) -> str:
 
 def translator(lang: str) -> Callable[[str], str]:
     def t(key: str) -> str:
+        if key.startswith("category:"):  # a flag's kind, named where the categories are
+            return category_label(key.removeprefix("category:"), lang)
         return fr_en(lang, *TEXTS[key])
 
     return t

@@ -1,0 +1,3 @@
+from bench.safety.run import main
+
+main()

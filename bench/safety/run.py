@@ -1,0 +1,135 @@
+"""The distress detector measured on a labelled corpus of how pupils write.
+
+    .venv/bin/python -m bench.safety [--train] [--layers phrases|all] [--verbose] [--json]
+
+The corpus (bench/safety/corpus.jsonl): sentences written as pupils write to the bot (standard
+French, SMS French, slang, English), each labelled with its category of distress or `none` for the
+look-alikes of school life (literature, history, biology, essay topics, « ce devoir me tue »), and
+split into `tune` (what the meaning layer's thresholds were chosen on) and `heldout` (what measures
+them). For each split it prints the recall of each category (a distress sentence heard at all: the
+child gets the helpline and a person is told whatever the category), how many were heard under their
+own category, the false alarms on look-alikes and the time per message. Aims: recall ≥ 95 % on
+distress, false alarms ≤ 2 %, under 20 ms a message on a 2-core machine.
+
+--train fits the meaning layer's classifier again on the examples and the tune split
+(bench/safety/train.py) and writes bot/safety/meaning.npz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bot.safety import CATEGORIES, hear, load_phrases  # noqa: E402
+
+CORPUS_PATH = Path(__file__).with_name("corpus.jsonl")
+AIM_RECALL, AIM_FALSE_ALARMS, AIM_MS = 0.95, 0.02, 20.0
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    label: str  # a category, or none
+    style: str
+    split: str  # tune | heldout
+
+
+@dataclass(frozen=True)
+class Result:
+    split: str
+    recall: dict[str, tuple[int, int, int]]  # category -> (heard, heard as itself, total)
+    false_alarms: tuple[int, int]
+    missed: list[str]
+    alarms: list[str]
+    ms_per_message: float
+
+    @property
+    def distress_recall(self) -> float:
+        heard = sum(h for h, _, _ in self.recall.values())
+        return heard / max(1, sum(t for _, _, t in self.recall.values()))
+
+    @property
+    def false_alarm_rate(self) -> float:
+        return self.false_alarms[0] / max(1, self.false_alarms[1])
+
+
+def load_corpus(path: Path = CORPUS_PATH) -> list[Line]:
+    lines = [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines() if raw.strip()]
+    return [Line(d["text"], d["label"], d["style"], d["split"]) for d in lines]
+
+
+def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only: bool = False) -> Result:
+    """Every line of `split` through the local layers, as `bot.safety.assess` runs them."""
+    phrases = load_phrases()
+    chosen = [line for line in lines if line.split == split]
+    hear("échauffement du modèle", phrases, meaning=meaning)  # the first load is not a message's cost
+    tally: dict[str, list[int]] = {c: [0, 0, 0] for c in CATEGORIES}
+    alarms, missed, looks = [], [], 0
+    start = time.perf_counter()
+    for line in chosen:
+        found = phrases.match(line.text) if phrases_only else hear(line.text, phrases, meaning=meaning)
+        category = found if isinstance(found, str) or found is None else found.category
+        if line.label == "none":
+            looks += 1
+            if category is not None:
+                alarms.append(f"{category}: {line.text}")
+            continue
+        counts = tally[line.label]
+        counts[2] += 1
+        counts[0] += category is not None
+        counts[1] += category == line.label
+        if category is None:
+            missed.append(f"{line.label}: {line.text}")
+    elapsed = time.perf_counter() - start
+    recall = {c: (h, own, t) for c, (h, own, t) in tally.items()}
+    return Result(split, recall, (len(alarms), looks), missed, alarms, 1000 * elapsed / max(1, len(chosen)))
+
+
+def print_result(result: Result, verbose: bool) -> None:
+    print(f"\n{result.split}: {result.ms_per_message:.1f} ms a message")
+    print(f"{'category':<18}{'recall':>8}{'as itself':>11}{'lines':>7}")
+    for category, (heard, own, total) in result.recall.items():
+        if total:
+            print(f"{category:<18}{heard / total:>8.0%}{own / total:>11.0%}{total:>7}")
+    print(f"{'all distress':<18}{result.distress_recall:>8.1%}")
+    alarms, looks = result.false_alarms
+    print(f"{'false alarms':<18}{result.false_alarm_rate:>8.1%}{'':>11}{looks:>7}  ({alarms} flagged)")
+    if verbose:
+        for text in result.missed:
+            print(f"  missed  {text}")
+        for text in result.alarms:
+            print(f"  alarm   {text}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train", action="store_true", help="fit the meaning layer again, then measure")
+    parser.add_argument("--layers", choices=("phrases", "all"), default="all")
+    parser.add_argument("--verbose", action="store_true", help="list what was missed and the false alarms")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    lines = load_corpus()
+    counts = Counter((line.split, line.label == "none") for line in lines)
+    print(f"corpus: {len(lines)} lines; tune {counts[('tune', False)]} distress + {counts[('tune', True)]} "
+          f"look-alikes, held out {counts[('heldout', False)]} + {counts[('heldout', True)]}")
+    if args.train:
+        from bench.safety.train import train
+
+        train(lines)
+    results = [measure(lines, split, meaning=args.layers != "phrases", phrases_only=args.layers == "phrases")
+               for split in ("tune", "heldout")]
+    for result in results:
+        print_result(result, args.verbose)
+    if args.json:
+        print(json.dumps({r.split: {"recall": r.distress_recall, "false_alarms": r.false_alarm_rate,
+                                    "ms_per_message": r.ms_per_message} for r in results}))
+    print(f"\naims: recall ≥ {AIM_RECALL:.0%}, false alarms ≤ {AIM_FALSE_ALARMS:.0%}, "
+          f"≤ {AIM_MS:.0f} ms a message")

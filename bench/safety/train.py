@@ -1,0 +1,98 @@
+"""Trains the meaning layer's classifier (bot/safety/meaning.npz) on the example sentences and the
+corpus's tune split only, and chooses its threshold by cross-validation on that same data.
+
+    .venv/bin/python -m bench.safety --train
+
+A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
+gradient descent with L2 weight decay, the classes weighted to count equally. The threshold on
+P(not none) is the lowest at which the cross-validated false alarms on look-alikes stay under
+`MAX_FALSE_ALARMS`: a false alarm costs a kind message and a flag a person reads, a miss a child
+without the helpline, so the layer leans to hearing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from bench.safety.run import Line
+from bot import e5
+from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
+from bot.safety.meaning import NONE, WEIGHTS_PATH, Model
+
+MAX_FALSE_ALARMS = 0.015
+FOLDS = 5
+L2 = 1e-2
+STEPS = 400
+RATE = 0.5
+
+
+def training_set(lines: list[Line]) -> tuple[list[str], list[str]]:
+    texts = [t for group in EXAMPLES.values() for t in group] + list(COUNTER_EXAMPLES)
+    labels = [c for c, group in EXAMPLES.items() for _ in group] + [NONE] * len(COUNTER_EXAMPLES)
+    tune = [line for line in lines if line.split == "tune"]
+    return texts + [line.text for line in tune], labels + [line.label for line in tune]
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    return np.vstack([e5.encode(texts[i:i + 32], query=True) for i in range(0, len(texts), 32)])
+
+
+def fit(x: np.ndarray, y: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax regression by gradient descent on standardised features, each class weighing as
+    much as any other."""
+    counts = np.bincount(y, minlength=classes).astype(np.float64)
+    sample_weight = (len(y) / (classes * np.maximum(counts, 1)))[y]
+    onehot = np.eye(classes)[y]
+    w, b = np.zeros((classes, x.shape[1])), np.zeros(classes)
+    for _ in range(STEPS):
+        logits = x @ w.T + b
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        grad = (p - onehot) * sample_weight[:, None] / len(y)
+        w -= RATE * (grad.T @ x + L2 * w)
+        b -= RATE * grad.sum(axis=0)
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+def _model(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], threshold: float) -> Model:
+    center, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
+    w, b = fit((x - center) / scale, y, len(classes))
+    return Model(classes, center.astype(np.float32), scale.astype(np.float32), w, b, threshold)
+
+
+def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...]) -> np.ndarray:
+    """Each row's P(not none) by a model that did not see it."""
+    none = classes.index(NONE)
+    order = np.random.default_rng(7).permutation(len(y))
+    distress = np.zeros(len(y))
+    for fold in range(FOLDS):
+        held = order[fold::FOLDS]
+        seen = np.setdiff1d(order, held)
+        model = _model(x[seen], y[seen], classes, 0.5)
+        distress[held] = 1.0 - model.probabilities(x[held])[:, none]
+    return distress
+
+
+def choose_threshold(distress: np.ndarray, is_none: np.ndarray) -> float:
+    """The lowest threshold whose false alarms stay under MAX_FALSE_ALARMS."""
+    looks = np.sort(distress[is_none])[::-1]
+    allowed = int(MAX_FALSE_ALARMS * len(looks))
+    return float(looks[allowed]) + 1e-6 if allowed < len(looks) else 0.5
+
+
+def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
+    texts, labels = training_set(lines)
+    classes = (*EXAMPLES, NONE)
+    x, y = embed(texts), np.array([classes.index(label) for label in labels])
+    distress = cross_validated(x, y, classes)
+    threshold = choose_threshold(distress, y == classes.index(NONE))
+    recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
+    model = _model(x, y, classes, threshold)
+    np.savez(path, classes=np.array(classes), center=model.center, scale=model.scale, weights=model.weights,
+             bias=model.bias, threshold=np.float32(threshold))
+    print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: recall {recall:.1%} "
+          f"at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); written to {path}")
+    return model

@@ -1,0 +1,59 @@
+"""The distress detector on the labelled corpus (bench/safety/corpus.jsonl), as `python -m bench.safety`
+measures it: the held-out split, which neither the phrases' wording nor the meaning layer's weights
+were fitted on, keeps at least today's figures, so that a change that hears less fails here.
+
+Today's figures are below the aims of the safety work (recall ≥ 95 %, false alarms ≤ 2 %): the floor
+asserted is what the detector reaches now, raised as it improves."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.safety.run import Line, load_corpus, measure
+from bot.safety import CATEGORIES, hear, load_phrases
+
+# What the held-out split gives today (recall 76 %, false alarms 6 %), with a little room.
+HELDOUT_RECALL_FLOOR = 0.74
+HELDOUT_FALSE_ALARMS_CEILING = 0.07
+
+MISSED_BEFORE = ("je ne veux plus vivre", "je vais me pendre", "je suis fatigué de vivre",
+                 "la vie n'a plus de sens", "je me coupe avec une lame", "je suis harcelée à l'école",
+                 "le maître nous frappe avec la chicotte", "on veut me marier de force", "personne ne m'aime")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Line]:
+    return load_corpus()
+
+
+def test_the_corpus_covers_every_category_in_every_style_and_both_splits(corpus: list[Line]) -> None:
+    distress = [line for line in corpus if line.label != "none"]
+    looks = [line for line in corpus if line.label == "none"]
+    assert len(distress) >= 300 and len(looks) >= 300
+    for category in CATEGORIES:
+        mine = [line for line in distress if line.label == category]
+        assert {line.split for line in mine} == {"tune", "heldout"}, category
+        assert {line.style for line in mine} == {"standard", "sms", "slang", "english"}, category
+    assert len({line.text for line in corpus}) == len(corpus)
+
+
+def test_the_held_out_split_is_heard_at_least_as_well_as_today(corpus: list[Line]) -> None:
+    result = measure(corpus, "heldout")
+    assert result.distress_recall >= HELDOUT_RECALL_FLOOR, result.missed
+    assert result.false_alarm_rate <= HELDOUT_FALSE_ALARMS_CEILING, result.alarms
+    assert all(heard > 0 for heard, _, _ in result.recall.values())  # no category deaf
+
+
+def test_the_phrase_list_raises_no_false_alarm_on_the_look_alikes(corpus: list[Line]) -> None:
+    for split in ("tune", "heldout"):
+        assert measure(corpus, split, phrases_only=True).alarms == []
+
+
+def test_the_messages_once_missed_are_heard_as_their_category() -> None:
+    phrases = load_phrases()
+    found = {text: hear(text, phrases) for text in MISSED_BEFORE}
+    categories = {text: d.category if d else None for text, d in found.items()}
+    assert None not in categories.values(), categories
+    assert categories["on veut me marier de force"] == "forced_marriage"
+    assert categories["le maître nous frappe avec la chicotte"] == "school_violence"
+    assert categories["je suis harcelée à l'école"] == "bullying"
