@@ -8,8 +8,8 @@ session cookie and the CSRF tokens.
   token every POST of that session must carry.
 - After MAX_FAILURES failed logins for one e-mail or one client address within FAILURE_WINDOW_S,
   the next attempt answers 429 without checking the password. The counters live in the shared state
-  (Redis or memory), so they hold across processes. The address is the TCP peer: the app trusts no
-  X-Forwarded-For (see bot.web.job_stream).
+  (Redis or memory), so they hold across processes. The address is the client as
+  bot.web.clients resolves it (behind TRUSTED_PROXIES, the browser's).
 - An unknown e-mail is checked against DUMMY_HASH: same answer, similar time.
 """
 
@@ -178,7 +178,3 @@ async def viewer_of(services: Services, request: web.Request) -> Viewer | None:
 
 def csrf_ok(viewer: Viewer, submitted: str) -> bool:
     return bool(submitted) and hmac.compare_digest(viewer.csrf_token.encode(), submitted.encode())
-
-
-def client_address(request: web.Request) -> str:
-    return request.remote or "unknown"

@@ -19,6 +19,7 @@ from bot.services import Services
 from bot.web.admin import auth, classes, exports, flags, queries
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
 from bot.web.admin.texts import language_of, translator
+from bot.web.clients import client_of
 from bot.web.render import html_response
 
 
@@ -98,7 +99,8 @@ async def login_post(request: web.Request) -> web.Response:
     if not auth.login_token_valid(services, request.cookies.get(auth.LOGIN_CSRF_COOKIE, ""),
                                   form.get("csrf_token", "")):
         return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
-    email, address = form.get("email", "").strip().lower()[:320], auth.client_address(request)
+    email = form.get("email", "").strip().lower()[:320]
+    address = client_of(request, services.settings.trusted_proxies)
     if not await auth.take_attempt(services, email, address):
         return _login_page(request, services, status=429, error="throttled")
     operator = await auth.check_password(services, email, form.get("password", "")[:1024])
