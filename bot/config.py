@@ -204,6 +204,7 @@ class Settings:
     sse_keepalive_s: float
     sse_retry_ms: int
     sse_refused_retry_ms: int
+    trusted_proxies: groups.Proxies  # TRUSTED_PROXIES: whose X-Forwarded-For is believed (bot.web.clients)
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -211,8 +212,7 @@ class Settings:
         return not self.redis_url
 
 
-# Kept as written (inner spaces included); every other value is stripped first.
-_VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})
+_VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})  # not stripped: spaces count
 
 
 class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironment, LocaleEnvironment,

@@ -1,7 +1,8 @@
 """Groups of settings that travel together: the agent loop's caps (`Limits`), how the tutor follows
 a learner and how their teachers hear of it (`Learning`, read from the variables
 `LearningEnvironment` declares), and the variables of the channel (`ChannelEnvironment`: Twilio,
-how WhatsApp answers leave, job pages' event streams), a new user's defaults (`LocaleEnvironment`),
+how WhatsApp answers leave, job pages' event streams, the proxies trusted to say who a request
+comes from: `Proxies`), a new user's defaults (`LocaleEnvironment`),
 and how a child's distress is noticed and answered (`Safety`, read from the variables
 `SafetyEnvironment` declares), and what the operator pays (`Costs`, from `CostsEnvironment`),
 and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`).
@@ -10,19 +11,21 @@ bot.config builds them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from ipaddress import IPv4Network, IPv6Network
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode
 
 from bot import e5
-from bot.config_values import LOWERED, Names, Positive, TemplateVariable, Url, WhatsAppFrom
+from bot.config_values import LOWERED, Names, Networks, Positive, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
            "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
-           "LocaleEnvironment", "Safety", "SafetyEnvironment", "learning_of", "limits_of"]
+           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "learning_of", "limits_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
+Proxies = tuple[IPv4Network | IPv6Network, ...]  # TRUSTED_PROXIES as Settings holds it
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,10 @@ class ChannelEnvironment(BaseSettings):
     sse_keepalive_s: Positive = 15.0
     sse_retry_ms: int = Field(3000, ge=1)
     sse_refused_retry_ms: int = Field(15000, ge=1)
+    # The reverse proxies whose X-Forwarded-For is believed (bot.web.clients): who a request comes
+    # from, for every limit kept per client (the dashboard's login throttle, the streams above).
+    # Empty: nobody's, the client is the TCP peer.
+    trusted_proxies: Networks = ()
 
 
 # Child helplines by country (ISO 3166), free to call. The operator must check them for the

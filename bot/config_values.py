@@ -5,13 +5,14 @@ sees ("PORT must be …"), so it says what is expected and what was given.
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import NoDecode
 
 __all__ = [
-    "LOWERED", "CreditPacks", "DatabaseUrl", "Hour", "Lower", "Names", "Positive", "RedisUrl",
+    "LOWERED", "CreditPacks", "DatabaseUrl", "Hour", "Lower", "Names", "Networks", "Positive", "RedisUrl",
     "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
 ]
 
@@ -79,6 +80,21 @@ def _credit_packs(value: Any) -> Any:
     return tuple(packs)
 
 
+def _networks(value: Any) -> Any:
+    """TRUSTED_PROXIES="10.0.0.5, 172.16.0.0/12, ::1": addresses and networks (a host's bits set in a
+    network, as in 10.0.0.1/8, read as its network)."""
+    if not isinstance(value, str):
+        return value
+    found: list[IPv4Network | IPv6Network] = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        try:
+            found.append(ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError("must list IP addresses or networks (10.0.0.5, 172.16.0.0/12), "
+                             f"got {item!r}") from None
+    return tuple(found)
+
+
 def _lower(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
 
@@ -88,6 +104,7 @@ Lower = Annotated[str, AfterValidator(str.lower)]
 Upper = Annotated[str, AfterValidator(str.upper)]
 Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
 Positive = Annotated[float, Field(gt=0)]
+Networks = Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode, BeforeValidator(_networks)]
 
 DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
 RedisUrl = Annotated[str, AfterValidator(_redis_url)]

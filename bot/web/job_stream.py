@@ -7,12 +7,10 @@ reconnects by itself with the last id it got and carries on from there.
 
 Streams are held within limits, per process: every one of them reads the job's channel through the
 shared state's single subscriber connection (bot.storage.pubsub), never a connection of the pool
-webhooks use; at most SSE_MAX_PER_JOB streams per job and SSE_MAX_PER_ADDRESS per client address are
-open at once, more are refused with 429. The address is the TCP peer (`request.remote`): like the
-rest of the app (webhook signatures are checked against PUBLIC_BASE_URL, not forwarded headers),
-the stream trusts no X-Forwarded-For, which any client can write. Behind a reverse proxy every
-client has the proxy's address, so the proxy's own per-client limit applies and
-SSE_MAX_PER_ADDRESS is a cap on them all. A reader that went away frees its place at its stream's
+webhooks use; at most SSE_MAX_PER_JOB streams per job and SSE_MAX_PER_ADDRESS per client are open
+at once, more are refused with 429. The client is bot.web.clients's: the TCP peer, or behind one of
+TRUSTED_PROXIES the browser's address the proxy passes on, so that one reader's streams behind the
+proxy leave every other reader theirs. A reader that went away frees its place at its stream's
 next write (a keep-alive every SSE_KEEPALIVE_S at the latest). HEAD answers the headers only, holding
 nothing. deblo_job_streams counts the open streams, deblo_job_streams_refused_total the refusals.
 """
@@ -33,6 +31,7 @@ from bot.channel.links import ID_PATTERN, file_url
 from bot.metrics import JOB_STREAMS, JOB_STREAMS_REFUSED
 from bot.services import Services
 from bot.storage.models import GenerationJob
+from bot.web.clients import client_of
 from bot.web.job_page import (
     authorised_job,
     ended_unannounced,
@@ -181,7 +180,7 @@ async def job_events(request: web.Request) -> web.StreamResponse:
                       "X-Accel-Buffering": "no"}
     if request.method == "HEAD":  # the headers a GET would get; no stream, nothing held
         return web.Response(headers=stream_headers)
-    slots, address = slots_of(services), request.remote or ""
+    slots, address = slots_of(services), client_of(request, services.settings.trusted_proxies)
     if not slots.take(job.id, address):
         return _busy(services.settings.sse_retry_ms)
     resp = web.StreamResponse(headers=stream_headers)

@@ -1,15 +1,18 @@
-"""The dashboard's door: login, its failures and throttle, CSRF on every POST, the session's cookie,
+"""The dashboard's door: login, its failures and throttle (the guesser slowed down, the owner never
+locked out, behind a trusted proxy too), CSRF on every POST, the session's cookie,
 its expiry on the server's clock, logout, and the redirect of every page without a session."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from sqlalchemy import func, select
 
 from bot.storage.models import OperatorSession
 from bot.web.admin import SESSION_COOKIE
-from tests.support.admin import PASSWORD, client, csrf_of, logged_in, make_operator
+from bot.web.admin.throttle import MAX_DELAY_S, delay_after
+from tests.support.admin import PASSWORD, Client, client, csrf_of, logged_in, make_operator
 from tests.support.harness import Harness
 
 
@@ -68,26 +71,77 @@ async def test_a_wrong_password_and_an_unknown_email_get_the_same_401(harness: H
         await c.close()
 
 
-async def test_five_failures_for_one_email_or_one_address_give_429(harness: Harness) -> None:
+def test_the_waits_grow_from_one_second_to_fifteen_minutes() -> None:
+    assert [delay_after(n, 5) for n in range(1, 10)] == [0, 0, 0, 0, 1, 2, 4, 8, 16]
+    assert delay_after(10_000, 5) == MAX_DELAY_S == 900
+
+
+async def _guess(c: Client, email: str, times: int) -> None:
+    for _ in range(times):
+        assert (await c.try_login(email, "guess"))[0] == 401
+
+
+async def test_a_strangers_guesses_slow_the_stranger_and_never_lock_the_owner_out(harness: Harness) -> None:
     h = harness
     await make_operator(h, "a@ecole.ci")
-    await make_operator(h, "b@ecole.ci")
-    first, second, third = client(h, "127.0.0.2"), client(h, "127.0.0.3"), client(h, "127.0.0.4")
+    stranger, owner, owner_again = client(h, "127.0.0.2"), client(h, "127.0.0.3"), client(h, "127.0.0.3")
     try:
-        for _ in range(5):
-            assert (await first.try_login("a@ecole.ci", "guess"))[0] == 401
-        status, page, _resp = await first.try_login("a@ecole.ci")  # even the right password
-        assert status == 429 and "Réessayez dans 15 minutes" in page
-        # The e-mail's counter holds from another address; that address is not blocked for others.
-        assert (await second.try_login("a@ecole.ci"))[0] == 429
-        assert (await second.try_login("b@ecole.ci"))[0] == 303
-        # Five e-mails tried from one address block the address, whatever the e-mail.
-        for n in range(5):
-            assert (await third.try_login(f"guess{n}@ecole.ci", "guess"))[0] == 401
-        assert (await third.try_login("b@ecole.ci"))[0] == 429
-        assert await _sessions(h) == 1
+        await _guess(stranger, "a@ecole.ci", 5)
+        status, page, resp = await stranger.try_login("a@ecole.ci")  # not checked: even the right one
+        assert status == 429 and resp.headers["Retry-After"] == "1"
+        assert "depuis cette connexion. Réessayez dans 1 s." in page
+        # The owner, from their own client, logs in at once.
+        assert (await owner.try_login("a@ecole.ci"))[0] == 303
+        # The stranger's next guess is checked once the wait is over; the wait then doubles.
+        await asyncio.sleep(1.05)
+        await _guess(stranger, "a@ecole.ci", 1)
+        status, _page, resp = await stranger.try_login("a@ecole.ci", "guess")
+        assert status == 429 and resp.headers["Retry-After"] == "2"
+        assert (await owner_again.try_login("a@ecole.ci"))[0] == 303
+        # Whoever is at the stranger's client with the right password gets in after the wait.
+        await asyncio.sleep(2.05)
+        assert (await stranger.try_login("a@ecole.ci"))[0] == 303
+        assert await _sessions(h) == 3
     finally:
-        for c in (first, second, third):
+        for c in (stranger, owner, owner_again):
+            await c.close()
+
+
+async def test_a_client_trying_many_emails_waits_and_no_other_client_does(harness: Harness) -> None:
+    h = harness
+    await make_operator(h, "b@ecole.ci")
+    sprayer, other = client(h, "127.0.0.4"), client(h, "127.0.0.5")
+    try:
+        for n in range(20):  # a few mistakes each, from one address: not a reason to wait yet
+            assert (await sprayer.try_login(f"guess{n}@ecole.ci", "guess"))[0] == 401
+        status, _page, resp = await sprayer.try_login("b@ecole.ci")
+        assert status == 429 and resp.headers["Retry-After"] == "1"
+        assert (await other.try_login("b@ecole.ci"))[0] == 303
+    finally:
+        for c in (sprayer, other):
+            await c.close()
+
+
+async def test_behind_a_trusted_proxy_each_browser_is_its_own_client(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(TRUSTED_PROXIES="127.0.0.1")
+    await make_operator(h, "a@ecole.ci")
+    # The proxy (127.0.0.1) appends the address each request came from; what is left of it is the
+    # browser's to write: the stranger claims to be the owner's address, in vain.
+    stranger = client(h, "127.0.0.1", forwarded_for="198.51.100.7, 203.0.113.9")
+    owner = client(h, "127.0.0.1", forwarded_for="198.51.100.7")
+    # A peer that is no trusted proxy is not believed: a new address per guess changes nothing.
+    direct = [client(h, "127.0.0.2", forwarded_for=f"192.0.2.{n}") for n in range(6)]
+    try:
+        await _guess(stranger, "a@ecole.ci", 5)
+        assert (await stranger.try_login("a@ecole.ci"))[0] == 429
+        assert (await owner.try_login("a@ecole.ci"))[0] == 303
+        for c in direct[:5]:
+            await _guess(c, "a@ecole.ci", 1)
+        assert (await direct[5].try_login("a@ecole.ci"))[0] == 429
+    finally:
+        for c in (stranger, owner, *direct):
             await c.close()
 
 

@@ -109,6 +109,35 @@ async def test_streams_per_address_are_capped(make_harness: Callable[..., Awaita
             resp.close()
 
 
+async def test_behind_a_trusted_proxy_one_readers_streams_leave_the_others_theirs(
+    make_harness: Callable[..., Awaitable[Harness]],
+) -> None:
+    h = await make_harness(TRUSTED_PROXIES="127.0.0.1", SSE_MAX_PER_JOB="30", SSE_KEEPALIVE_S="0.5")
+    user = await h.make_user(PHONE)
+    job = await make_job(h, user, "Un long rapport")
+    url = h.base_url + page_path(h, job.id, events=True)
+
+    def through_proxy(browser: str, claimed: str = "") -> dict[str, str]:
+        """What the proxy on 127.0.0.1 passes on: what the browser wrote, then the browser's address."""
+        return {"X-Forwarded-For": f"{claimed}, {browser}" if claimed else browser}
+
+    # One browser's 21 streams: the 21st is refused, whatever address it claims to be.
+    first = [await h.session.get(url, headers=through_proxy("203.0.113.9")) for _ in range(20)]
+    opened = list(first)
+    try:
+        assert [r.status for r in first] == [200] * 20
+        status, _, _ = await h.get(page_path(h, job.id, events=True),
+                                   headers=through_proxy("203.0.113.9", claimed="198.51.100.7"))
+        assert status == 429
+        # Another browser behind the same proxy still gets its stream.
+        other = await h.session.get(url, headers=through_proxy("198.51.100.7"))
+        opened.append(other)
+        assert other.status == 200
+    finally:
+        for resp in opened:
+            resp.close()
+
+
 async def test_a_stream_ends_after_its_time_and_a_reconnect_gets_the_rest(
     make_harness: Callable[..., Awaitable[Harness]],
 ) -> None:

@@ -1,6 +1,7 @@
 """The dashboard's test helpers: operators, classes, mastery, results and flags as rows (the CLIs
 that make them are tested on their own), and a logged-in HTTP client (its own cookie jar, its own
-source address on the loopback so that the throttle's per-address counter can be told apart)."""
+source address on the loopback so that the throttle's clients can be told apart, and the
+X-Forwarded-For a proxy in front would add to its requests)."""
 
 from __future__ import annotations
 
@@ -113,9 +114,11 @@ class Client:
         await self.session.close()
 
 
-def client(h: Harness, source: str = "127.0.0.1") -> Client:
+def client(h: Harness, source: str = "127.0.0.1", forwarded_for: str | None = None) -> Client:
     connector = aiohttp.TCPConnector(local_addr=(source, 0))
-    return Client(h, aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.CookieJar(unsafe=True)))
+    headers = {"X-Forwarded-For": forwarded_for} if forwarded_for is not None else None
+    return Client(h, aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.CookieJar(unsafe=True),
+                                           headers=headers))
 
 
 async def logged_in(h: Harness, email: str, source: str = "127.0.0.1") -> Client:

@@ -1,15 +1,13 @@
-"""Who is looking at the dashboard: the login (e-mail and Argon2id password), its throttle, the
-session cookie and the CSRF tokens.
+"""Who is looking at the dashboard: the login (e-mail and Argon2id password), the session cookie
+and the CSRF tokens.
 
 - Before a session exists the login form carries a signed double-submit token: a random nonce and
   its HMAC (SECRET_KEY) in a cookie of its own and in the form; both must match and the HMAC hold.
 - A session is a random token in an HttpOnly, SameSite=Strict cookie (Secure when PUBLIC_BASE_URL is
   https), valid 12 hours by the server's clock; the table keeps only its SHA-256, with the CSRF
   token every POST of that session must carry.
-- After MAX_FAILURES failed logins for one e-mail or one client address within FAILURE_WINDOW_S,
-  the next attempt answers 429 without checking the password. The counters live in the shared state
-  (Redis or memory), so they hold across processes. The address is the TCP peer: the app trusts no
-  X-Forwarded-For (see bot.web.job_stream).
+- Failed logins slow down whoever makes them, per (e-mail, client) and per client, and never lock
+  the owner out: bot.web.admin.throttle.
 - An unknown e-mail is checked against DUMMY_HASH: same answer, similar time.
 """
 
@@ -32,8 +30,6 @@ from bot.storage.models import Operator, OperatorCohort, OperatorSession
 SESSION_COOKIE = "deblo_admin"
 LOGIN_CSRF_COOKIE = "deblo_admin_login"
 SESSION_HOURS = 12
-MAX_FAILURES = 5
-FAILURE_WINDOW_S = 15 * 60
 LOGIN_PATH = "/admin/login"
 FORM_MAX_BYTES = 8 * 1024
 
@@ -86,27 +82,6 @@ def login_token_valid(services: Services, cookie: str, submitted: str) -> bool:
 def set_login_cookie(services: Services, resp: web.StreamResponse, token: str) -> None:
     resp.set_cookie(LOGIN_CSRF_COOKIE, token, max_age=3600, path=LOGIN_PATH, httponly=True,
                     samesite="Strict", secure=_secure(services))
-
-
-# --- the throttle -------------------------------------------------------------------------------
-
-
-def failure_keys(email: str, address: str) -> tuple[str, str]:
-    hashed = hashlib.sha256(email.encode()).hexdigest()[:32]  # no e-mail in the shared state
-    return f"admin:login_failures:email:{hashed}", f"admin:login_failures:addr:{address}"
-
-
-async def take_attempt(services: Services, email: str, address: str) -> bool:
-    """Counts a login attempt for the e-mail and the address; False when either is past
-    MAX_FAILURES in the window. Counted before the password is checked, so that parallel guesses
-    cannot all slip under the limit; a successful login gives its attempt back (`give_back`)."""
-    counts = [await services.state.incr(key, FAILURE_WINDOW_S) for key in failure_keys(email, address)]
-    return all(count <= MAX_FAILURES for count in counts)
-
-
-async def give_back(services: Services, email: str, address: str) -> None:
-    for key in failure_keys(email, address):
-        await services.state.incr(key, FAILURE_WINDOW_S, amount=-1)
 
 
 # --- checking a password, opening and closing a session ----------------------------------------
@@ -178,7 +153,3 @@ async def viewer_of(services: Services, request: web.Request) -> Viewer | None:
 
 def csrf_ok(viewer: Viewer, submitted: str) -> bool:
     return bool(submitted) and hmac.compare_digest(viewer.csrf_token.encode(), submitted.encode())
-
-
-def client_address(request: web.Request) -> str:
-    return request.remote or "unknown"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,12 +16,16 @@ from urllib.parse import quote
 
 from aiohttp import web
 
+from bot import logs
 from bot.learning import subject_name
 from bot.services import Services
-from bot.web.admin import auth, classes, exports, flags, queries
+from bot.web.admin import auth, classes, exports, flags, queries, throttle
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
 from bot.web.admin.texts import language_of, translator
+from bot.web.clients import client_of
 from bot.web.render import html_response
+
+log = logging.getLogger("bot.web.admin")
 
 
 def _services(request: web.Request) -> Services:
@@ -78,10 +84,20 @@ def signed_in(handler: ViewerHandler) -> Handler:
 
 
 def _login_page(request: web.Request, services: Services, *, status: int = 200,
-                error: str | None = None) -> web.Response:
+                error: str | None = None, wait: str = "") -> web.Response:
     token = auth.new_login_token(services)
-    resp = _page(request, "login.html", status=status, csrf_token=token, error=error, viewer=None)
+    resp = _page(request, "login.html", status=status, csrf_token=token, error=error, wait=wait, viewer=None)
     auth.set_login_cookie(services, resp, token)
+    return resp
+
+
+def _throttled(request: web.Request, services: Services, client: str, wait_s: float) -> web.Response:
+    """429, saying how long to wait. Anyone can cause it: logged at most once in a while."""
+    logs.warning_sampled(log, "dashboard login throttled", {"client": client})
+    seconds = math.ceil(wait_s)
+    wait = f"{seconds} s" if seconds < 120 else f"{math.ceil(seconds / 60)} min"
+    resp = _login_page(request, services, status=429, error="throttled", wait=wait)
+    resp.headers["Retry-After"] = str(seconds)
     return resp
 
 
@@ -98,13 +114,15 @@ async def login_post(request: web.Request) -> web.Response:
     if not auth.login_token_valid(services, request.cookies.get(auth.LOGIN_CSRF_COOKIE, ""),
                                   form.get("csrf_token", "")):
         return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
-    email, address = form.get("email", "").strip().lower()[:320], auth.client_address(request)
-    if not await auth.take_attempt(services, email, address):
-        return _login_page(request, services, status=429, error="throttled")
+    email = form.get("email", "").strip().lower()[:320]
+    client = client_of(request, services.settings.trusted_proxies)
+    wait_s = await throttle.take_attempt(services.state, email, client)
+    if wait_s:
+        return _throttled(request, services, client, wait_s)
     operator = await auth.check_password(services, email, form.get("password", "")[:1024])
     if operator is None:
         return _login_page(request, services, status=401, error="bad_login")
-    await auth.give_back(services, email, address)
+    await throttle.logged_in(services.state, email, client)
     resp = web.HTTPSeeOther("/admin/")
     await auth.open_session(services, operator.id, resp)
     return resp
