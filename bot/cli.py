@@ -371,9 +371,22 @@ def tune_gc() -> None:
     gc.set_threshold(10_000, 20, 20)
 
 
+def _not_text(argv: Sequence[str]) -> str | None:
+    """The first argument whose bytes are not UTF-8, as it was written (Python hands such bytes on
+    as lone surrogates, which no database, file or terminal takes: refused before any of them)."""
+    for argument in argv:
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError:
+            return ascii(argument)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from bot import logs
 
+    if (odd := _not_text(sys.argv[1:] if argv is None else argv)) is not None:
+        return _usage_error(f"the argument {odd} is not UTF-8 text")
     args = build_parser().parse_args(argv)
     if args.command in ("serve", "worker"):
         tune_gc()

@@ -34,6 +34,7 @@ from bot.channel.download import send_file
 from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, has_control, parse_params
 from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.locale import default_locale
+from bot.channel.malformed import quiet_parse_errors, refuse_malformed
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry
 from bot.services import Services
@@ -222,6 +223,7 @@ async def status(request: web.Request) -> web.Response:
         return form
     fields = _status_fields(form)
     if fields is None:
+        logs.warning_sampled(log, "malformed status callback", {"path": request.path})
         return web.Response(status=400, text="malformed status callback")
     sid, new_status = fields
     metrics.STATUS_CALLBACKS.labels(new_status).inc()
@@ -444,7 +446,9 @@ def create_app(services: Services, *, extra_routes: Iterable[web.AbstractRouteDe
     """The web application. `extra_routes` are aiohttp route definitions owned by other modules
     (e.g. a payment webhook); their handlers reach the services with `services_of(request)`."""
     # No POST this app takes (Twilio's forms, a payment provider's JSON) comes near WEBHOOK_MAX_BYTES.
-    app = web.Application(client_max_size=services.settings.webhook_max_bytes, middlewares=[log_scope])
+    app = web.Application(client_max_size=services.settings.webhook_max_bytes,
+                          middlewares=[log_scope, refuse_malformed])
+    quiet_parse_errors()
     app[SERVICES] = services
     app[WRITER] = InboundWriter(services.engine, defaults=default_locale(services.settings))
     app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes,

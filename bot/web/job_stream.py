@@ -28,6 +28,7 @@ from aiohttp import web
 
 from bot import jobs
 from bot.channel.links import ID_PATTERN, file_url
+from bot.channel.malformed import MalformedRequest
 from bot.metrics import JOB_STREAMS, JOB_STREAMS_REFUSED
 from bot.services import Services
 from bot.storage.models import GenerationJob
@@ -87,8 +88,14 @@ def slots_of(services: Services) -> StreamSlots:
 
 
 def last_event_id(request: web.Request) -> int:
+    """The id the browser resends on reconnecting: one we wrote, so ASCII digits; anything else
+    (`²`, which `isdigit` takes and `int` refuses) is MalformedRequest, a 400."""
     value = request.headers.get("Last-Event-ID", "").strip()
-    return int(value) if value.isdigit() and len(value) <= 18 else 0
+    if not value:
+        return 0
+    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        raise MalformedRequest("Last-Event-ID is not an event id")
+    return int(value)
 
 
 async def _stored(services: Services, job_id: int, after: int) -> list[dict[str, Any]]:
@@ -176,6 +183,7 @@ async def job_events(request: web.Request) -> web.StreamResponse:
     if isinstance(found, web.Response):
         return found
     services, job, user = found
+    after = last_event_id(request)  # an odd one is refused before anything is held
     stream_headers = {**headers(None), "Content-Type": "text/event-stream; charset=utf-8",
                       "X-Accel-Buffering": "no"}
     if request.method == "HEAD":  # the headers a GET would get; no stream, nothing held
@@ -188,7 +196,7 @@ async def job_events(request: web.Request) -> web.StreamResponse:
         await resp.prepare(request)
         await resp.write(f"retry: {services.settings.sse_retry_ms}\n\n".encode())
         async with services.state.subscribe(jobs.progress_channel(job.id)) as sub:
-            await stream(services, job, language_of(user), resp, sub, last_event_id(request))
+            await stream(services, job, language_of(user), resp, sub, after)
         await resp.write_eof()
     except ConnectionResetError:  # the reader went away (aiohttp's reset error is one)
         log.debug("job stream closed by the reader", extra={"job_id": job.id})

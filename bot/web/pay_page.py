@@ -17,12 +17,14 @@ from sqlalchemy import select
 
 from bot.billing.payments import handle_webhook
 from bot.billing.payments.local import signature
+from bot.channel.malformed import read_form
 from bot.services import Services
 from bot.storage.models import Payment, User
 from bot.texts import fr_en
 from bot.web.render import html_response
 
 PATH = "/pay/{reference}"
+FORM_MAX_BYTES = 4 * 1024  # one token
 
 
 def page_token(secret_key: str, reference: str) -> str:
@@ -66,9 +68,8 @@ async def confirm(request: web.Request) -> web.Response:
     if found is None:
         raise web.HTTPNotFound()
     payment, language = found
-    form = await request.post()
-    given = str(form.get("token") or "")
-    if not hmac.compare_digest(given, page_token(services.settings.secret_key, payment.reference)):
+    given = (await read_form(request, FORM_MAX_BYTES)).get("token", "").encode()
+    if not hmac.compare_digest(given, page_token(services.settings.secret_key, payment.reference).encode()):
         return _page(services, payment, language, status=403, notice="forbidden")
     body = json.dumps({"reference": payment.reference, "status": "paid", "amount": payment.amount,
                        "currency": payment.currency}).encode()

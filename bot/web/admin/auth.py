@@ -76,7 +76,8 @@ def login_token_valid(services: Services, cookie: str, submitted: str) -> bool:
     if not cookie or not hmac.compare_digest(cookie.encode(), submitted.encode()):
         return False
     nonce, _, signature = cookie.partition(".")
-    return bool(nonce) and hmac.compare_digest(signature, _sign(services, nonce))
+    # As bytes: compare_digest refuses a str that is not ASCII, and these are anyone's to write.
+    return bool(nonce) and hmac.compare_digest(signature.encode(), _sign(services, nonce).encode())
 
 
 def set_login_cookie(services: Services, resp: web.StreamResponse, token: str) -> None:
