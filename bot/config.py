@@ -119,6 +119,7 @@ class Settings:
     browse_timeout_s: float
     browse_max_bytes: int
     browse_max_per_turn: int
+    browse_allowed_hosts: tuple[str, ...]
     browse_test_allow: tuple[str, ...]  # BROWSE_ALLOW_ADDRS_FOR_TESTS
     sandbox_bwrap: str
     sandbox_timeout_s: float
@@ -216,7 +217,7 @@ _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})  # not s
 
 
 class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironment, LocaleEnvironment,
-                  groups.SafetyEnvironment, groups.LibraryEnvironment):
+                  groups.SafetyEnvironment, groups.LibraryEnvironment, groups.WebEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -233,7 +234,8 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     webhook_max_bytes: int = Field(64 * 1024, ge=1024)  # a POST's body at most (413 past it)
     secret_key: str = ""  # "" (the `chat` command) is a random key of this process
     log_level: Upper = "INFO"
-    # Twilio, how WhatsApp answers leave, new users' defaults: bot.config_groups's *Environment.
+    # Twilio, how WhatsApp answers leave, new users' defaults, search and browsing: bot.config_groups's
+    # *Environment.
     # The model and the agent loop (AGENT_* and MAX_TOOL_CALLS_PER_RESPONSE make `Limits`).
     llm_base_url: Url = OPENROUTER_API
     llm_api_key: str = ""
@@ -333,18 +335,6 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     smtp_ca_file: str = ""  # a private CA for an internal relay; the system CAs otherwise
     email_code_ttl_s: int = 900
     email_max_attachment_bytes: int = 15 * 1024 * 1024
-    # Search and browsing; the *_FOR_TESTS ones are never set in production.
-    tavily_api_key: str = ""
-    tavily_base_url: Url = "https://api.tavily.com"
-    searxng_url: Url = ""
-    jina_api_key: str = ""
-    jina_base_url: Url = "https://r.jina.ai"
-    web_search_timeout_s: float = 20.0
-    browse_timeout_s: float = 25.0
-    browse_max_bytes: int = 3 * 1024 * 1024
-    browse_max_per_turn: int = Field(5, ge=1)  # pages browse_url opens in one turn, at most
-    browse_allow_private_for_tests: bool = False
-    browse_allow_addrs_for_tests: Names = ()  # "host:port" pairs browse_url may reach although private
     # Bug reports.
     bug_report_email: str = ""
     bug_report_whatsapp: str = ""

@@ -5,7 +5,8 @@ how WhatsApp answers leave, job pages' event streams, the proxies trusted to say
 comes from: `Proxies`), a new user's defaults (`LocaleEnvironment`),
 and how a child's distress is noticed and answered (`Safety`, read from the variables
 `SafetyEnvironment` declares), and what the operator pays (`Costs`, from `CostsEnvironment`),
-and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`).
+and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`), and search and
+browsing (`WebEnvironment`).
 bot.config builds them."""
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode
 
 from bot import e5
-from bot.config_values import LOWERED, Names, Networks, Positive, TemplateVariable, Url, WhatsAppFrom
+from bot.config_values import LOWERED, Hosts, Names, Networks, Positive, TemplateVariable, Url, WhatsAppFrom
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
            "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
-           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "learning_of", "limits_of"]
+           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "WebEnvironment", "learning_of",
+           "limits_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 Proxies = tuple[IPv4Network | IPv6Network, ...]  # TRUSTED_PROXIES as Settings holds it
@@ -118,6 +120,26 @@ class LocaleEnvironment(BaseSettings):
 
     default_timezone: str = "Africa/Abidjan"
     default_language: Annotated[Literal["fr", "en"], LOWERED] = "fr"
+
+
+class WebEnvironment(BaseSettings):
+    """Search and browsing (tools/web_search.py, tools/browse_url.py); the *_FOR_TESTS ones are never
+    set in production."""
+
+    tavily_api_key: str = ""
+    tavily_base_url: Url = "https://api.tavily.com"
+    searxng_url: Url = ""
+    jina_api_key: str = ""
+    jina_base_url: Url = "https://r.jina.ai"
+    web_search_timeout_s: float = 20.0
+    browse_timeout_s: float = 25.0
+    browse_max_bytes: int = 3 * 1024 * 1024
+    browse_max_per_turn: int = Field(5, ge=1)  # pages browse_url opens in one turn, at most
+    # Hosts browse_url may open any address on, even once the model has read third-party text
+    # (bot.agent.untrusted): sites the operator trusts with whatever an address may carry.
+    browse_allowed_hosts: Hosts = ()
+    browse_allow_private_for_tests: bool = False
+    browse_allow_addrs_for_tests: Names = ()  # "host:port" pairs browse_url may reach although private
 
 
 class ChannelEnvironment(BaseSettings):

@@ -5,6 +5,7 @@ sees ("PORT must be …"), so it says what is expected and what was given.
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Network, IPv6Network, ip_network
 from typing import Annotated, Any
 
@@ -12,8 +13,8 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import NoDecode
 
 __all__ = [
-    "LOWERED", "CreditPacks", "DatabaseUrl", "Hour", "Lower", "Names", "Networks", "Positive", "RedisUrl",
-    "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
+    "LOWERED", "CreditPacks", "DatabaseUrl", "Hosts", "Hour", "Lower", "Names", "Networks", "Positive",
+    "RedisUrl", "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
 ]
 
 
@@ -63,6 +64,21 @@ def _names(value: Any) -> Any:
     return tuple(n.strip() for n in value.split(",") if n.strip()) if isinstance(value, str) else value
 
 
+_HOST = re.compile(r"(?:[a-z0-9-]+(?:\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?")
+
+
+def _hosts(value: Any) -> Any:
+    """BROWSE_ALLOWED_HOSTS="education.gouv.ci, fr.wikipedia.org, 10.0.0.5:8080": host names (each with
+    its subdomains) or host:port pairs, lower case, without scheme or path."""
+    if not isinstance(value, str):
+        return value
+    hosts = tuple(h.strip().lower().rstrip(".") for h in value.split(",") if h.strip())
+    for host in hosts:
+        if not _HOST.fullmatch(host):
+            raise ValueError(f"must be host names (education.gouv.ci) or host:port, got {host!r}")
+    return hosts
+
+
 def _credit_packs(value: Any) -> Any:
     """CREDIT_PACKS="100:500,250:1000": credits:price pairs, offered in that order."""
     if not isinstance(value, str):
@@ -103,6 +119,7 @@ Url = Annotated[str, AfterValidator(_url)]
 Lower = Annotated[str, AfterValidator(str.lower)]
 Upper = Annotated[str, AfterValidator(str.upper)]
 Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]
+Hosts = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_hosts)]
 Positive = Annotated[float, Field(gt=0)]
 Networks = Annotated[tuple[IPv4Network | IPv6Network, ...], NoDecode, BeforeValidator(_networks)]
 

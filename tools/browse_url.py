@@ -3,21 +3,26 @@
 Through Jina Reader when JINA_API_KEY is set (it fetches the page on its side; the host is resolved
 and checked here first, as for a direct fetch), otherwise a direct fetch by bot.agent.web_fetch, which
 refuses private and reserved addresses at every hop, then readable text extraction. Either way
-only http(s) URLs are taken and the result is capped. In a turn, only URLs the user sent, this
-turn's search results and links of pages opened in this turn to their own site are followed, and at
-most BROWSE_MAX_PER_TURN pages are opened (bot.agent.untrusted): a page cannot make the model carry
-the user's data out in an address it composes or in the links it has.
+only http(s) URLs are taken and the result is capped. In a turn (bot.agent.untrusted), once the
+model has read third-party text, only the addresses the user sent, the results of the searches the user
+asked for in this turn and addresses on BROWSE_ALLOWED_HOSTS are opened, exactly as given, and at most
+BROWSE_MAX_PER_TURN pages: a page cannot make the model carry the user's data out in an address it
+composes or in the page's own links. Each refusal is said to the model, counted
+(deblo_browse_refused_total) and logged with the host only (the address may carry the data).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
+from bot import metrics
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
-from bot.agent.untrusted import UrlRefused, links_in_html, urls_in
+from bot.agent.untrusted import TurnSources, UrlRefused, links_in_html, urls_in
 from bot.agent.web_fetch import (
     Fetched,
     FetchFailed,
@@ -29,6 +34,8 @@ from bot.agent.web_fetch import (
 )
 from bot.config import Settings
 from tools.modes import CHILD_AND_PRO
+
+log = logging.getLogger(__name__)
 
 NAME = "browse_url"
 MAX_CONTENT = 8000
@@ -84,6 +91,29 @@ async def read_direct(settings: Settings, url: str, links: list[str] | None = No
     return fetched.url, title, text
 
 
+def _refused(exc: UrlRefused, url: str) -> ToolResult:
+    metrics.BROWSE_REFUSED.labels(exc.reason).inc()
+    try:
+        host = (urlsplit(url).hostname or "?")[:100]
+    except ValueError:
+        host = "?"
+    # The host only: the rest of the address may be the very data it was meant to carry out.
+    log.warning("browse_url refused an address (%s) on %s", exc.reason, host,
+                extra={"reason": exc.reason, "host": host})
+    code = "too_many_pages" if exc.reason == "too_many_pages" else "url_not_allowed"
+    return tool_error(str(exc), code=code, reason=exc.reason, refused=True)
+
+
+def _allowed(turn: TurnSources, url: str, settings: Settings) -> tuple[str, str | None] | ToolResult:
+    """(the URL to fetch, a note) when this turn may open `url`, else the refusal to return."""
+    try:
+        url, note = turn.check_url(url, settings.browse_allowed_hosts)
+        turn.open_page(url, settings.browse_max_per_turn)
+    except UrlRefused as exc:
+        return _refused(exc, url)
+    return url, note
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     settings = ctx.services.settings
     url = str(args.get("url") or "").strip()
@@ -91,14 +121,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         return tool_error("url is required")
     note = None
     if ctx.turn is not None:
-        try:
-            url, note = ctx.turn.check_url(url)
-        except UrlRefused as exc:
-            return tool_error(f"not opened: {exc}", code="url_not_allowed", refused=True)
-        try:
-            ctx.turn.open_page(url, settings.browse_max_per_turn)
-        except UrlRefused as exc:
-            return tool_error(f"not opened: {exc}", code="too_many_pages", refused=True)
+        allowed = _allowed(ctx.turn, url, settings)
+        if isinstance(allowed, dict):
+            return allowed
+        url, note = allowed
     links: list[str] = []
     budget = max(1.0, min(settings.limits.tool_timeout_s - 1.0, settings.browse_timeout_s * 2 + 5))
     notes: list[str] = []
@@ -124,7 +150,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not content:
         return tool_error("the page has no readable text")
     if ctx.turn is not None:  # Jina's markdown carries the links in the text
-        ctx.turn.add_page([url, final], [*links, *urls_in(content)])
+        ctx.turn.add_seen([final, *links, *urls_in(content)])
     result: ToolResult = {"success": True, "url": final, "title": title[:300], "content": content,
                           "truncated": truncated}
     return {**result, "note": note} if note else result

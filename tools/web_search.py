@@ -2,7 +2,9 @@
 
 When both are configured SearXNG answers if Tavily fails. A provider that is down, slow or refuses
 us becomes an error result that says so, well within the tool timeout. The results' URLs are noted
-in the turn (bot.agent.untrusted): browse_url may open them in this turn.
+in the turn (bot.agent.untrusted): browse_url may open them in this turn when the search was asked
+before the turn read third-party text (a search written after may carry what a page put in the
+model's mind; its result says its addresses will not be opened).
 """
 
 from __future__ import annotations
@@ -109,10 +111,19 @@ async def search_searxng(
     return _clean(data["results"])
 
 
+NOT_OPENABLE = (
+    "Ces adresses ne seront pas ouvertes par browse_url : cette recherche a été faite après la lecture "
+    "d'un texte tiers. Donne-les à la personne ; elle peut t'envoyer celle qu'elle veut lire.\n"
+    "browse_url will not open these addresses: this search was made after third-party text was read. "
+    "Give them to the user, who can send you the one to read."
+)
+
+
 def _found(ctx: ToolContext, provider: str, query: str, results: list[dict[str, str]]) -> ToolResult:
-    if ctx.turn is not None:
-        ctx.turn.add_results(r["url"] for r in results)
-    return {"success": True, "provider": provider, "query": query, "results": results}
+    found: ToolResult = {"success": True, "provider": provider, "query": query, "results": results}
+    if ctx.turn is not None and not ctx.turn.add_results(r["url"] for r in results) and results:
+        found["note"] = NOT_OPENABLE
+    return found
 
 
 def unavailable(settings: Settings) -> str | None:

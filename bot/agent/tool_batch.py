@@ -101,6 +101,7 @@ async def run_batch(turn: BatchHost, n: int, calls: list[ToolCall], images: list
     queue: _Queue = asyncio.Queue()
     into: list[CallOutcome | None] = [None] * len(calls)
     sources = sources_from_json(s.sources)
+    sources.begin_step()  # these calls were written after the results of the steps before
     memory = TurnMemory(side_effect_results=s.side_effects)
     tool_timeout = min(turn.limits.tool_timeout_s, s.deadline - turn.reserve - time.time())
     task = asyncio.create_task(
