@@ -22,6 +22,8 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.texts import fr_en
+
 log = logging.getLogger(__name__)
 
 __all__ = ["ALIASES", "CATEGORIES", "LABELS", "PhraseList", "fold", "label", "load_phrases"]
@@ -51,8 +53,7 @@ LABELS: dict[str, tuple[str, str]] = {
 
 def label(category: str, language: str) -> str:
     """What `category` is, in the reader's language (the category's own name if unknown)."""
-    fr, en = LABELS.get(category, (category, category))
-    return en if language == "en" else fr
+    return fr_en(language, *LABELS.get(category, (category, category)))
 
 # SMS and chat spellings, word for word, to what the phrases expect.
 _SPELLINGS = {
