@@ -19,9 +19,12 @@ from tests.support.harness import Harness
 
 
 def test_a_cell_that_starts_a_formula_is_text() -> None:
-    for cell in ("=1+1", "+2250700", "-3", "@SUM(A1)", "\tx", "\rx"):
+    for cell in ("=1+1", "+2250700", "-3", "@SUM(A1)", "\tx", "\rx", " =1"):
         assert safe_cell(cell) == "'" + cell
-    assert safe_cell("Awa =1") == "Awa =1" and safe_cell("") == ""
+    assert safe_cell("Awa =1") == "Awa =1" and safe_cell("") == "" and safe_cell("Jean-Marc") == "Jean-Marc"
+    # Each piece a split on `,` or `;` (or a line break) would make a cell of.
+    assert safe_cell("x;=1+1;y") == "x;'=1+1;y" and safe_cell("a,-b; @c") == "a,'-b;' @c"
+    assert safe_cell("=a\n+b") == "'=a\n'+b"
 
 
 async def test_a_teacher_sees_their_class_only_and_no_message_text(harness: Harness) -> None:
@@ -117,11 +120,11 @@ async def test_the_csv_exports_are_complete_and_injection_safe(harness: Harness)
         status, body, resp = await admin.get("/admin/cohorts/3e/roster.csv")
         assert status == 200 and resp.headers["Content-Type"].startswith("text/csv")
         assert resp.headers["Content-Disposition"] == 'attachment; filename="3e-roster.csv"'
-        rows = list(csv.reader(io.StringIO(body.lstrip("\ufeff"))))
+        rows = list(csv.reader(io.StringIO(body.lstrip("\ufeff")), delimiter=";"))  # French by default
         assert rows[0] == ["student_id", "name", "phone", "level", "last_activity", "joined_at"]
         assert rows[1][:4] == [str(hostile.id), "'=HYPERLINK(\"http://evil\",\"x\")", "'+2250700000421", "3e"]
         status, body, _ = await admin.get("/admin/cohorts/3e/results.csv")
-        rows = list(csv.reader(io.StringIO(body.lstrip("\ufeff"))))
+        rows = list(csv.reader(io.StringIO(body.lstrip("\ufeff")), delimiter=";"))
         assert rows[0] == ["student_id", "name", "answered_at", "subject", "skill", "correct", "source",
                            "verified"]
         assert [(r[4], r[5]) for r in rows[1:]] == [("'@équations", "0"), ("équations", "1")]

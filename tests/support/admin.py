@@ -92,8 +92,8 @@ class Client:
     h: Harness
     session: aiohttp.ClientSession
 
-    async def get(self, path: str) -> Answer:
-        async with self.session.get(self.h.base_url + path, allow_redirects=False) as resp:
+    async def get(self, path: str, headers: dict[str, str] | None = None) -> Answer:
+        async with self.session.get(self.h.base_url + path, allow_redirects=False, headers=headers) as resp:
             return resp.status, await resp.text(), resp
 
     async def post(self, path: str, form: dict[str, str]) -> Answer:

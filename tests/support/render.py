@@ -58,35 +58,42 @@ def _run(args: list[str], timeout_s: float, what: str) -> subprocess.CompletedPr
     return done
 
 
-def _soffice(source: Path, fmt: str, outdir: Path, timeout_s: float, what: str) -> Path:
-    """One LibreOffice headless conversion of `source` to `fmt` in `outdir`; returns the new file.
+def _soffice(sources: list[Path], fmt: str, outdir: Path, timeout_s: float, what: str,
+             infilter: str | None = None) -> list[Path]:
+    """One LibreOffice headless conversion of `sources` to `fmt` in `outdir` (read with the import
+    filter `infilter` when given); returns the new files.
 
     Each call gets its own LibreOffice profile: two conversions sharing one block each other
     (or fail) when tests run in parallel.
     """
     soffice = tool("soffice")
-    if not source.is_file():
-        raise RenderError(f"no file to {what} at {source}")
+    for source in sources:
+        if not source.is_file():
+            raise RenderError(f"no file to {what} at {source}")
     outdir.mkdir(parents=True, exist_ok=True)
     profile = Path(tempfile.gettempdir()) / f"lo-profile-{os.getpid()}-{uuid.uuid4().hex}"
+    names = ", ".join(source.name for source in sources)
     try:
-        args = [soffice, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore",
-                "--nologo", "--convert-to", fmt, "--outdir", str(outdir), str(source)]
-        done = _run(args, timeout_s, f"LibreOffice converting {source.name} to {fmt}")
+        args = [soffice, f"-env:UserInstallation=file://{profile}", "--headless", "--norestore", "--nologo",
+                *([f"--infilter={infilter}"] if infilter else []),
+                "--convert-to", fmt, "--outdir", str(outdir), *map(str, sources)]
+        done = _run(args, timeout_s, f"LibreOffice converting {names} to {fmt}")
     finally:
         shutil.rmtree(profile, ignore_errors=True)
-    made = outdir / f"{source.stem}.{fmt.split(':')[0]}"
-    if not made.is_file():  # soffice exits 0 even when it could not load the file
-        out = (done.stdout + done.stderr).decode(errors="replace").strip()
-        label = "PDF" if fmt == "pdf" else fmt
-        raise RenderError(f"LibreOffice made no {label} from {source.name}: {out or 'no output'}")
+    made = [outdir / f"{source.stem}.{fmt.split(':')[0]}" for source in sources]
+    for source, path in zip(sources, made, strict=True):
+        if not path.is_file():  # soffice exits 0 even when it could not load the file
+            out = (done.stdout + done.stderr).decode(errors="replace").strip()
+            label = "PDF" if fmt == "pdf" else fmt
+            raise RenderError(f"LibreOffice made no {label} from {source.name}: {out or 'no output'}")
     return made
 
 
 def to_pdf(source: Path, outdir: Path | None = None, *, timeout_s: float = CONVERT_TIMEOUT_S) -> Path:
     """Converts an Office file (docx, xlsx, pptx…) to PDF with LibreOffice headless; returns the PDF."""
     source = Path(source)
-    return _soffice(source, "pdf", Path(outdir) if outdir is not None else source.parent, timeout_s, "render")
+    outdir = Path(outdir) if outdir is not None else source.parent
+    return _soffice([source], "pdf", outdir, timeout_s, "render")[0]
 
 
 def render_bytes(data: bytes, name: str, outdir: Path) -> Path:
@@ -241,4 +248,17 @@ def convert(source: Path, fmt: str, outdir: Path, *, timeout_s: float = CONVERT_
     source = Path(source)
     if outdir.resolve() == source.parent.resolve():
         raise RenderError("convert into another directory than the source's: it would overwrite it")
-    return _soffice(source, fmt, outdir, timeout_s, "convert")
+    return _soffice([source], fmt, outdir, timeout_s, "convert")[0]
+
+
+def csv_filter(separator: str) -> str:
+    """LibreOffice's CSV import options as a spreadsheet at its most trusting reads a file: split
+    on `separator`, `"` around a field, UTF-8, quoted fields not forced to text, formulas
+    evaluated (tokens 1, 2, 3, 7 and 13 of LibreOffice's CSV filter options)."""
+    return f"CSV:{ord(separator)},34,76,1,,0,false,true,false,false,false,-1,true"
+
+
+def csvs_to_xlsx(sources: list[Path], outdir: Path, separator: str, *,
+                 timeout_s: float = CONVERT_TIMEOUT_S) -> list[Path]:
+    """CSV files opened in LibreOffice Calc as `csv_filter` says, saved as xlsx (one start for all)."""
+    return _soffice(sources, "xlsx", outdir, timeout_s, "convert", csv_filter(separator))

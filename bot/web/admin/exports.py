@@ -1,32 +1,58 @@
-"""CSV exports of a class (roster, results), safe to open in a spreadsheet: a cell that starts with
-= + - @ (or a tab or carriage return) is prefixed with an apostrophe, so a name like `=HYPERLINK(…)`
-stays text and never becomes a formula (OWASP's CSV injection advice)."""
+"""CSV exports of a class (roster, results), safe to open in any spreadsheet, whatever its language.
+
+A spreadsheet reads a cell that starts with = + - @ (or a tab or carriage return) as a formula. A
+French Excel splits a CSV on `;`, an English one on `,`, and one given a file made for the other
+language splits it on the wrong character: a WhatsApp profile name `x;=1+1;y`, one quoted cell to
+the writer, became the formula `=1+1` there. So every piece of a cell that either split could
+start (the cell's start, and after each `,`, `;` or line break) is defused: an apostrophe goes before it
+(OWASP's CSV injection advice), and it stays text whichever way the file is split. Every field is
+quoted too. The separator and encoding follow the operator's language (the dashboard's, from the
+browser): `;` and UTF-8 with a byte-order mark for French (what French Excel opens with its
+accents), `,` and plain UTF-8 for English.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.texts import fr_en
 from bot.web.admin.classes import Student
 from bot.web.render import PAGE_HEADERS
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 ROSTER_HEADER = ["student_id", "name", "phone", "level", "last_activity", "joined_at"]
 RESULTS_HEADER = ["student_id", "name", "answered_at", "subject", "skill", "correct", "source", "verified"]
+# Where a spreadsheet may see a cell start (a line break too, for a reader that splits lines before
+# quotes), and what makes that cell a formula there; spaces before it do not stop every
+# spreadsheet, so the apostrophe goes before them.
+_FORMULA_PIECE = re.compile(r"(^|[,;\n])( *[=+\-@\t\r])")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    separator: str
+    bom: bool
+
+
+def dialect_of(lang: str) -> Dialect:
+    return fr_en(lang, Dialect(";", bom=True), Dialect(",", bom=False))
 
 
 def safe_cell(value: str) -> str:
-    return "'" + value if value.startswith(_FORMULA_START) else value
+    """The cell with an apostrophe before each piece that would start a formula, split on `,`, `;` or
+    not at all."""
+    return _FORMULA_PIECE.sub(r"\1'\2", value)
 
 
-def csv_text(header: list[str], rows: Iterable[list[str]]) -> str:
+def csv_text(header: list[str], rows: Iterable[list[str]], dialect: Dialect) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
-    writer.writerow(header)
-    for row in rows:
+    writer = csv.writer(out, delimiter=dialect.separator, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    for row in [header, *rows]:
         writer.writerow([safe_cell(cell) for cell in row])
     return out.getvalue()
 
@@ -37,8 +63,7 @@ def roster_rows(students: list[Student]) -> list[list[str]]:
              s.joined_at.isoformat(timespec="seconds") if s.joined_at else ""] for s in students]
 
 
-def csv_response(filename: str, text: str) -> web.Response:
+def csv_response(filename: str, text: str, dialect: Dialect) -> web.Response:
     headers = {**PAGE_HEADERS, "Content-Disposition": f'attachment; filename="{filename}"'}
-    # A byte-order mark so that a spreadsheet opens the accents as UTF-8.
-    return web.Response(body=("\ufeff" + text).encode(), content_type="text/csv", charset="utf-8",
-                        headers=headers)
+    body = ("\ufeff" + text if dialect.bom else text).encode()
+    return web.Response(body=body, content_type="text/csv", charset="utf-8", headers=headers)

@@ -169,16 +169,18 @@ def _filename(name: str, what: str) -> str:
 async def cohort_csv(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     what = request.match_info["what"]
+    dialect = exports.dialect_of(language_of(request))
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
         if cohort is None:
             return _not_found(request, viewer)
         if what == "roster":
             students = await classes.roster(db, cohort.id)
-            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students))
+            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students), dialect)
         else:
-            text = exports.csv_text(exports.RESULTS_HEADER, await classes.results_rows(db, cohort.id))
-    return exports.csv_response(_filename(cohort.name, what), text)
+            results = await classes.results_rows(db, cohort.id)
+            text = exports.csv_text(exports.RESULTS_HEADER, results, dialect)
+    return exports.csv_response(_filename(cohort.name, what), text, dialect)
 
 
 @signed_in
