@@ -9,15 +9,15 @@ Erasure keeps only what accounting needs: the credit ledger and the payments. Th
 to `users` cascade on delete, so they cannot simply lose their user; they are moved to a fresh
 placeholder user that carries nothing personal (no number, no name, opted out, its own new id),
 and its remaining balance is written off in the ledger. The person's own id then appears nowhere.
+What an erasure does outside the rows (the files' bytes, the shared state, the webhooks left in the
+spool, the record that the number was erased) is `outside.py`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 from collections import defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -41,8 +41,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
 from bot.accounts.errors import AccountBusy, AccountError, AccountsError
+from bot.accounts.outside import (
+    ForgetReport,
+    clear_spool,
+    clear_state,
+    delete_bytes,
+    deletion_request_key,
+    remember_erasure,
+)
 from bot.billing import credits
-from bot.channel import menus
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import Base, OutboundMessage, ParentLink, User
@@ -318,27 +325,6 @@ async def export(db: AsyncSession, user: User, now: datetime) -> dict[str, Any]:
 # --- forget --------------------------------------------------------------------------------------
 
 
-@dataclass
-class ForgetReport:
-    user_id: int | None
-    deleted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    redacted: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    kept: dict[str, int] = field(default_factory=dict)  # rows moved to the placeholder
-    placeholder_id: int | None = None
-    written_off: int = 0
-    files_deleted: int = 0
-    files_left: list[str] = field(default_factory=list)
-
-    @property
-    def anything(self) -> bool:
-        return bool(self.user_id is not None or any(self.deleted.values()) or any(self.redacted.values()))
-
-
-def deletion_request_key(user_id: int) -> str:
-    """Shared-state key of a pending SUPPRIMER/DELETE (cleared by the erasure)."""
-    return f"account-delete:{user_id}"
-
-
 async def _purge(db: AsyncSession, table: Table, condition: ColumnElement[bool], deleted: dict[str, int],
                  depth: int) -> None:
     """Deletes the matching rows and, first, every row that points at them.
@@ -452,45 +438,11 @@ async def _storage_keys(db: AsyncSession, user_id: int) -> list[str]:
     return keys
 
 
-async def _delete_bytes(services: Services, user_id: int | None, keys: list[str],
-                        report: ForgetReport) -> None:
-    for key in keys:
-        try:
-            await services.files.delete(key)
-            report.files_deleted += 1
-        except Exception:
-            log.exception("file not deleted at erasure", extra={"storage_key": key})
-            report.files_left.append(key)
-    local_path = getattr(services.files, "local_path", None)
-    if user_id is None or local_path is None:
-        return
-    # Bytes stored under the user's own prefixes whose row was never written (a crash in between).
-    for prefix in (f"u{int(user_id)}", f"users/{int(user_id)}"):
-        try:
-            folder = local_path(prefix)
-        except ValueError:
-            continue
-        if folder is not None and folder.is_dir():
-            report.files_deleted += sum(1 for p in folder.rglob("*") if p.is_file())
-            await asyncio.to_thread(shutil.rmtree, folder, True)
-
-
-async def _clear_state(services: Services, user_id: int | None, conversations: list[int]) -> None:
-    """Pending menus (a quiz's questions and answers) and the deletion request; the rest expires."""
-    if user_id is None:
-        return
-    try:
-        for conversation_id in conversations:
-            await menus.clear_menu(services, conversation_id)
-        await services.state.kv_delete(deletion_request_key(user_id))
-    except Exception:
-        log.warning("shared state not cleared at erasure; its keys expire by themselves",
-                    extra={"user_id": user_id})
-
-
 async def forget(services: Services, user_id: int | None, phone: str | None,
                  external_id: str | None = None) -> ForgetReport:
-    """Erases the person in one transaction, then their files' bytes. The caller holds their lock."""
+    """Erases the person in one transaction (with the record that their number was erased), then
+    their files' bytes, their shared state and their webhooks left in the spool. The caller holds
+    their lock."""
     from bot.storage.models import Conversation
 
     report = ForgetReport(user_id=user_id)
@@ -509,11 +461,14 @@ async def forget(services: Services, user_id: int | None, phone: str | None,
             await _forget_address(db, table, idents, report)
         if phone:
             await _redact(db, phone, report)
+        await remember_erasure(db, services, phone, external_id)
         await db.commit()
-    await _delete_bytes(services, user_id, keys, report)
-    await _clear_state(services, user_id, conversations)
+    await delete_bytes(services, user_id, keys, report)
+    await clear_state(services, user_id, conversations)
+    await clear_spool(services, phone, external_id, REDACTED, report)
     log.info("account erased", extra={"user_id": user_id, "deleted": dict(report.deleted),
-                                      "kept": report.kept, "files": report.files_deleted})
+                                      "kept": report.kept, "files": report.files_deleted,
+                                      "spooled": report.spooled})
     return report
 
 

@@ -18,18 +18,27 @@ the database refuses SPOOL_MAX_ATTEMPTS times (counted only when the caller says
 the entry's, not an outage) is set aside too. Set aside means appended to `dead.jsonl`, logged at
 ERROR and counted (deblo_spool_dead_total); `python -m bot spool retry` replays those entries.
 Lines of the format before the header (a bare JSON line) are still read. One web server per DATA_DIR.
+
+An erasure (`users forget`, SUPPRIMER) takes the person's entries out of every spool file
+(`forget`), and their number out of other people's. The files change under one lock of the host
+(`flock` on `spool.lock`), since the console that erases is another process than the web server
+that appends, renames and rewrites them. An entry the replay already holds in memory at that
+moment is not stored either: the erasure is recorded (bot.storage.erasures) and checked before
+a spooled webhook is stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import fcntl
 import json
 import logging
 import os
 import re
 import zlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +51,9 @@ SPOOL_FILE = "inbound.jsonl"
 REPLAYING_FILE = "inbound.replaying.jsonl"
 DEAD_FILE = "dead.jsonl"
 RETRYING_FILE = "dead.retrying.jsonl"
+LOCK_FILE = "spool.lock"
+# The fields that name whom a webhook is from or to (an inbound's From, a status's To).
+ADDRESS_FIELDS = frozenset({"From", "To", "WaId", "ExternalUserId"})
 KINDS = frozenset({"inbound", "status"})
 _HEADER = re.compile(rb"([0-9]{1,10}) ([0-9a-f]{8}) ")
 
@@ -60,6 +72,16 @@ class SpoolEntry:
 def frame(payload: bytes) -> bytes:
     """One spool line: the payload's length and CRC-32 before it, so a torn line is seen."""
     return b"%d %08x %s\n" % (len(payload), zlib.crc32(payload), payload)
+
+
+def entry_addresses(entry: SpoolEntry) -> set[str]:
+    """The numbers and WhatsApp ids the webhook is from or to (ours among them), as users hold them."""
+    found: set[str] = set()
+    for name, value in entry.form:
+        address = value.strip().removeprefix("whatsapp:")
+        if name in ADDRESS_FIELDS and address:
+            found.add("+" + address if name == "WaId" and address.isdigit() else address)
+    return found
 
 
 def _record(entry: SpoolEntry) -> dict[str, object]:
@@ -144,6 +166,15 @@ def records(data: bytes) -> Iterator[tuple[bytes, SpoolEntry | None, str]]:
         pos = end
 
 
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """The host's lock of the spool's files (it blocks: taken in a thread, never on the loop)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / LOCK_FILE, "ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # closing the file lets go
+
+
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -198,7 +229,8 @@ def dead_record(raw: bytes, entry: SpoolEntry | None, reason: str) -> bytes:
 
 # A failure of `handle`: True when it is the entry's own (counted towards SPOOL_MAX_ATTEMPTS).
 Refused = Callable[[BaseException], Awaitable[bool]]
-Handle = Callable[[SpoolEntry], Awaitable[None]]
+# Stores an entry; False when it was dropped instead (its number was erased since).
+Handle = Callable[[SpoolEntry], Awaitable[bool | None]]
 
 
 class Spool:
@@ -236,13 +268,14 @@ class Spool:
             await asyncio.to_thread(self._write, data)
 
     def _write(self, data: bytes) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        size = sum(p.stat().st_size for p in (self.path, self.replaying) if p.exists())
-        if size + len(data) > self.max_bytes:
-            raise SpoolFull(f"the spool holds {size} bytes (SPOOL_MAX_BYTES={self.max_bytes})")
-        _append(self.path, data)
+        with _locked(self.directory):
+            size = sum(p.stat().st_size for p in (self.path, self.replaying) if p.exists())
+            if size + len(data) > self.max_bytes:
+                raise SpoolFull(f"the spool holds {size} bytes (SPOOL_MAX_BYTES={self.max_bytes})")
+            _append(self.path, data)
 
     def _set_aside(self, raw: bytes, entry: SpoolEntry | None, reason: str) -> None:
+        """Appends to dead.jsonl; the caller holds the lock."""
         _append(self.dead, dead_record(raw, entry, reason))
         metrics.SPOOL_DEAD.inc()
         log.error("spool entry set aside in %s", DEAD_FILE,
@@ -251,16 +284,38 @@ class Spool:
     def _load(self, path: Path) -> list[tuple[bytes, SpoolEntry]]:
         """The entries of `path`; what is no entry is set aside, and the file rewritten without
         it (so that it is set aside once)."""
-        if not path.exists():
-            return []
-        found = list(records(path.read_bytes()))
-        for raw, entry, why in found:
-            if entry is None:
-                self._set_aside(raw, None, why)
-        good = [(raw, entry) for raw, entry, _ in found if entry is not None]
-        if len(good) < len(found):
-            _rewrite(path, b"".join(raw for raw, _ in good))
-        return good
+        with _locked(self.directory):
+            if not path.exists():
+                return []
+            found = list(records(path.read_bytes()))
+            for raw, entry, why in found:
+                if entry is None:
+                    self._set_aside(raw, None, why)
+            good = [(raw, entry) for raw, entry, _ in found if entry is not None]
+            if len(good) < len(found):
+                _rewrite(path, b"".join(raw for raw, _ in good))
+            return good
+
+    def _begin_replay(self) -> bool:
+        """The spool renamed to the replaying file (unless one is left from before); False when
+        nothing waits."""
+        with _locked(self.directory):
+            if not self.replaying.exists():
+                if not self.path.exists():
+                    return False
+                os.replace(self.path, self.replaying)
+                _fsync_dir(self.directory)
+            return True
+
+    def _set_aside_in_replay(self, raw: bytes, entry: SpoolEntry, reason: str, rest: bytes) -> None:
+        with _locked(self.directory):
+            self._set_aside(raw, entry, reason)
+            _rewrite(self.replaying, rest)
+
+    def _end_replay(self) -> None:
+        with _locked(self.directory):
+            self.replaying.unlink(missing_ok=True)
+            _fsync_dir(self.directory)
 
     def read(self, path: Path) -> list[SpoolEntry]:
         return [entry for _, entry in self._load(path)]
@@ -282,12 +337,9 @@ class Spool:
         async with self._replay_lock:
             while True:
                 async with self._lock:
-                    if not self.replaying.exists():
-                        if not self.path.exists():
-                            self._attempts.clear()
-                            return done
-                        os.replace(self.path, self.replaying)
-                        await asyncio.to_thread(_fsync_dir, self.directory)
+                    if not await asyncio.to_thread(self._begin_replay):
+                        self._attempts.clear()
+                        return done
                 batch = await asyncio.to_thread(self._load, self.replaying)
                 for index, (raw, entry) in enumerate(batch):
                     try:
@@ -296,39 +348,48 @@ class Spool:
                         if not await self._give_up(raw, exc, refused):
                             raise
                         self._attempts.pop(raw, None)
-                        await asyncio.to_thread(self._set_aside, raw, entry, _reason(exc))
                         rest = b"".join(r for r, _ in batch[index + 1:])
-                        await asyncio.to_thread(_rewrite, self.replaying, rest)
+                        await asyncio.to_thread(self._set_aside_in_replay, raw, entry, _reason(exc), rest)
                         continue
                     done += 1
-                self.replaying.unlink()
-                await asyncio.to_thread(_fsync_dir, self.directory)
+                await asyncio.to_thread(self._end_replay)
                 log.info("spool replayed", extra={"entries": done})
 
-    async def retry_dead(self, handle: Handle) -> tuple[int, int]:
-        """Hands every set-aside entry to `handle` once: (stored, still dead). What fails again, and
-        bytes that were no entry, go back to dead.jsonl (after what was set aside meanwhile)."""
+    def _begin_retry(self, retrying: Path) -> bytes | None:
+        with _locked(self.directory):
+            if self.dead.exists() and not retrying.exists():
+                os.replace(self.dead, retrying)  # the server may set aside more meanwhile: a new file
+            return retrying.read_bytes() if retrying.exists() else None
+
+    def _end_retry(self, retrying: Path, kept: list[bytes]) -> None:
+        with _locked(self.directory):
+            if kept:
+                _append(self.dead, b"".join(kept))
+            retrying.unlink(missing_ok=True)
+
+    async def retry_dead(self, handle: Handle) -> tuple[int, int, int]:
+        """Hands every set-aside entry to `handle` once: (stored, dropped as of an erased number,
+        still dead). What fails again, and bytes that were no entry, go back to dead.jsonl (after
+        what was set aside meanwhile)."""
         retrying = self.directory / RETRYING_FILE
-        if self.dead.exists() and not retrying.exists():
-            os.replace(self.dead, retrying)  # the server may set aside more meanwhile: a new file
-        if not retrying.exists():
-            return 0, 0
-        stored, kept = 0, []
-        for raw, record in _dead_records(retrying.read_bytes()):
+        data = await asyncio.to_thread(self._begin_retry, retrying) if self.directory.is_dir() else None
+        if data is None:
+            return 0, 0, 0
+        stored, dropped, kept = 0, 0, []
+        for raw, record in _dead_records(data):
             entry = _dead_entry(record)
             if entry is not None:
                 try:
-                    await handle(entry)
-                    stored += 1
+                    if await handle(entry) is False:
+                        dropped += 1
+                    else:
+                        stored += 1
                     continue
                 except Exception as exc:
                     log.error("set-aside spool entry still not stored", extra={"error": _reason(exc)[:300]})
             kept.append(raw)
-        if kept:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            _append(self.dead, b"".join(kept))
-        retrying.unlink()
-        return stored, len(kept)
+        await asyncio.to_thread(self._end_retry, retrying, kept)
+        return stored, dropped, len(kept)
 
 
 def _reason(exc: BaseException) -> str:
@@ -362,3 +423,60 @@ def _dead_entry(record: dict[str, object] | None) -> SpoolEntry | None:
         return _entry_of(record["entry"])
     except ValueError:
         return None
+
+
+# --- an erasure -------------------------------------------------------------------------------
+
+
+def forget(directory: Path, addresses: Collection[str | None], mask: str) -> int:
+    """Takes the entries from or to these addresses (a number, a WhatsApp id) out of every spool
+    file (waiting, being replayed, set aside, being retried, a rewrite cut short), and writes `mask`
+    where other people's entries quote them; returns how many entries went. It blocks: run it in
+    a thread."""
+    wanted = {a for a in addresses if a}
+    if not wanted or not directory.is_dir():
+        return 0
+    removed = 0
+    with _locked(directory):
+        for path in sorted(directory.iterdir()):
+            if path.name == LOCK_FILE or not path.is_file():
+                continue
+            data = path.read_bytes()
+            kept = [_scrubbed(raw, record, wanted, mask) for raw, record in _dead_records(data)]
+            removed += sum(k is None for k in kept)
+            new = b"".join(k for k in kept if k is not None)
+            if new != data:
+                _rewrite(path, new)
+    return removed
+
+
+def _scrubbed(raw: bytes, record: dict[str, object] | None, wanted: set[str], mask: str) -> bytes | None:
+    """The record as it stays: None when it is the person's, else without their addresses."""
+    if record is None and raw.startswith(b"{"):  # a line of the format before the header
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(raw)
+            record = parsed if isinstance(parsed, dict) else None
+    try:  # an entry waiting (inbound*.jsonl) or set aside (dead*.jsonl)
+        entry = _entry_of(record.get("entry", record) if record is not None else None)
+    except ValueError:
+        blob = raw  # bytes that are no entry, set aside as they were: kept unless they name the person
+        if record is not None and isinstance(record.get("raw"), str):
+            with contextlib.suppress(ValueError):
+                blob += base64.b64decode(str(record["raw"]))
+        return None if any(a.encode() in blob for a in wanted) else raw
+    if entry_addresses(entry) & wanted:
+        return None
+    form = [(name, _masked(value, wanted, mask)) for name, value in entry.form]
+    if form == entry.form:
+        return raw
+    clean = SpoolEntry(entry.kind, entry.received_at, form)
+    if record is None or "entry" not in record:
+        return encode(clean)
+    dead = {**record, "entry": _record(clean)}
+    return frame(json.dumps(dead, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _masked(value: str, wanted: set[str], mask: str) -> str:
+    for address in wanted:
+        value = value.replace(address, mask)
+    return value

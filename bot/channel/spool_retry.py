@@ -1,7 +1,8 @@
 """`python -m bot spool retry`: the operator replays the spool's set-aside entries (dead.jsonl).
 
-Each entry is stored as the web server would have stored it; what fails again, and bytes that
-were no entry, stay in dead.jsonl. Exit code 0 when nothing stays dead, 1 otherwise. Safe next to
+Each entry is stored as the web server would have stored it, but for one of a number erased
+since it came (`users forget`), which is dropped; what fails again, and bytes that were no entry,
+stay in dead.jsonl. Exit code 0 when nothing stays dead, 1 otherwise. Safe next to
 a running server: the file is renamed before it is read, so what the server sets aside meanwhile
 goes to a new dead.jsonl, and what stays dead is appended to it.
 """
@@ -21,9 +22,10 @@ async def retry(settings: Settings) -> int:
     writer = InboundWriter(services.engine, defaults=default_locale(settings))
     try:
         spool = Spool(settings.data_dir / "spool", settings.spool_max_bytes, settings.spool_max_attempts)
-        stored, dead = await spool.retry_dead(lambda entry: store_entry(services, writer, entry))
+        stored, dropped, dead = await spool.retry_dead(lambda entry: store_entry(services, writer, entry))
     finally:
         await writer.close()
         await services.close()
-    print(f"{stored} stored, {dead} still dead ({spool.dead})")
+    print(f"{stored} stored, {dead} still dead ({spool.dead})"
+          + (f"; {dropped} dropped: their number was erased since" if dropped else ""))
     return 0 if dead == 0 else 1

@@ -36,8 +36,9 @@ from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.locale import default_locale
 from bot.channel.malformed import quiet_parse_errors, refuse_malformed
 from bot.channel.outbound import note_status
-from bot.channel.spool import Spool, SpoolEntry
+from bot.channel.spool import Spool, SpoolEntry, entry_addresses
 from bot.services import Services
+from bot.storage.erasures import erased_since
 from bot.storage.models import OutboundMessage, UserFile
 
 log = logging.getLogger("bot.channel.web")
@@ -254,23 +255,31 @@ async def replay_entry(app: web.Application, entry: SpoolEntry) -> None:
     await store_entry(app[SERVICES], app[WRITER], entry)
 
 
-async def store_entry(services: Services, writer: InboundWriter, entry: SpoolEntry) -> None:
-    """Stores one spooled (or set-aside) webhook; raises what the database raises."""
+async def store_entry(services: Services, writer: InboundWriter, entry: SpoolEntry) -> bool:
+    """Stores one spooled (or set-aside) webhook; raises what the database raises. False when it is
+    dropped instead: its number was erased after it came (a user, a row, an answer would be back)."""
+    async with services.sessions() as db:
+        secret = services.settings.secret_key
+        erased = await erased_since(db, secret, entry_addresses(entry), entry.received_at)
+    if erased:
+        log.warning("spooled webhook of an erased number dropped", extra={"kind": entry.kind})
+        return False
     form: MultiDict[str] = MultiDict(clean_form(entry.form))  # a spool written before the cleaning
     if entry.kind == "status":
         if _status_fields(form) is not None:
             await record_status(services, form)
-        return
+        return True
     try:
         params = parse_params(form)
     except MalformedWebhook as exc:  # checked before it was spooled: only a hand-edited file
         log.warning("spooled webhook skipped", extra={"error": str(exc)})
-        return
+        return True
     user_id, inbound_id = await writer.submit(params, entry.received_at)
     if inbound_id is not None:
         metrics.inbound(params.channel, "accepted").inc()
         with contextlib.suppress(Exception):  # the sweeper queues it otherwise
             await services.state.push_user(user_id)
+    return True
 
 
 def refused_by_database(services: Services) -> Callable[[BaseException], Awaitable[bool]]:

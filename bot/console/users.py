@@ -174,7 +174,8 @@ async def _users_forget(services: Any, number: str, args: argparse.Namespace) ->
         return _no_user(number, "; nothing kept about it")
     deleted = ", ".join(f"{n} {name}" for name, n in sorted(report.deleted.items()) if n) or "no rows"
     who = f"user {report.user_id}" if report.user_id is not None else "no user, only records of the number"
-    print(f"{number}: erased ({who}): {deleted}; {report.files_deleted} stored file(s) deleted")
+    print(f"{number}: erased ({who}): {deleted}; {report.files_deleted} stored file(s) deleted; "
+          f"{report.spooled} spooled webhook(s) removed")
     redacted = ", ".join(f"{n} {table}" for table, n in sorted(report.redacted.items()) if n)
     if redacted:
         print(f"  number removed from other people's records: {redacted}")
@@ -185,5 +186,7 @@ async def _users_forget(services: Any, number: str, args: argparse.Namespace) ->
     if report.files_left:
         print(f"error: {len(report.files_left)} stored file(s) could not be deleted: "
               + ", ".join(report.files_left), file=sys.stderr)
-        return 1
-    return 0
+    if report.spool_error:
+        print(f"error: the spool's files (DATA_DIR/spool) could not be cleaned: {report.spool_error}",
+              file=sys.stderr)
+    return 1 if report.files_left or report.spool_error else 0

@@ -3,5 +3,5 @@
 May import only the top-level config, logs, metrics and clock modules.
 """
 
-__all__ = ["counting", "db", "file_locks", "filestore", "job_queue", "migrate", "models", "pubsub",
-    "state"]
+__all__ = ["counting", "db", "erasures", "file_locks", "filestore", "job_queue", "migrate", "models",
+    "pubsub", "state"]

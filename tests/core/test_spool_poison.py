@@ -24,11 +24,13 @@ from bot import metrics
 from bot.channel.inbound import clean_form, clean_text, has_control
 from bot.channel.spool import Spool, SpoolEntry, encode
 from bot.config import ConfigError, load_settings
-from bot.storage.models import InboundMessage
+from bot.storage.models import InboundMessage, Message, User
+from tests.support.console import users
 from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
 PHONE = "+2250700000091"
+OTHER = "+2250700000092"
 ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SPOOLING = {"SPOOL_AFTER_S": "0.5", "SPOOL_REPLAY_S": "0.1"}
@@ -198,6 +200,49 @@ async def test_an_entry_refused_max_attempts_times_is_set_aside_and_retried_by_t
     code, out = await spool_retry(h)
     assert code == 0 and "1 stored, 0 still dead" in out
     assert await bodies(h) == ["Bonjour", "Poison"] and dead_lines(h) == []
+
+
+async def test_an_erased_number_leaves_the_spool_and_spool_retry_never_brings_it_back(
+    make_harness: Callable[..., Awaitable[Harness]], refusing: list[Harness],
+) -> None:
+    h = await make_harness(**SPOOLING, SPOOL_MAX_ATTEMPTS="1")
+    refusing.append(h)
+    h.llm.push_text("Bonjour !")
+    assert (await h.inbound(PHONE, "Bonjour"))[0] == 200
+    await h.settle()
+    await refuse_bodies(h, "Poison")
+    assert (await h.inbound(PHONE, "Poison: mon adresse est 12 rue des Jardins"))[0] == 200
+    assert (await h.inbound(OTHER, f"Poison: le numéro de mon ami est {PHONE}"))[0] == 200
+
+    async def both_set_aside() -> bool:
+        return len(dead_lines(h)) == 2 and not spool_lines(h)
+
+    await eventually(both_set_aside)
+    [theirs] = [line for line in dead_lines(h) if f"whatsapp:{PHONE}".encode() in line]
+    await accept_bodies(h)
+    sent_before = len(h.twilio.to(PHONE))
+
+    run = await users(h, "forget", PHONE)
+    assert run.code == 0 and "1 spooled webhook(s) removed" in run.out, run
+    spool = Path(h.settings.data_dir) / "spool"
+    assert all(PHONE.encode() not in p.read_bytes() for p in spool.iterdir())  # no trace on the disk
+    [kept] = dead_lines(h)  # the other person's, the number masked as in the tables
+    assert dict(json.loads(kept.split(b" ", 2)[2])["entry"]["form"])["Body"] == \
+        "Poison: le numéro de mon ami est [effacé]"
+
+    # The set-aside webhook comes back (a copy of dead.jsonl made before the erasure, restored):
+    # `spool retry` stores the other person's and drops the erased number's.
+    with (spool / "dead.jsonl").open("ab") as dead:
+        dead.write(theirs + b"\n")
+    code, out = await spool_retry(h)
+    assert code == 0 and "1 stored, 0 still dead" in out and "1 dropped" in out, out
+    await h.settle()
+    async with h.services.sessions() as db:
+        assert await db.scalar(select(User.id).where(User.phone == PHONE)) is None
+        rows = (await db.scalars(select(InboundMessage))).all()
+        assert [r.body for r in rows] == ["Poison: le numéro de mon ami est [effacé]"]
+        assert all(PHONE not in (m.content or "") for m in (await db.scalars(select(Message))).all())
+    assert len(h.twilio.to(PHONE)) == sent_before  # the bot wrote nothing more to the number
 
 
 def test_a_bad_max_attempts_is_refused() -> None:

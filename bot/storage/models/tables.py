@@ -1,4 +1,5 @@
-"""The bot's own tables (users, conversations, messages, sends, jobs, credits, files, tasks, parents)."""
+"""The bot's own tables (users, conversations, messages, sends, jobs, credits, files, tasks, parents,
+erasures)."""
 
 from __future__ import annotations
 
@@ -395,6 +396,19 @@ class Payment(Base):
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | paid | failed
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     paid_at: Mapped[datetime | None]
+
+
+class Erasure(Base):
+    """A number or WhatsApp id erased (`users forget`, SUPPRIMER), kept only as its HMAC under
+    SECRET_KEY (`bot.storage.erasures`), with when: a webhook of it received before then and left in
+    the spool is never stored (`spool retry`, the spool's replay). Nothing else about the person."""
+
+    __tablename__ = "erasures"
+    __table_args__ = (Index("ix_erasures_key", "key_hash"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    erased_at: Mapped[datetime]
 
 
 # Full-text search over the user's files (bot.library.search_files). Created with the table, so a
