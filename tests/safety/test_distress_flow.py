@@ -5,6 +5,8 @@ pipeline, Twilio (FakeTwilio), the model (FakeLLM), SMTP (aiosmtpd) and a modera
 from __future__ import annotations
 
 import logging
+import re
+from email.message import EmailMessage
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from bot.storage.models import SafetyFlag
 from tests.fakes.llm import Step
 from tests.fakes.moderation import FakeModeration
+from tests.support.admin import logged_in, make_operator
 from tests.support.harness import new_sid
 from tests.support.pedagogy import PARENT, STUDENT, confirm, say
 from tests.support.safety import BENINESE, CAMEROONIAN, DISTRESS, IVORIAN, add_operator, enrol, flags
@@ -110,15 +113,67 @@ async def test_teachers_and_admins_are_emailed_teachers_without_the_words(make_h
     [flag] = await flags(h)
     link = f"{h.settings.public_base_url}/admin/students/{child.id}"
     teacher = by_address["prof@ecole.test"].get_body(("plain",)).get_content()
-    assert "Awa K." in teacher and link in teacher and "se faire du mal" in teacher
-    assert "personne ne m" not in teacher.lower() and "en finir" not in teacher
+    assert f"l'élève n° {child.id} (classe 3e B)" in teacher and link in teacher
+    assert "se faire du mal" in teacher
+    assert "personne ne m" not in teacher.lower() and "en finir" not in teacher and "Awa" not in teacher
     for admin in ("direction@ecole.test", "veille@ong.test"):
         body = by_address[admin].get_body(("plain",)).get_content()
-        assert DISTRESS in body and link in body
+        assert DISTRESS in body and link in body and f"Awa K. ({IVORIAN})" in body
     assert flag.source == "phrases"
     await h.inbound(IVORIAN, DISTRESS)  # said again while the flag is open: no e-mail more
     await h.settle()
     assert len(smtp.received) == 3 and len(await flags(h)) == 1
+
+
+def plain_only(message: EmailMessage) -> str:
+    """The body of a message that has no HTML part (no markup can make a link of the words)."""
+    assert [part.get_content_type() for part in message.walk() if not part.is_multipart()] == ["text/plain"]
+    return str(message.get_content())
+
+
+async def test_twenty_distress_messages_from_a_new_number_are_no_relay(make_harness: Any,
+                                                                       smtp_server: Any) -> None:
+    smtp = smtp_server()
+    h = await make_harness(**smtp.env(SAFETY_ALERTS_PER_DAY="13"))
+    await make_operator(h, "direction@ecole.test")  # the admin, who acknowledges on the dashboard
+    await add_operator(h, "prof@ecole.test", "teacher", "3e B")
+    child = await h.make_user(IVORIAN, mode="child")
+    await enrol(h, child.id, "3e B")
+    links = "regarde http://evil.example/x?id=1 et www.evil.example"
+    # The child-chosen WhatsApp profile name carries a link too.
+    await h.inbound(IVORIAN, f"{DISTRESS} {links}", extra={"ProfileName": "Awa clique https://pwn.example"})
+    await h.settle()
+    admin = await logged_in(h, "direction@ecole.test")
+    csrf = await admin.csrf()
+    try:
+        # One new number (a guest: it may be a child), twenty distress messages with links; the admin
+        # acknowledges each flag on the dashboard, so each message raises a new one. Then another
+        # new number, five more: past the deployment's day (13 e-mailed).
+        for number, times in (("+2250700000199", 20), ("+2250700000198", 5)):
+            for n in range(times):
+                await h.inbound(number, f"{DISTRESS} http://evil.example/{n}")
+                await h.settle()
+                [flag] = [f for f in await flags(h) if f.acknowledged_at is None and f.user_id != child.id]
+                _status, page, _ = await admin.get("/admin/flags")
+                acknowledge = f"/admin/flags/{flag.id}/acknowledge"
+                assert acknowledge in page  # shown on the dashboard
+                assert (await admin.post(acknowledge, {"csrf_token": csrf}))[0] == 303
+    finally:
+        await admin.close()
+    assert len(await flags(h)) == 26  # every flag raised and kept
+    bodies = [(r.rcpt_tos[0], plain_only(r.message)) for r in smtp.received]
+    mailed = [sum(number in body for _, body in bodies) for number in ("+2250700000199", "+2250700000198")]
+    assert mailed == [10, 2]  # SAFETY_ALERTS_PER_HOUR (10) for the first, then the day's 13 in all
+    link = f"{h.settings.public_base_url}/admin/students/{child.id}"
+    [teacher] = [body for to, body in bodies if to == "prof@ecole.test"]
+    assert re.findall(r"\S+://\S+", teacher) == [link, link]  # no link but the dashboard's, no text
+    assert all(word not in teacher for word in ("evil", "pwn", "Awa", "clique", "en finir", "regarde"))
+    assert f"l'élève n° {child.id} (classe 3e B)" in teacher
+    [about_child] = [body for to, body in bodies if to == "direction@ecole.test" and IVORIAN in body]
+    assert "hxxp://evil[.]example/x?id=1 et www[.]evil[.]example" in about_child
+    assert f"Awa clique hxxps://pwn[.]example ({IVORIAN})" in about_child
+    assert re.findall(r"(?i)\bhttps?://\S+", about_child) == [link, link]  # the dashboard's, no other
+    assert "evil.example" not in about_child and "pwn.example" not in about_child
 
 
 async def test_an_email_smtp_refuses_is_logged_as_not_sent(make_harness: Any, caplog: Any) -> None:
