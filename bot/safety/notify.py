@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot import metrics
 from bot.channel.email import EmailError, build_message, normalize_address, send_message, sender_address
 from bot.render import render
+from bot.safety.phrases import label
 from bot.services import Services
 from bot.storage.models import Cohort, CohortMember, Operator, OperatorCohort, SafetyFlag, User
 
@@ -42,11 +43,6 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Recipients", "defang", "notify", "recipients"]
 
-_CATEGORY = {
-    "self_harm": ("pensées de se faire du mal ou de mourir", "thoughts of self-harm or of dying"),
-    "abuse": ("maltraitance ou abus (peut-être sexuel)", "abuse (possibly sexual)"),
-    "violence": ("violence subie", "violence against them"),
-}
 
 
 HOUR_S = 3600
@@ -126,7 +122,7 @@ def _who(student: User, classes: Sequence[str], *, words: bool) -> tuple[str, st
 
 
 def _body(services: Services, flag: SafetyFlag, student: User, classes: Sequence[str], *, words: bool) -> str:
-    fr, en = _CATEGORY.get(flag.category, (flag.category, flag.category))
+    fr, en = label(flag.category, "fr"), label(flag.category, "en")
     who_fr, who_en = _who(student, classes, words=words)
     when = _local_time(flag.created_at, student.timezone or services.settings.default_timezone)
     link = f"{services.settings.public_base_url}/admin/students/{student.id}"
