@@ -126,6 +126,16 @@ def _serving_settings(require: tuple[str, ...]) -> Settings:
     return settings
 
 
+def _schema_ready(settings: Settings) -> bool:
+    """The database's schema is the code's before any work is taken: migrated now with AUTO_MIGRATE,
+    else one line says to run `db upgrade` (an SQL traceback at the first webhook said nothing)."""
+    from bot.storage.migrate import ready_at_start
+
+    problem = asyncio.run(ready_at_start(settings.database_url, settings.auto_migrate))
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+    return problem is None
+
 
 async def _serve(settings: Settings, workers: int | None, with_workers: bool = False) -> None:
     from aiohttp import web
@@ -414,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _usage_error("--with-workers runs workers: --workers must be 1 or more")
         settings = _serving_settings(REQUIRED_FOR_SERVE)
         logs.setup(settings.log_level)
+        if not _schema_ready(settings):
+            return 2
         asyncio.run(_serve(settings, args.workers, args.with_workers))
     elif args.command == "worker":
         # Workers sign file links that `serve` checks: they need the same SECRET_KEY.
@@ -422,6 +434,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if settings.single_process:
             print("error: a separate worker needs REDIS_URL (without it, `serve` runs the workers itself); "
                   "see .env.example", file=sys.stderr)
+            return 2
+        if not _schema_ready(settings):
             return 2
         asyncio.run(_worker(settings, args.concurrency))
     elif args.command == "chat":

@@ -82,6 +82,7 @@ class Settings:
     file_link_ttl_s: int
     secret_key: str = field(repr=False)  # every field with repr=False is a secret (bot.config_secrets)
     allow_placeholders: bool
+    auto_migrate: bool
     signup_credits: int
     tokens_per_credit: int
     guest_daily_messages: int
@@ -237,6 +238,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     # and, unless ALLOW_PLACEHOLDERS (a local trial), .env.example's placeholders (bot.config_secrets).
     secret_key: str = ""
     allow_placeholders: bool = False
+    auto_migrate: bool | None = None  # serve and worker migrate at start; unset: on for SQLite only
     log_level: Upper = "INFO"
     # Twilio, how WhatsApp answers leave, new users' defaults, search and browsing: bot.config_groups's
     # *Environment.
@@ -465,6 +467,8 @@ def _settings(read: Environment) -> Settings:
         "redis_url": read.redis_url or None,
         "public_base_url": read.public_base_url or f"http://localhost:{read.port}",
         "secret_key": read.secret_key or secrets.token_hex(32),
+        "auto_migrate": (read.auto_migrate if read.auto_migrate is not None
+                         else not read.database_url.startswith("postgresql")),
         "limits": groups.limits_of(read),
         "learning": read.learning(), "safety": read.safety(), "costs": read.costs(),
         "library": read.library_search(),

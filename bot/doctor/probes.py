@@ -12,14 +12,13 @@ from typing import Any
 import aiosmtplib
 import httpx
 import redis.asyncio as aioredis
-from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
 from bot.config import TWILIO_DEFAULT_API, Settings
 from bot.config_secrets import redact
 from bot.doctor.report import Check, fail, off, ok
 from bot.storage.db import make_engine
-from bot.storage.migrate import alembic_config, current_revision
+from bot.storage.migrate import UPGRADE, current_revision, head_revision
 
 PROBE_TIMEOUT_S = 8.0
 
@@ -46,10 +45,9 @@ async def database(settings: Settings) -> Check:
                     "check DATABASE_URL and that the server runs")
     finally:
         await engine.dispose()
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = head_revision()
     if current != head:
-        return fail("database", f"migrations at {current or 'none'}, the code needs {head}",
-                    "python -m bot db upgrade")
+        return fail("database", f"migrations at {current or 'none'}, the code needs {head}", UPGRADE)
     return ok("database", f"answers, migrations at {head}")
 
 
