@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot import logs
-from bot.config import REQUIRED_FOR_SERVE, ConfigError, load_settings
-from bot.config_secrets import MAKE_SECRET, refusal
+from bot.config import REQUIRED_FOR_SERVE, ConfigError, Environment, load_settings
+from bot.config_secrets import MAKE_SECRET, refusal, secrets_of
 from tests.support.processes import start_up_lines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +155,17 @@ def test_every_weak_key_is_refused_whatever_allow_placeholders_says(key: str, sa
     made = subprocess.run([sys.executable, "-c", MAKE_SECRET.split('"')[1]], capture_output=True, text=True,
                           check=True).stdout.strip()
     assert refusal(load_settings({**SERVE_ENV, "SECRET_KEY": made})) is None  # what the line says to run
+
+
+def test_every_key_token_and_password_is_a_secret() -> None:
+    """What redact removes and placeholders are looked for in: every such variable, today's and the
+    next one's (a Settings field declared without repr=False would fail here)."""
+    names = [name.upper() for name, info in Environment.model_fields.items()
+             if name.upper().endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")) and info.annotation is str]
+    assert "SECRET_KEY" in names and "SMTP_PASSWORD" in names and "EMBEDDINGS_API_KEY" in names
+    env = {name: f"value-of-{name.lower()}" for name in names}
+    found = dict(secrets_of(load_settings(env)))
+    assert all(found.get(name) == value for name, value in env.items()), found
 
 
 def _env_example() -> dict[str, str]:
