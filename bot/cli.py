@@ -95,6 +95,11 @@ def startup_checks(settings: Settings) -> None:
     speech.log_availability(settings)  # Tesseract and ffmpeg: photos read as text, voice notes
     if settings.browse_allow_private or settings.browse_test_allow:
         log.warning("browse_url may reach private addresses: BROWSE_ALLOW_*_FOR_TESTS is for tests only")
+    if settings.allow_placeholders:
+        from bot.config_secrets import placeholders
+
+        log.warning("ALLOW_PLACEHOLDERS=1: NOT FOR REAL USERS, a local trial only, with the placeholders "
+                    "of examples in %s", ", ".join(placeholders(settings)) or "no setting now")
 
 
 # --- commands ----------------------------------------------------------------------------------
@@ -106,6 +111,30 @@ def _settings(require: tuple[str, ...] = ()) -> Settings:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _serving_settings(require: tuple[str, ...]) -> Settings:
+    """The settings of `serve` and `worker`, which never start with a weak SECRET_KEY nor (without
+    ALLOW_PLACEHOLDERS) a placeholder of an example: one line says which variable and what to do."""
+    from bot.config_secrets import refusal
+
+    settings = _settings(require)
+    refused = refusal(settings)
+    if refused is not None:
+        print(f"error: {refused.line}", file=sys.stderr)
+        raise SystemExit(2)
+    return settings
+
+
+def _schema_ready(settings: Settings) -> bool:
+    """The database's schema is the code's before any work is taken: migrated now with AUTO_MIGRATE,
+    else one line says to run `db upgrade` (an SQL traceback at the first webhook said nothing)."""
+    from bot.storage.migrate import ready_at_start
+
+    problem = asyncio.run(ready_at_start(settings.database_url, settings.auto_migrate))
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+    return problem is None
 
 
 async def _serve(settings: Settings, workers: int | None, with_workers: bool = False) -> None:
@@ -393,16 +422,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         if args.with_workers and args.workers == 0:
             return _usage_error("--with-workers runs workers: --workers must be 1 or more")
-        settings = _settings(REQUIRED_FOR_SERVE)
+        settings = _serving_settings(REQUIRED_FOR_SERVE)
         logs.setup(settings.log_level)
+        if not _schema_ready(settings):
+            return 2
         asyncio.run(_serve(settings, args.workers, args.with_workers))
     elif args.command == "worker":
         # Workers sign file links that `serve` checks: they need the same SECRET_KEY.
-        settings = _settings(("SECRET_KEY",))
+        settings = _serving_settings(("SECRET_KEY",))
         logs.setup(settings.log_level)
         if settings.single_process:
             print("error: a separate worker needs REDIS_URL (without it, `serve` runs the workers itself); "
                   "see .env.example", file=sys.stderr)
+            return 2
+        if not _schema_ready(settings):
             return 2
         asyncio.run(_worker(settings, args.concurrency))
     elif args.command == "chat":

@@ -80,7 +80,9 @@ class Settings:
     outbound_part_wait_s: float
     media_max_bytes: int
     file_link_ttl_s: int
-    secret_key: str = field(repr=False)
+    secret_key: str = field(repr=False)  # every field with repr=False is a secret (bot.config_secrets)
+    allow_placeholders: bool
+    auto_migrate: bool
     signup_credits: int
     tokens_per_credit: int
     guest_daily_messages: int
@@ -232,7 +234,11 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     port: int = 8080
     public_base_url: Url = ""  # "" is http://localhost:PORT
     webhook_max_bytes: int = Field(64 * 1024, ge=1024)  # a POST's body at most (413 past it)
-    secret_key: str = ""  # "" (the `chat` command) is a random key of this process
+    # "" (the `chat` command) is a random key of this process; serve and worker refuse a weak one
+    # and, unless ALLOW_PLACEHOLDERS (a local trial), .env.example's placeholders (bot.config_secrets).
+    secret_key: str = ""
+    allow_placeholders: bool = False
+    auto_migrate: bool | None = None  # serve and worker migrate at start; unset: on for SQLite only
     log_level: Upper = "INFO"
     # Twilio, how WhatsApp answers leave, new users' defaults, search and browsing: bot.config_groups's
     # *Environment.
@@ -397,15 +403,6 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
                     for name, value in data.items())
         return {name: value for name, value in stripped if value != ""}
 
-    @model_validator(mode="after")
-    def _own_secret_key(self) -> Environment:
-        """SECRET_KEY signs file links and must be the bot's own: never the Twilio auth token, which
-        Twilio and whoever manages the Twilio account also know."""
-        if self.secret_key and self.secret_key == self.twilio_auth_token:
-            raise ValueError("SECRET_KEY must be its own secret, not the value of TWILIO_AUTH_TOKEN: "
-                             "set a long random value (e.g. `openssl rand -hex 32`)")
-        return self
-
 
 class _Given(Environment):
     """The same variables read from a mapping only (tests, benches): no process environment, no .env."""
@@ -431,7 +428,7 @@ def _explain(exc: ValidationError) -> str:
     """The first bad variable, said plainly; the others are named after it."""
     said = []
     for error in exc.errors():
-        name = ".".join(str(part) for part in error["loc"])  # the variable; "" for SECRET_KEY's rule
+        name = ".".join(str(part) for part in error["loc"])  # the variable; "" for a rule across several
         ctx = {k: int(v) if isinstance(v, float) and v.is_integer() else v
                for k, v in (error.get("ctx") or {}).items()}  # "more than 0", not "0.0"
         if error["type"] == "value_error":
@@ -470,6 +467,8 @@ def _settings(read: Environment) -> Settings:
         "redis_url": read.redis_url or None,
         "public_base_url": read.public_base_url or f"http://localhost:{read.port}",
         "secret_key": read.secret_key or secrets.token_hex(32),
+        "auto_migrate": (read.auto_migrate if read.auto_migrate is not None
+                         else not read.database_url.startswith("postgresql")),
         "limits": groups.limits_of(read),
         "learning": read.learning(), "safety": read.safety(), "costs": read.costs(),
         "library": read.library_search(),
@@ -488,6 +487,4 @@ def _settings(read: Environment) -> Settings:
 
 def describe(settings: Settings) -> dict[str, object]:
     """Settings safe to log: secrets are left out."""
-    hidden = {"twilio_auth_token", "llm_api_key", "smtp_password", "tavily_api_key", "jina_api_key",
-              "payment_secret", "secret_key", "extra", "transcribe_api_key", "tts_api_key", "metrics_token"}
-    return {f.name: getattr(settings, f.name) for f in fields(settings) if f.name not in hidden}
+    return {f.name: getattr(settings, f.name) for f in fields(settings) if f.repr}

@@ -269,8 +269,8 @@ class LibrarySearch:
     `POST {base_url}/embeddings`) or off (keyword search only)."""
 
     embeddings: str = "off"
-    base_url: str = ""
-    api_key: str = field(default="", repr=False)
+    base_url: str = field(default="", metadata={"variable": "EMBEDDINGS_BASE_URL"})
+    api_key: str = field(default="", repr=False, metadata={"variable": "EMBEDDINGS_API_KEY"})
     model: str = ""
     batch: int = 32
     timeout_s: float = 30.0

@@ -148,5 +148,7 @@ def setup(level: str = "INFO", stream: Any = None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("aiohttp.access", "twilio.http_client", "twilio.async_http_client", "httpx"):
+    # alembic.runtime.plugins: a line per plugin alembic loads, on import; nothing an operator reads.
+    for noisy in ("aiohttp.access", "twilio.http_client", "twilio.async_http_client", "httpx",
+                  "alembic.runtime.plugins"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -2,16 +2,20 @@
 
 Exit code 0 only when nothing FAILs. `serve` and `worker` log the local part of the same table at
 start-up (settings, tools, disk): start-up asks no paid provider, so a restart costs nothing and
-never waits on one; `doctor` asks them all. `/readyz` stays as it is (database and state only)."""
+never waits on one; `doctor` asks them all. `/readyz` stays as it is (database and state only).
+Every line is printed or logged through bot.config_secrets.redact: no key, token or password, and
+no URL's userinfo, reaches the operator's screen or the log."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 import httpx
 
 from bot.config import Settings
+from bot.config_secrets import redact
 from bot.doctor import local, probes, providers
 from bot.doctor.report import Check, Status, failed, table
 
@@ -42,12 +46,19 @@ async def _remote(settings: Settings) -> list[Check]:
 async def run_checks(settings: Settings, missing: str | None = None) -> list[Check]:
     """Every check, the settings first (`missing`: what is said of unset required variables);
     providers asked concurrently."""
-    return local.local_checks(settings, missing) + await _remote(settings)
+    return _redacted(local.local_checks(settings, missing) + await _remote(settings), settings)
+
+
+def _redacted(checks: list[Check], settings: Settings) -> list[Check]:
+    """The checks as they may be shown: a reason may quote a URL setting (PUBLIC_BASE_URL, the
+    model's) or a settings error its value."""
+    return [dataclasses.replace(c, reason=redact(c.reason, settings), fix=redact(c.fix, settings))
+            for c in checks]
 
 
 def log_summary(settings: Settings) -> None:
     """At start-up: the local checks, a FAIL at WARNING, the rest at INFO."""
-    checks = local.local_checks(settings)
+    checks = _redacted(local.local_checks(settings), settings)
     for check in checks:
         level = logging.WARNING if check.status is Status.FAIL else logging.INFO
         log.log(level, "%s %s: %s%s", check.status.value, check.name, check.reason,

@@ -7,19 +7,18 @@ from urllib.parse import urlsplit
 
 from bot.channel.email import smtp_configured
 from bot.config import Settings
+from bot.config_secrets import example_host, refusal
 from bot.doctor.report import Check, fail, off, ok
 from bot.media import speech
 from bot.sandbox.bwrap import unavailable_reason
 
-# .env.example's values an operator may have kept by copying the file.
-PLACEHOLDER_HOSTS = ("example.org", "example.com", "example.net")
 SANDBOX_WHATSAPP = "+14155238886"  # Twilio's WhatsApp sandbox: only numbers that joined it can write
 MIN_FREE_BYTES = 1 << 30
 
 
 def public_url(settings: Settings) -> Check:
     host = (urlsplit(settings.public_base_url).hostname or "").lower()
-    if any(host == p or host.endswith("." + p) for p in PLACEHOLDER_HOSTS):
+    if example_host(settings.public_base_url):  # .env.example's, kept by copying the file
         return fail("public URL", f"PUBLIC_BASE_URL is the placeholder {settings.public_base_url}",
                     "set PUBLIC_BASE_URL to the https address Twilio reaches this bot at")
     if host in ("localhost", "127.0.0.1", "::1", ""):
@@ -47,9 +46,9 @@ def required(settings: Settings, missing: str | None) -> Check:
     """`missing`: what load_settings said of the variables `serve` requires (None: all set)."""
     if missing:
         return fail("settings", missing, "fill them in .env (see .env.example)")
-    if len(settings.secret_key) < 32:
-        return fail("settings", "SECRET_KEY is shorter than 32 characters",
-                    "SECRET_KEY=$(openssl rand -hex 32)")
+    refused = refusal(settings)  # what stops serve and worker: a weak SECRET_KEY, a placeholder
+    if refused is not None:
+        return fail("settings", refused.reason, refused.fix)
     return ok("settings", "every variable serve requires is set")
 
 

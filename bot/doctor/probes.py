@@ -1,6 +1,8 @@
 """Checks that ask a service: the database and its migrations, Redis, Twilio, the model's API,
 transcription and speech, SMTP, and whether the public URL answers from here. Each is bounded by
-PROBE_TIMEOUT_S and turns every failure into a FAIL that names the variable to fix."""
+PROBE_TIMEOUT_S and turns every failure into a FAIL that names the variable to fix. What a provider
+says goes through `said` (bot.config_secrets.redact, then cut short): a provider that echoes the
+key it was given, or a driver that quotes its URL, prints no secret."""
 
 from __future__ import annotations
 
@@ -10,15 +12,25 @@ from typing import Any
 import aiosmtplib
 import httpx
 import redis.asyncio as aioredis
-from alembic.script import ScriptDirectory
 from sqlalchemy import text
 
 from bot.config import TWILIO_DEFAULT_API, Settings
+from bot.config_secrets import redact
 from bot.doctor.report import Check, fail, off, ok
 from bot.storage.db import make_engine
-from bot.storage.migrate import alembic_config, current_revision
+from bot.storage.migrate import UPGRADE, current_revision, head_revision
 
 PROBE_TIMEOUT_S = 8.0
+
+
+def said(text: str, settings: Settings, limit: int = 160) -> str:
+    """A provider's or a driver's words without the secrets, then cut short (cut first, a secret
+    cut in two would no longer be found)."""
+    return redact(text, settings)[:limit]
+
+
+def _failure(exc: Exception, settings: Settings, limit: int = 160) -> str:
+    return f"{type(exc).__name__}: {said(str(exc), settings, limit)}"
 
 
 async def database(settings: Settings) -> Check:
@@ -29,14 +41,13 @@ async def database(settings: Settings) -> Check:
                 await conn.execute(text("SELECT 1"))
             current = await current_revision(engine)
     except Exception as exc:  # any driver error is the same finding: the database does not answer
-        return fail("database", f"cannot connect: {type(exc).__name__}: {str(exc)[:160]}",
+        return fail("database", f"cannot connect: {_failure(exc, settings)}",
                     "check DATABASE_URL and that the server runs")
     finally:
         await engine.dispose()
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    head = head_revision()
     if current != head:
-        return fail("database", f"migrations at {current or 'none'}, the code needs {head}",
-                    "python -m bot db upgrade")
+        return fail("database", f"migrations at {current or 'none'}, the code needs {head}", UPGRADE)
     return ok("database", f"answers, migrations at {head}")
 
 
@@ -49,23 +60,24 @@ async def redis_state(settings: Settings) -> Check:
     try:
         await client.ping()
     except Exception as exc:  # redis-py raises its own and OS errors alike
-        return fail("Redis", f"no answer: {type(exc).__name__}: {str(exc)[:160]}",
+        return fail("Redis", f"no answer: {_failure(exc, settings)}",
                     "check REDIS_URL and that Redis runs")
     finally:
         await client.aclose()
     return ok("Redis", "answers")
 
 
-def _why(response: httpx.Response) -> str:
+def _why(response: httpx.Response, settings: Settings) -> str:
+    """What a provider's error says, in its own words (its `error.message` when it is JSON)."""
     try:
         body: Any = response.json()
     except ValueError:
-        return response.text[:160]
+        return said(response.text, settings)
     if isinstance(body, dict):
         error = body.get("error")
         message = error.get("message") if isinstance(error, dict) else body.get("message") or error
-        return str(message or body)[:160]
-    return str(body)[:160]
+        return said(str(message or body), settings)
+    return said(str(body), settings)
 
 
 async def _get(http: httpx.AsyncClient, url: str, **kwargs: Any) -> httpx.Response | str:
@@ -87,8 +99,9 @@ async def smtp(settings: Settings) -> Check:
             await client.connect()
             await client.ehlo()
     except Exception as exc:  # connection, TLS and protocol errors all mean: no mail goes
-        return fail("e-mail", f"SMTP {settings.smtp_host}:{settings.smtp_port}: {type(exc).__name__}: "
-                    f"{str(exc)[:120]}", "check SMTP_HOST, SMTP_PORT and SMTP_SECURITY")
+        where = f"SMTP {settings.smtp_host}:{settings.smtp_port}"
+        return fail("e-mail", f"{where}: {_failure(exc, settings, 120)}",
+                    "check SMTP_HOST, SMTP_PORT and SMTP_SECURITY")
     finally:
         client.close()
     return ok("e-mail", f"SMTP {settings.smtp_host}:{settings.smtp_port} answers EHLO")

@@ -28,7 +28,7 @@ async def twilio_account(http: httpx.AsyncClient, settings: Settings) -> Check:
         return fail("Twilio", f"credentials refused (HTTP {got.status_code}, error 20003)",
                     "check TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN")
     if got.status_code != 200:
-        return fail("Twilio", f"HTTP {got.status_code}: {_why(got)}", "check TWILIO_ACCOUNT_SID")
+        return fail("Twilio", f"HTTP {got.status_code}: {_why(got, settings)}", "check TWILIO_ACCOUNT_SID")
     status = str(got.json().get("status") or "")
     if status != "active":
         return fail("Twilio", f"the account is {status or 'not active'}",
@@ -79,7 +79,7 @@ async def whatsapp_sender(http: httpx.AsyncClient, settings: Settings) -> Check 
 
 
 def _llm_finding(response: httpx.Response, settings: Settings) -> Check:
-    why = _why(response)
+    why = _why(response, settings)
     if response.status_code == 200:
         return ok("model API", f"{settings.llm_model} answers at {settings.llm_base_url}")
     if response.status_code in (401, 403):

@@ -1,15 +1,16 @@
 """`python -m bot doctor` and what an operator must see: each dependency OK / OFF / FAIL with the
 variable to fix, against stand-ins that answer 200, 401, 404 or not at all; placeholders copied
-from .env.example flagged; credentials a provider refuses logged once a minute and counted."""
+from .env.example flagged; no secret printed, even when a provider echoes it; credentials a provider
+refuses logged once a minute and counted."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,16 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot import credentials
+from bot import credentials, doctor
 from bot.config import load_settings
+from bot.config_secrets import redact
 from bot.doctor import Status, local, providers
 from bot.storage.migrate import upgrade
 from tests.fakes.llm import FakeLLM
 from tests.fakes.twilio import FakeTwilio
 from tests.support.outreach import smtp_server  # noqa: F401  (a fixture)
 from tests.support.ports import free_port
+from tests.support.processes import started_fakes  # noqa: F401  (a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMS = "+2250700000099"
@@ -32,22 +35,18 @@ WHATSAPP = "+2250700000098"
 
 
 @pytest.fixture
-async def stand_ins() -> AsyncIterator[tuple[FakeTwilio, FakeLLM]]:
-    twilio, llm = FakeTwilio(), FakeLLM()
-    await twilio.start()
-    await llm.start()
+def stand_ins(started_fakes: tuple[FakeTwilio, FakeLLM]) -> tuple[FakeTwilio, FakeLLM]:  # noqa: F811
+    twilio, _llm = started_fakes
     twilio.phone_numbers.add(SMS)
     twilio.whatsapp_senders[f"whatsapp:{WHATSAPP}"] = "ONLINE"
-    yield twilio, llm
-    await twilio.stop()
-    await llm.stop()
+    return started_fakes
 
 
 def _env(twilio: FakeTwilio, llm: FakeLLM, **extra: str) -> dict[str, str]:
     return {"TWILIO_ACCOUNT_SID": twilio.account_sid, "TWILIO_AUTH_TOKEN": twilio.auth_token,
             "TWILIO_API_BASE_URL": twilio.url, "TWILIO_SMS_FROM": SMS,
             "TWILIO_WHATSAPP_FROM": f"whatsapp:{WHATSAPP}", "LLM_BASE_URL": llm.url, "LLM_API_KEY": "k",
-            "SECRET_KEY": "s" * 64, **extra}
+            "SECRET_KEY": "kq3HzV0m-Tn8yWc2rLbP5dJx9fGs4eA7uQ1iOoZ6", **extra}
 
 
 def _by_name(checks: list[Any]) -> dict[str, Any]:
@@ -163,6 +162,34 @@ async def test_doctor_exit_code_is_zero_only_without_a_fail(stand_ins: tuple[Fak
         assert code == 1 and "fix: check LLM_API_KEY" in out
     finally:
         await runner.cleanup()
+
+
+async def test_no_secret_printed_when_the_provider_echoes_the_key(
+        stand_ins: tuple[FakeTwilio, FakeLLM], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The attack: a provider that quotes the key it refused (as OpenAI's 401 does) had doctor print
+    LLM_API_KEY, and URL settings' passwords were printed with their URLs."""
+    twilio, llm = stand_ins
+    llm.refuse_key_quoting_it = True
+    key, url_password, search_password = "sk-echoed-7f3a9c2e5b1d", "url-pass-4e8d1c", "searx-pass-9b2f7a"
+    env = {**_env(twilio, llm), "DATA_DIR": str(tmp_path), "LLM_API_KEY": key,
+           "TRANSCRIBE_BASE_URL": llm.url.replace("http://", f"http://doctor:{url_password}@"),
+           "SEARXNG_URL": f"https://search:{search_password}@searx.deblo.test",
+           "DATABASE_URL": f"postgresql+asyncpg://deblo:{url_password}@127.0.0.1:1/deblo"}
+    code, out = await _doctor(env)
+    assert code == 1 and llm.requests, out  # the model's API was asked, and refused the key
+    assert "key refused (HTTP 401): Incorrect API key provided: [LLM_API_KEY]" in out
+    assert "SearXNG at https://***@searx.deblo.test" in out
+    assert f"transcription         OK    http://***@127.0.0.1:{llm.url.rsplit(':', 1)[1]} answers" in out
+    assert key not in out and url_password not in out and search_password not in out
+    # The same URL's password as an HTTP client sends it (Basic), when a provider echoes that.
+    basic = base64.b64encode(f"doctor:{url_password}".encode()).decode()
+    assert redact(f"Incorrect API key provided: Basic {basic}", load_settings(env)).endswith(
+        "Basic [TRANSCRIBE_BASE_URL password]")
+    # What serve and worker log at start-up goes through the same function.
+    caplog.set_level(logging.INFO, logger="bot.doctor")
+    doctor.log_summary(load_settings(env))
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "SearXNG at https://***@" in logged and search_password not in logged
 
 
 async def test_refused_credentials_logged_once_a_minute_and_counted(

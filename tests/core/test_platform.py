@@ -27,6 +27,7 @@ from bot.services import build_services
 from bot.storage.db import make_engine
 from bot.storage.migrate import schema_differences
 from tests.support.harness import Harness
+from tests.support.processes import start_up_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -93,8 +94,8 @@ async def test_readyz_reports_the_database_down(tmp_path: Path) -> None:
 # the services, then the channel and the agent (never each other), then the domains (each says which
 # other domains it builds on), then the edges (web pages, the operator's console, doctor, the
 # pipeline: any domain, never each other), then the composition root.
-BASE = {"bot.config", "bot.config_values", "bot.config_groups", "bot.logs", "bot.metrics", "bot.clock",
-        "bot.credentials", "bot.render", "bot.texts", "bot.e5"}
+BASE = {"bot.config", "bot.config_values", "bot.config_groups", "bot.config_secrets", "bot.logs",
+        "bot.metrics", "bot.clock", "bot.credentials", "bot.render", "bot.texts", "bot.e5"}
 CORE = BASE | {"bot.storage", "bot.services", "bot.periodic", "bot.channel", "bot.agent"}
 DOMAINS: dict[str, set[str]] = {
     "bot.sandbox": set(),
@@ -111,8 +112,9 @@ DOMAINS: dict[str, set[str]] = {
 }
 EDGES = ("bot.web", "bot.console", "bot.doctor", "bot.pipeline")
 ALLOWED: dict[str, set[str]] = {
-    "bot.config": BASE, "bot.config_values": BASE, "bot.config_groups": BASE, "bot.logs": BASE,
-    "bot.metrics": BASE, "bot.clock": BASE, "bot.credentials": BASE, "bot.texts": BASE, "bot.e5": BASE,
+    "bot.config": BASE, "bot.config_values": BASE, "bot.config_groups": BASE, "bot.config_secrets": BASE,
+    "bot.logs": BASE, "bot.metrics": BASE, "bot.clock": BASE, "bot.credentials": BASE, "bot.texts": BASE,
+    "bot.e5": BASE,
     # The one Jinja2 environment: pages, e-mails and documents are all written from its templates.
     "bot.render": BASE,
     "bot.storage": BASE,
@@ -397,23 +399,12 @@ def test_serve_says_at_start_up_when_the_sandbox_is_missing(tmp_path: Path) -> N
     clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     clean.update({
         "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"), "HOST": "127.0.0.1", "PORT": "0",
-        "PUBLIC_BASE_URL": "https://bot.example.org", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
-        "TWILIO_AUTH_TOKEN": "secret", "LLM_API_KEY": "key", "SANDBOX_BWRAP": "/nonexistent/bwrap",
-        "SECRET_KEY": "the-bots-own-secret",
+        "PUBLIC_BASE_URL": "https://bot.deblo.test", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
+        "TWILIO_AUTH_TOKEN": "twilio-token", "LLM_API_KEY": "key", "SANDBOX_BWRAP": "/nonexistent/bwrap",
+        "SECRET_KEY": "the-bots-own-secret-of-32-or-more-characters",
     })
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=clean,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        seen = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line)
-            if "serving" in line:
-                break
-        assert any("bash_execute is not offered" in line and "bubblewrap" in line for line in seen), seen
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    seen = start_up_lines(clean, tmp_path)
+    assert any("bash_execute is not offered" in line and "bubblewrap" in line for line in seen), seen
 
 
 def test_db_upgrade_chat_and_set_mode(tmp_path: Path) -> None:

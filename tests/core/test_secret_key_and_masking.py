@@ -1,5 +1,6 @@
 """Phone numbers however they are written are masked in logs; `serve` and `worker` need the bot's
-own SECRET_KEY."""
+own SECRET_KEY, long and random, and start with no placeholder of an example but for a local trial
+(ALLOW_PLACEHOLDERS=1, said at WARNING)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from bot import logs
-from bot.config import REQUIRED_FOR_SERVE, ConfigError, load_settings
+from bot.config import REQUIRED_FOR_SERVE, ConfigError, Environment, load_settings
+from bot.config_secrets import MAKE_SECRET, refusal, secrets_of
+from tests.support.processes import start_up_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,26 +89,117 @@ def test_other_numbers_are_left_alone(text: str) -> None:
     assert logs.mask(text) == text
 
 
+KEY = "kq3HzV0m-Tn8yWc2rLbP5dJx9fGs4eA7uQ1iOoZ6"  # 40 random characters: a key serve accepts
+# Required to serve, and not placeholders: a key of the bot's own is the only thing left to check.
+SERVE_ENV = {"PUBLIC_BASE_URL": "https://bot.deblo.test", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
+             "TWILIO_AUTH_TOKEN": "twilio-token-of-the-account", "LLM_API_KEY": "sk-or-v1-0123456789"}
+
+
+def _start(command: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m bot COMMAND` from an empty directory (no .env file brings a setting)."""
+    full = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"),
+            "REDIS_URL": "redis://127.0.0.1:1/0", **SERVE_ENV, **env}
+    return subprocess.run([sys.executable, "-m", "bot", command], cwd=tmp_path, env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
 def test_secret_key_is_required_for_serve_and_never_the_twilio_token() -> None:
-    env = {"PUBLIC_BASE_URL": "https://bot.example", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "tok",
-           "LLM_API_KEY": "k"}
     with pytest.raises(ConfigError, match="missing required setting SECRET_KEY"):
-        load_settings(env, require=REQUIRED_FOR_SERVE)
-    with pytest.raises(ConfigError, match="SECRET_KEY must be its own secret"):
-        load_settings({**env, "SECRET_KEY": "tok"}, require=REQUIRED_FOR_SERVE)
-    assert load_settings({**env, "SECRET_KEY": "s3cret"}, require=REQUIRED_FOR_SERVE).secret_key == "s3cret"
+        load_settings(SERVE_ENV, require=REQUIRED_FOR_SERVE)
+    same = load_settings({**SERVE_ENV, "TWILIO_AUTH_TOKEN": KEY, "SECRET_KEY": KEY},
+                         require=REQUIRED_FOR_SERVE)
+    refused = refusal(same)
+    assert refused is not None and "not the value of TWILIO_AUTH_TOKEN" in refused.reason
+    own = load_settings({**SERVE_ENV, "SECRET_KEY": KEY}, require=REQUIRED_FOR_SERVE)
+    assert own.secret_key == KEY and refusal(own) is None
     # Without one (the `chat` command), never the Twilio token: a random key of this process.
-    first, second = load_settings(env).secret_key, load_settings(env).secret_key
-    assert first not in ("tok", "") and first != second and len(first) >= 32
+    first, second = load_settings(SERVE_ENV).secret_key, load_settings(SERVE_ENV).secret_key
+    assert first not in (SERVE_ENV["TWILIO_AUTH_TOKEN"], "") and first != second and len(first) >= 32
+    assert refusal(load_settings(SERVE_ENV)) is None
 
 
 @pytest.mark.parametrize("command", ["serve", "worker"])
 def test_serve_and_worker_refuse_to_start_without_secret_key(command: str, tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"),
-           "PUBLIC_BASE_URL": "https://bot.example", "TWILIO_ACCOUNT_SID": "AC1", "TWILIO_AUTH_TOKEN": "tok",
-           "LLM_API_KEY": "k", "REDIS_URL": "redis://127.0.0.1:1/0"}
-    # Run from an empty directory, so that no .env file brings a key.
-    done = subprocess.run([sys.executable, "-m", "bot", command], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = _start(command, tmp_path)
     assert done.returncode == 2
     assert "SECRET_KEY" in done.stderr and "missing required setting" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_key_copied_from_a_tutorial_is_refused(command: str, tmp_path: Path) -> None:
+    """The attack: SECRET_KEY=changeme signs every file link, job page and progress page, and
+    whoever read the tutorial can forge a link to any child's files and progress."""
+    done = _start(command, tmp_path, SECRET_KEY="changeme")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    [line] = done.stderr.splitlines()  # one line: the variable, and how to make a key
+    assert line.startswith("error: SECRET_KEY is a placeholder") and MAKE_SECRET in line
+    assert not (tmp_path / "data").exists()  # refused before anything was made
+
+
+@pytest.mark.parametrize(("key", "said"), [
+    ("changeme", "placeholder"), ("change-me", "placeholder"), ("secret", "placeholder"),
+    ("your-secret-key", "placeholder"), ("<your secret key>", "placeholder"),
+    ("CHANGE_ME_" * 4, "placeholder"),
+    ("s3cret-but-short", "16 characters long, at least 32"), ("", None), ("ab" * 20, "not random"),
+    ("twilio-token-of-the-account", "TWILIO_AUTH_TOKEN"),
+])
+def test_every_weak_key_is_refused_whatever_allow_placeholders_says(key: str, said: str | None) -> None:
+    for allow in ("0", "1"):
+        settings = load_settings({**SERVE_ENV, "SECRET_KEY": key, "ALLOW_PLACEHOLDERS": allow})
+        refused = refusal(settings)
+        if said is None:  # unset (the `chat` command): a random key of this process
+            assert refused is None
+            continue
+        assert refused is not None and said in refused.reason and refused.reason.startswith("SECRET_KEY")
+        assert MAKE_SECRET in refused.line
+    made = subprocess.run([sys.executable, "-c", MAKE_SECRET.split('"')[1]], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    assert refusal(load_settings({**SERVE_ENV, "SECRET_KEY": made})) is None  # what the line says to run
+
+
+def test_every_key_token_and_password_is_a_secret() -> None:
+    """What redact removes and placeholders are looked for in: every such variable, today's and the
+    next one's (a Settings field declared without repr=False would fail here)."""
+    names = [name.upper() for name, info in Environment.model_fields.items()
+             if name.upper().endswith(("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")) and info.annotation is str]
+    assert "SECRET_KEY" in names and "SMTP_PASSWORD" in names and "EMBEDDINGS_API_KEY" in names
+    env = {name: f"value-of-{name.lower()}" for name in names}
+    found = dict(secrets_of(load_settings(env)))
+    assert all(found.get(name) == value for name, value in env.items()), found
+
+
+def _env_example() -> dict[str, str]:
+    lines = (ROOT / ".env.example").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("PUBLIC_BASE_URL", None),  # .env.example's own: https://bot.example.org
+    ("TWILIO_AUTH_TOKEN", "your_auth_token"), ("TWILIO_ACCOUNT_SID", "ACXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"),
+    ("LLM_API_KEY", "YOUR_API_KEY"), ("SMTP_PASSWORD", "changeme"), ("PAYMENT_SECRET", "<secret>"),
+    ("LLM_BASE_URL", "https://llm.example.com/v1"),
+])
+def test_placeholders_of_examples_are_refused_unless_a_local_trial(variable: str, value: str | None) -> None:
+    copied = {**_env_example(), **SERVE_ENV, "SECRET_KEY": KEY}
+    if value is None:
+        copied[variable] = _env_example()[variable]
+    else:
+        copied.update({variable: value, "PUBLIC_BASE_URL": "https://bot.deblo.test"})
+    refused = refusal(load_settings(copied))
+    assert refused is not None and refused.reason.startswith(f"{variable} holds a placeholder")
+    assert "ALLOW_PLACEHOLDERS=1" in refused.fix
+    assert refusal(load_settings({**copied, "ALLOW_PLACEHOLDERS": "1"})) is None
+
+
+def test_allow_placeholders_serves_and_says_so_loudly(tmp_path: Path) -> None:
+    env = {**SERVE_ENV, "SECRET_KEY": KEY, "PUBLIC_BASE_URL": "https://bot.example.org"}
+    refused = _start("serve", tmp_path, **env)
+    assert refused.returncode == 2 and "PUBLIC_BASE_URL holds a placeholder" in refused.stderr
+    assert "ALLOW_PLACEHOLDERS=1" in refused.stderr
+    trial = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DATA_DIR": str(tmp_path / "data"),
+             "HOST": "127.0.0.1", "PORT": "0", **env, "ALLOW_PLACEHOLDERS": "1"}
+    seen = start_up_lines(trial, tmp_path)
+    warned = [json.loads(line) for line in seen if "ALLOW_PLACEHOLDERS" in line]
+    assert warned and warned[0]["level"] == "warning", seen
+    assert "NOT FOR REAL USERS" in warned[0]["msg"] and "PUBLIC_BASE_URL" in warned[0]["msg"]
+    assert any("serving" in line for line in seen), seen

@@ -106,6 +106,9 @@ class FakeLLM:
         # Set: a request carrying image parts gets HTTP 400, as from a model without vision.
         self.refuse_images = False
         self.refused_image_requests = 0
+        # Set: every request is refused 401 with the key it carried quoted back, as OpenAI's
+        # « Incorrect API key provided: … » quotes it.
+        self.refuse_key_quoting_it = False
         self.streams: list[dict[str, float | None]] = []  # {"first_text": t, "ended": t} per stream
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()  # set by `stop`: a hanging answer gives up, as a server going away
@@ -149,6 +152,11 @@ class FakeLLM:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if self.refuse_key_quoting_it:
+            key = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            said = f"Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com."
+            refused = {"message": said, "type": "invalid_request_error", "code": "invalid_api_key"}
+            return web.json_response({"error": refused}, status=401)
         if self.refuse_images and image_parts(body):
             self.refused_image_requests += 1
             error = {"error": {"message": "Invalid content type. image_url is only supported by certain "

@@ -13,6 +13,7 @@ import pytest
 
 from bot.sandbox import bwrap as sandbox
 from bot.sandbox import cgroup
+from tests.support.processes import start_up_lines
 from tests.support.sandbox import (
     assert_bot_unharmed,
     bash,
@@ -289,28 +290,18 @@ def test_serve_says_at_start_up_which_limiter_is_used(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env.update({
         "PYTHONPATH": str(root), "DATA_DIR": str(tmp_path / "data"), "HOST": "127.0.0.1", "PORT": "0",
-        "PUBLIC_BASE_URL": "https://bot.example.org", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
-        "TWILIO_AUTH_TOKEN": "secret", "LLM_API_KEY": "key", "SECRET_KEY": "serve-secret",
+        "PUBLIC_BASE_URL": "https://bot.deblo.test", "TWILIO_ACCOUNT_SID": "AC" + "0" * 32,
+        "TWILIO_AUTH_TOKEN": "twilio-token", "LLM_API_KEY": "key",
+        "SECRET_KEY": "the-bots-own-secret-of-32-or-more-characters",
         "SANDBOX_CGROUP": cgroup_name(), "SANDBOX_TOTAL_MEMORY_MB": "1024",
     })
     upgrade = subprocess.run([sys.executable, "-m", "bot", "db", "upgrade"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60)
     assert upgrade.returncode == 0, upgrade.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        seen = []
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line)
-            if "serving" in line:
-                break
-        said = [line for line in seen if "bash_execute sandbox" in line]
-        assert said and "limits by cgroup v" in said[0] and "1024 MB for all" in said[0], seen
-        assert "2 at once" in said[0]  # 1024 MB for all, 512 MB each
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    seen = start_up_lines(env, tmp_path)
+    said = [line for line in seen if "bash_execute sandbox" in line]
+    assert said and "limits by cgroup v" in said[0] and "1024 MB for all" in said[0], seen
+    assert "2 at once" in said[0]  # 1024 MB for all, 512 MB each
 
 
 async def test_groups_left_by_a_dead_bot_are_removed_at_start_up() -> None:

@@ -344,7 +344,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "LLM_BASE_URL": llm.url,
         "LLM_API_KEY": "test-llm-key",
         "LLM_MODEL": "test/model",
-        "SECRET_KEY": "test-secret-key",
+        "SECRET_KEY": "test-secret-key-the-bot-s-own-32-characters-at-least",
         "WORKER_CONCURRENCY": "8",
         "OUTBOUND_PART_WAIT_S": "1",
         "SWEEP_INTERVAL_S": "0.2",

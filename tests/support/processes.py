@@ -1,6 +1,7 @@
 """The bot as its own processes for the tests that kill and restart them: a `Deployment` of
 `python -m bot serve` and `worker` processes on a harness's database and Redis, and a `RedisServer`
-of a test's own, on a free port, that the test may stop and start again."""
+of a test's own, on a free port, that the test may stop and start again; `start_up_lines`, what
+`serve` says as it starts; `started_fakes`, the stand-ins such a process talks to."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from tests.fakes.llm import FakeLLM
+from tests.fakes.twilio import FakeTwilio
 from tests.support.harness import REDIS_URL, Harness, new_sid, sign
 from tests.support.ports import free_port
 
@@ -80,6 +83,35 @@ class Deployment:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+@pytest.fixture
+async def started_fakes() -> AsyncIterator[tuple[FakeTwilio, FakeLLM]]:
+    """The stand-ins of Twilio and the model's API, for a process of the bot's the test starts."""
+    twilio, llm = FakeTwilio(), FakeLLM()
+    await twilio.start()
+    await llm.start()
+    yield twilio, llm
+    await twilio.stop()
+    await llm.stop()
+
+
+def start_up_lines(env: Mapping[str, str], cwd: Path) -> list[str]:
+    """What `python -m bot serve` writes (its log, and any error) until it says « serving » or
+    exits; then it is stopped."""
+    proc = subprocess.Popen([sys.executable, "-m", "bot", "serve"], cwd=cwd, env=dict(env),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if "serving" in line:
+                break
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return seen
 
 
 class RedisServer:
