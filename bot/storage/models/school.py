@@ -74,8 +74,9 @@ class OperatorSession(Base):
 class SafetyFlag(Base):
     """A child's message that signalled distress: answered first with a helpline, then shown to the
     class's teacher and the operator until a person acknowledges it. `source` says what raised it
-    (phrases | moderation), `category` what it is (self_harm | abuse | violence); `excerpt` is shown
-    to admins only, never to teachers or parents."""
+    (phrases | meaning | moderation), `category` what it is (bot.safety.CATEGORIES); `excerpt` is
+    shown to admins only, never to teachers or parents. `escalated_at`: when the flag, still open
+    after SAFETY_ESCALATE_AFTER_S, was sent again to the admins (once; the claim of that send)."""
 
     __tablename__ = "safety_flags"
     __table_args__ = (Index("ix_safety_flags_open", "acknowledged_at", "created_at"),
@@ -90,3 +91,4 @@ class SafetyFlag(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     acknowledged_at: Mapped[datetime | None]
     acknowledged_by: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
+    escalated_at: Mapped[datetime | None]
