@@ -7,6 +7,8 @@ not chosen a profile yet may be a child. What: in layers, all local by default: 
 (`phrases`) on the folded text, then the message's meaning against examples of each category
 (`meaning`, the local e5 model), then the moderation endpoint (`moderation`) when one is
 configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
+The teachers' weekly e-mail and the dashboard show how many flags are open and since when
+(`open_among`, `open_line`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot import e5
 from bot.config import Settings
 from bot.safety.errors import SafetyError
-from bot.safety.flags import EXCERPT_MAX, GENTLE_S, gentle, open_flags, raise_flag
+from bot.safety.flags import (
+    EXCERPT_MAX,
+    GENTLE_S,
+    OpenFlags,
+    gentle,
+    how_long,
+    open_among,
+    open_flags,
+    open_line,
+    raise_flag,
+)
 from bot.safety.meaning import judge
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
@@ -30,8 +42,9 @@ from bot.services import Services
 from bot.storage.models import User
 
 __all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
-           "Detection", "Recipients", "SafetyError", "assess", "caring_reply", "category_label", "concerned",
-           "fold", "gentle", "hear", "helpline_of", "load_phrases", "moderate", "notify", "open_flags",
+           "Detection", "OpenFlags", "Recipients", "SafetyError", "assess", "caring_reply", "category_label",
+           "concerned", "fold", "gentle", "hear", "helpline_of",
+           "how_long", "load_phrases", "moderate", "notify", "open_among", "open_flags", "open_line",
            "parent_note", "raise_flag", "read_result", "recipients"]
 
 

@@ -8,14 +8,18 @@ matters. Once acknowledged, a new message raises a new flag.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.storage.models import SafetyFlag
+from bot.texts import fr_en
 
-__all__ = ["EXCERPT_MAX", "GENTLE_S", "gentle", "open_flags", "raise_flag"]
+__all__ = ["EXCERPT_MAX", "GENTLE_S", "OpenFlags", "gentle", "how_long", "open_among", "open_flags",
+           "open_line", "raise_flag"]
 
 EXCERPT_MAX = 500  # characters of the message kept for admins
 # After distress the bot is gentle with the child: no review offer, no quiz, no nudge, no credit
@@ -54,3 +58,44 @@ async def gentle(db: AsyncSession, user_id: int, now: datetime) -> bool:
         SafetyFlag.acknowledged_at.is_(None) | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)),
     ).limit(1))
     return found is not None
+
+
+@dataclass(frozen=True)
+class OpenFlags:
+    """The open flags of a set of students, as adults who are not shown the words see them."""
+
+    count: int
+    oldest: datetime | None  # when the oldest of them was raised
+
+
+async def open_among(db: AsyncSession, students: Select[Any] | None) -> OpenFlags:
+    """How many flags are open among `students` (a subquery of user ids; None: everyone), and
+    since when the oldest."""
+    query = select(func.count(SafetyFlag.id), func.min(SafetyFlag.created_at)).where(
+        SafetyFlag.acknowledged_at.is_(None))
+    if students is not None:
+        query = query.where(SafetyFlag.user_id.in_(students))
+    count, oldest = (await db.execute(query)).one()
+    return OpenFlags(int(count or 0), oldest)
+
+
+def how_long(seconds: float, language: str) -> str:
+    """« 3 jours », « 5 heures », « 20 minutes »: hours up to two days, so that « 1 jour » does not
+    hide that a flag has been open for 47 hours."""
+    minutes = max(int(seconds // 60), 1)
+    n, fr, en = ((minutes // 1440, "jour", "day") if minutes >= 2880
+                 else (minutes // 60, "heure", "hour") if minutes >= 60 else (minutes, "minute", "minute"))
+    plural = "s" if n > 1 else ""
+    return fr_en(language, f"{n} {fr}{plural}", f"{n} {en}{plural}")
+
+
+def open_line(found: OpenFlags, now: datetime, language: str) -> str:
+    """« 2 alertes ouvertes, la plus ancienne il y a 3 jours »: the count and the age of the
+    oldest, never a word of the messages; "" when none is open."""
+    if not found.count or found.oldest is None:
+        return ""
+    age = how_long((now - found.oldest).total_seconds(), language)
+    if found.count == 1:
+        return fr_en(language, f"1 alerte ouverte, il y a {age}", f"1 open alert, raised {age} ago")
+    return fr_en(language, f"{found.count} alertes ouvertes, la plus ancienne il y a {age}",
+                 f"{found.count} open alerts, the oldest raised {age} ago")

@@ -1,5 +1,6 @@
-"""The teachers' weekly class summary by e-mail: for each of a teacher's classes, the learners active
-in the last 7 days, the students at risk and the skills to work on (bot.school.classes).
+"""The teachers' weekly class summary by e-mail: for each of a teacher's classes, the safety flags
+still open (how many and since when, never the words: bot.safety), the learners active in the last
+7 days, the students at risk and the skills to work on (bot.school.classes).
 
 Sent on TEACHER_SUMMARY_WEEKDAY (0 = Monday, as PARENT_SUMMARY_WEEKDAY) at TEACHER_SUMMARY_HOUR in
 DEFAULT_TIMEZONE, through the SMTP settings every e-mail uses (bot.channel.email), in
@@ -23,11 +24,12 @@ from bot.config_groups import Learning
 from bot.learning.progress import latest_summary_slot
 from bot.periodic import Job
 from bot.render import render
+from bot.safety import OpenFlags, open_among, open_line
 from bot.school.classes import QUIET_DAYS, AtRisk, ClassSkill, at_risk, is_active, roster, skills_to_work_on
 from bot.school.operators import operator_cohorts
 from bot.services import Services
 from bot.storage.db import rowcount
-from bot.storage.models import Cohort, Operator
+from bot.storage.models import Cohort, CohortMember, Operator
 from bot.texts import fr_en
 
 __all__ = ["ClassSummary", "class_summary", "send_teacher_summaries", "summary_text", "teacher_summary_jobs"]
@@ -46,6 +48,7 @@ class ClassSummary:
     active: int  # wrote in the last QUIET_DAYS days
     at_risk: tuple[AtRisk, ...]
     skills: tuple[ClassSkill, ...]
+    flags: OpenFlags  # the class's students' safety flags no person has acknowledged
 
 
 async def class_summary(db: AsyncSession, cohort: Cohort, now: datetime, learning: Learning) -> ClassSummary:
@@ -53,7 +56,8 @@ async def class_summary(db: AsyncSession, cohort: Cohort, now: datetime, learnin
     return ClassSummary(
         cohort=cohort.name, students=len(students), active=sum(is_active(s, now) for s in students),
         at_risk=tuple(await at_risk(db, cohort.id, now, learning)),
-        skills=tuple(await skills_to_work_on(db, cohort.id, learning, MAX_SKILLS)))
+        skills=tuple(await skills_to_work_on(db, cohort.id, learning, MAX_SKILLS)),
+        flags=await open_among(db, select(CohortMember.user_id).where(CohortMember.cohort_id == cohort.id)))
 
 
 def _pct(p: float) -> str:
@@ -68,7 +72,8 @@ def summary_text(summaries: list[ClassSummary], language: str, now: datetime) ->
     subject = fr_en(language, f"Deblo : la semaine de vos classes ({names})",
                     f"Deblo: your classes' week ({names})")
     text = render(f"email/teacher_summary.{fr_en(language, 'fr', 'en')}.txt", summaries=summaries,
-                  start=start, end=end, quiet_days=QUIET_DAYS, max_at_risk=MAX_AT_RISK, pct=_pct)
+                  start=start, end=end, quiet_days=QUIET_DAYS, max_at_risk=MAX_AT_RISK, pct=_pct,
+                  flags=lambda found: open_line(found, now, language))
     return subject, text
 
 

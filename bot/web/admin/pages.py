@@ -19,6 +19,7 @@ from aiohttp import web
 from bot import logs
 from bot.channel.malformed import read_form
 from bot.learning import subject_name
+from bot.safety import open_line
 from bot.services import Services
 from bot.web.admin import auth, classes, exports, flags, queries, throttle
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
@@ -138,16 +139,17 @@ async def logout_post(request: web.Request, viewer: auth.Viewer) -> web.Response
 @signed_in
 async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
-    t = translator(language_of(request))
+    language = language_of(request)
+    t = translator(language)
     async with services.sessions() as db:
         view = await queries.overview(db, services.settings, viewer, services.clock())
-        open_flags = await flags.open_flags(db, viewer)
     chart = ""
     if view.operations is not None:
         chart = await asyncio.to_thread(messages_chart, tuple(view.operations.days), t("messages_per_day"),
                                         (t("inbound"), t("outbound")))
     return _page(request, "overview.html", viewer=viewer, view=view, chart=chart,
-                 flag_count=len(open_flags), currency=services.settings.payment_currency)
+                 flags_line=open_line(view.flags, services.clock(), language),
+                 currency=services.settings.payment_currency)
 
 
 @signed_in

@@ -1,7 +1,8 @@
 """What the dashboard reads, within what its viewer may see: an admin everything, a teacher only the
 students of their classes. Every query is bounded (a period, a class, one student) so a school of
 5,000 students and a year of results stays fast (`python -m bench.dashboard`). No query here reads
-a message's text: the pages show counts, levels, mastery and results, never conversations."""
+a message's text: the pages show counts, levels, mastery and results, never conversations (the open
+safety flags too: how many and since when)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.config import Settings
+from bot.safety import OpenFlags, open_among
 from bot.storage.models import (
     Cohort,
     CohortMember,
@@ -68,6 +70,7 @@ class Overview:
     active_30: int
     cohorts: list[CohortSummary]
     operations: Operations | None  # None for a teacher
+    flags: OpenFlags  # the open safety flags the viewer may see: every one for an admin
 
 
 def since(now: datetime, days: int) -> datetime:
@@ -158,4 +161,5 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
 async def overview(db: AsyncSession, settings: Settings, viewer: Viewer, now: datetime) -> Overview:
     today, week, month = await _active(db, viewer, now)
     operations = await _operations(db, settings, now, month) if viewer.is_admin else None
-    return Overview(today, week, month, await cohorts_seen(db, viewer), operations)
+    return Overview(today, week, month, await cohorts_seen(db, viewer), operations,
+                    await open_among(db, students_of(viewer)))
