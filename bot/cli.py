@@ -63,10 +63,11 @@ def registered_jobs() -> list[Job]:
     from bot.learning.progress import weekly_summary_jobs
     from bot.library import index_jobs
     from bot.pipeline.retention import retention_jobs
+    from bot.safety import escalation_jobs
     from bot.school import teacher_summary_jobs
 
     return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
-            *retention_jobs(), *index_jobs()]
+            *retention_jobs(), *index_jobs(), *escalation_jobs()]
 
 
 def registered_routes() -> list[web.AbstractRouteDef]:

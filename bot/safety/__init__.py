@@ -7,8 +7,8 @@ not chosen a profile yet may be a child. What: in layers, all local by default: 
 (`phrases`) on the folded text, then the message's meaning against examples of each category
 (`meaning`, the local e5 model), then the moderation endpoint (`moderation`) when one is
 configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
-The teachers' weekly e-mail and the dashboard show how many flags are open and since when
-(`open_among`, `open_line`).
+A flag left open is sent again to the admins (`escalation`, a periodic job); the teachers' weekly
+e-mail and the dashboard show how many are open and since when (`open_among`, `open_line`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot import e5
 from bot.config import Settings
 from bot.safety.errors import SafetyError
+from bot.safety.escalation import escalate_open_flags, escalation_jobs
 from bot.safety.flags import (
     EXCERPT_MAX,
     GENTLE_S,
@@ -43,7 +44,7 @@ from bot.storage.models import User
 
 __all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
            "Detection", "OpenFlags", "Recipients", "SafetyError", "assess", "caring_reply", "category_label",
-           "concerned", "fold", "gentle", "hear", "helpline_of",
+           "concerned", "escalate_open_flags", "escalation_jobs", "fold", "gentle", "hear", "helpline_of",
            "how_long", "load_phrases", "moderate", "notify", "open_among", "open_flags", "open_line",
            "parent_note", "raise_flag", "read_result", "recipients"]
 

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot import metrics
 from bot.channel.email import EmailError, build_message, normalize_address, send_message, sender_address
 from bot.render import render
+from bot.safety.flags import how_long
 from bot.safety.phrases import label
 from bot.services import Services
 from bot.storage.models import Cohort, CohortMember, Operator, OperatorCohort, SafetyFlag, User
@@ -121,13 +122,16 @@ def _who(student: User, classes: Sequence[str], *, words: bool) -> tuple[str, st
             f"student no. {student.id}" + (f" (class {where})" if where else ""))
 
 
-def _body(services: Services, flag: SafetyFlag, student: User, classes: Sequence[str], *, words: bool) -> str:
+def _body(services: Services, flag: SafetyFlag, student: User, classes: Sequence[str], *, words: bool,
+          open_for: float | None = None) -> str:
     fr, en = label(flag.category, "fr"), label(flag.category, "en")
     who_fr, who_en = _who(student, classes, words=words)
     when = _local_time(flag.created_at, student.timezone or services.settings.default_timezone)
     link = f"{services.settings.public_base_url}/admin/students/{student.id}"
+    since = ("", "") if open_for is None else (how_long(open_for, "fr"), how_long(open_for, "en"))
     return render("email/safety_alert.txt", who_fr=who_fr, who_en=who_en, when=when, link=link, fr=fr,
-                  en=en, words=words, source=flag.source, excerpt=defang(flag.excerpt) if words else "")
+                  en=en, words=words, source=flag.source, excerpt=defang(flag.excerpt) if words else "",
+                  open_fr=since[0], open_en=since[1])
 
 
 def _sender_key(student: User) -> str:
@@ -151,9 +155,11 @@ async def _over_cap(services: Services, student: User) -> str | None:
     return None
 
 
-async def notify(services: Services, flag: SafetyFlag, student: User, to: Recipients) -> int:
+async def notify(services: Services, flag: SafetyFlag, student: User, to: Recipients, *,
+                 open_for: float | None = None) -> int:
     """Sends the e-mails unless a cap is reached; returns how many the mail server accepted
-    (failures logged)."""
+    (failures logged). `open_for`: a reminder of a flag open for that many seconds, written to
+    every address as to teachers: nothing the sender wrote or chose (bot.safety.escalation)."""
     if not to.teachers and not to.admins:
         log.warning("safety flag raised with nobody to e-mail (no admin, no teacher)",
                     extra={"flag_id": flag.id})
@@ -166,11 +172,15 @@ async def notify(services: Services, flag: SafetyFlag, student: User, to: Recipi
         return 0
     sender = sender_address(services.settings)
     subject = "Deblo : alerte sur le message d'un élève / a student's message needs attention"
+    if open_for is not None:
+        subject = (f"Deblo : rappel, alerte ouverte depuis {how_long(open_for, 'fr')} / reminder: "
+                   f"an alert open for {how_long(open_for, 'en')}")
     sent = 0
-    for address, words in [*((a, False) for a in to.teachers), *((a, True) for a in to.admins)]:
+    for address, words in [*((a, False) for a in to.teachers), *((a, open_for is None) for a in to.admins)]:
         try:
             message = build_message(from_addr=sender or None, to=[address], subject=subject, html=False,
-                                    body=_body(services, flag, student, to.classes, words=words))
+                                    body=_body(services, flag, student, to.classes, words=words,
+                                               open_for=open_for))
             await send_message(services.settings, message)
         except EmailError as exc:
             log.warning("safety alert e-mail not sent", extra={"flag_id": flag.id, "reason": str(exc)})
