@@ -12,26 +12,14 @@ from sqlalchemy import text
 
 from bot.storage.db import make_engine
 from bot.storage.migrate import upgrade
-from tests.support.harness import (
-    BACKENDS,
-    POSTGRES_ADMIN_URL,
-    create_postgres_database,
-    drop_postgres_database,
-)
+from tests.support.migrations import database_at
 
 NOW = "2026-11-30 10:00:00"
 
 
 @pytest.fixture
 async def at_0011(backend_name: str, tmp_path: Path) -> AsyncIterator[str]:
-    if BACKENDS[backend_name][0] == "postgres":
-        url = await create_postgres_database(POSTGRES_ADMIN_URL, "deblo_migration", durable=False,
-                                             revision="0011")
-        yield url
-        await drop_postgres_database(POSTGRES_ADMIN_URL, url)
-    else:
-        url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
-        await upgrade(url, "0011")
+    async with database_at(backend_name, tmp_path, "0011") as url:
         yield url
 
 
