@@ -7,6 +7,10 @@ not chosen a profile yet may be a child. What: in layers, all local by default: 
 (`phrases`) on the folded text, then the message's meaning against examples of each category
 (`meaning`, the local e5 model), then the moderation endpoint (`moderation`) when one is
 configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
+
+Then a person follows up (`hold`): an operator allowed to reads the child's messages on the flag's
+page, writes to the child through the bot's number and holds the conversation meanwhile
+(handlers/hold.py keeps the tutor quiet).
 """
 
 from __future__ import annotations
@@ -20,6 +24,19 @@ from bot import e5
 from bot.config import Settings
 from bot.safety.errors import SafetyError
 from bot.safety.flags import EXCERPT_MAX, GENTLE_S, gentle, open_flags, raise_flag
+from bot.safety.hold import (
+    REPLY_MAX,
+    Person,
+    Written,
+    held_flag,
+    hold_live,
+    hold_notice,
+    may_write,
+    record,
+    release,
+    take,
+    write_to_child,
+)
 from bot.safety.meaning import judge
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
@@ -29,10 +46,11 @@ from bot.safety.reply import caring_reply, helpline_of
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
-           "Detection", "Recipients", "SafetyError", "assess", "caring_reply", "category_label", "concerned",
-           "fold", "gentle", "hear", "helpline_of", "load_phrases", "moderate", "notify", "open_flags",
-           "parent_note", "raise_flag", "read_result", "recipients"]
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS", "REPLY_MAX",
+           "Detection", "Person", "Recipients", "SafetyError", "Written", "assess", "caring_reply",
+           "category_label", "concerned", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live",
+           "hold_notice", "load_phrases", "may_write", "moderate", "notify", "open_flags", "parent_note",
+           "raise_flag", "read_result", "recipients", "record", "release", "take", "write_to_child"]
 
 
 # Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no
