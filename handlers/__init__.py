@@ -1,7 +1,8 @@
 """What to do with one inbound message: the first handler that takes it wins.
 
 Order matters: opt-out keywords come before everything (a user who said STOP hears nothing more),
-then a child's distress (answered first, then passed on),
+then a child's distress (answered first, then passed on), then a conversation a person of the
+school holds (the tutor stays quiet),
 a parent's confirmation and the answer to a pending menu (quiz, credit packs) before commands,
 commands before onboarding, and the agent turn takes whatever is left.
 """
@@ -22,6 +23,7 @@ def chain() -> list[Handler]:
         commands,
         credits_choice,
         email_commands,
+        hold,
         job_commands,
         level,
         memory_commands,
@@ -45,6 +47,9 @@ def chain() -> list[Handler]:
         # Distress from a child: the caring reply and the helpline before anything else; the
         # message then goes on down the chain (the tutor still answers it).
         safety.handle,
+        # A person of the school holds this child's conversation: no menu, command or model
+        # answers in their place; the message is kept for them to read.
+        hold.handle,
         # Files that waited for this message (WhatsApp's window was closed) go out first; the
         # message then goes on down the chain.
         waiting_files.handle,

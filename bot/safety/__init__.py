@@ -9,6 +9,10 @@ not chosen a profile yet may be a child. What: in layers, all local by default: 
 configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notify` (handlers/safety.py).
 A flag left open is sent again to the admins (`escalation`, a periodic job); the teachers' weekly
 e-mail and the dashboard show how many are open and since when (`open_among`, `open_line`).
+
+Then a person follows up (`hold`): an operator allowed to reads the child's messages on the flag's
+page, writes to the child through the bot's number and holds the conversation meanwhile
+(handlers/hold.py keeps the tutor quiet).
 """
 
 from __future__ import annotations
@@ -33,6 +37,19 @@ from bot.safety.flags import (
     open_line,
     raise_flag,
 )
+from bot.safety.hold import (
+    REPLY_MAX,
+    Person,
+    Written,
+    held_flag,
+    hold_live,
+    hold_notice,
+    may_write,
+    record,
+    release,
+    take,
+    write_to_child,
+)
 from bot.safety.meaning import judge
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
@@ -42,11 +59,7 @@ from bot.safety.reply import caring_reply, helpline_of
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
-           "Detection", "OpenFlags", "Recipients", "SafetyError", "assess", "caring_reply", "category_label",
-           "concerned", "escalate_open_flags", "escalation_jobs", "fold", "gentle", "hear", "helpline_of",
-           "how_long", "load_phrases", "moderate", "notify", "open_among", "open_flags", "open_line",
-           "parent_note", "raise_flag", "read_result", "recipients"]
+__all__ = ["CATEGORIES", "Detection", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS", "OpenFlags", "Person", "REPLY_MAX", "Recipients", "SafetyError", "Written", "assess", "caring_reply", "category_label", "concerned", "escalate_open_flags", "escalation_jobs", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live", "hold_notice", "how_long", "load_phrases", "may_write", "moderate", "notify", "open_among", "open_flags", "open_line", "parent_note", "raise_flag", "read_result", "recipients", "record", "release", "take", "write_to_child"]
 
 
 # Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from bot.storage.models import InboundMessage, OutboundMessage
+from bot.storage.models import Conversation, InboundMessage, Message, OutboundMessage
 from tests.support.admin import PASSWORD, add_flag, add_result, make_cohort, make_operator, set_mastery
 from tests.support.axe import assert_accessible
 from tests.support.harness import Harness
@@ -50,6 +50,14 @@ async def _seed_class(h: Harness) -> int:
         at = now - timedelta(weeks=week, days=1)
         await add_result(h, students[0].id, SKILLS[week % 12], week % 3 != 0, at)
     await add_flag(h, students[3].id, "personne ne m'aime")
+    async with h.services.sessions() as db, db.begin():  # what the flag's page shows
+        conversation = Conversation(user_id=students[3].id, created_at=now)
+        db.add(conversation)
+        await db.flush()
+        for minutes, role, content in ((9, "user", "personne ne m'aime " + "vraiment" * 12),
+                                       (8, "assistant", "Merci de me l'avoir dit. " * 8), (7, "user", "ok")):
+            db.add(Message(conversation_id=conversation.id, role=role, content=content,
+                           created_at=now - timedelta(minutes=minutes)))
     async with h.services.sessions() as db, db.begin():  # a month of messages for the overview's chart
         for n in range(120):
             user, at = students[n % 30], now - timedelta(hours=n * 5)
@@ -114,4 +122,9 @@ async def test_the_dashboard_reads_well_at_360_and_1280_px(harness: Harness, bro
         await page.goto(h.base_url + "/admin/flags")
         await expect(page.locator("#flags li")).to_have_count(1)
         await _look(page, "flags", width)
+
+        await page.get_by_role("link", name="Ouvrir").click()
+        await expect(page.locator("#lines li")).to_have_count(3)
+        await expect(page.get_by_label("Message", exact=True)).to_be_visible()
+        await _look(page, "flag", width)
         await page.context.close()

@@ -13,6 +13,7 @@ from bot.storage.models.school import (
     OperatorCohort,
     OperatorSession,
     SafetyFlag,
+    SafetyFlagEvent,
 )
 from bot.storage.models.tables import (
     USER_FILES_SEARCH_DDL,
@@ -68,6 +69,7 @@ __all__ = [
     "PendingMenu",
     "QuizItem",
     "SafetyFlag",
+    "SafetyFlagEvent",
     "ScheduledSend",
     "SkillMastery",
     "Task",

@@ -1,6 +1,7 @@
 """What a school or NGO running the bot sees: classes (cohorts) of students, the people who log in to
 the dashboard (operators: admins and teachers, a teacher bound to their classes), their sessions, and
-the distress flags raised on a child's message that a person must acknowledge."""
+the distress flags raised on a child's message that a person must acknowledge, and what people did
+with each flag (read the child's messages, held the conversation, wrote to the child)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,26 @@ class SafetyFlag(Base):
     acknowledged_at: Mapped[datetime | None]
     acknowledged_by: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
     escalated_at: Mapped[datetime | None]
+    # A person of the school holds the conversation (bot.safety.hold): the tutor does not answer
+    # the child meanwhile. `held_at` is when they took it or last wrote to the child: the hold
+    # lapses HUMAN_HOLD_S after it. `hold_told_at`: the child was told that a person reads (once a hold).
+    held_by: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
+    held_at: Mapped[datetime | None]
+    hold_told_at: Mapped[datetime | None]
+
+
+class SafetyFlagEvent(Base):
+    """What a person did with a flag, for the record: `read` (the flag's page showed them the
+    child's messages), `take`, `reply` (`detail`: sent, or why not), `release`, and `expire` (the
+    hold lapsed). The operator's e-mail is kept beside their id: the record outlives the account."""
+
+    __tablename__ = "safety_flag_events"
+    __table_args__ = (Index("ix_safety_flag_events_flag", "flag_id", "id"),)
+
+    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
+    flag_id: Mapped[int] = mapped_column(ForeignKey("safety_flags.id", ondelete="CASCADE"))
+    operator_id: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
+    operator_email: Mapped[str] = mapped_column(String(320), default="")
+    action: Mapped[str] = mapped_column(String(16))
+    detail: Mapped[str] = mapped_column(String(200), default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -39,15 +39,23 @@ async def open_flags(db: AsyncSession, viewer: Viewer) -> list[FlagView]:
             for f, name in (await db.execute(query)).all()]
 
 
-async def acknowledge(db: AsyncSession, viewer: Viewer, flag_id: int, now: datetime) -> bool:
-    """Marks the flag seen by this operator; False when it does not exist or is outside the scope.
-    A flag acknowledged already keeps who did it first."""
+async def flag_in_scope(db: AsyncSession, viewer: Viewer, flag_id: int) -> SafetyFlag | None:
+    """The flag, when it is of a student the viewer sees; else None, as for one that does not exist."""
     flag = await db.get(SafetyFlag, flag_id)
     if flag is None:
-        return False
+        return None
     scope = students_of(viewer)
     if scope is not None and await db.scalar(select(User.id).where(
             User.id == flag.user_id, User.id.in_(scope))) is None:
+        return None
+    return flag
+
+
+async def acknowledge(db: AsyncSession, viewer: Viewer, flag_id: int, now: datetime) -> bool:
+    """Marks the flag seen by this operator; False when it does not exist or is outside the scope.
+    A flag acknowledged already keeps who did it first."""
+    flag = await flag_in_scope(db, viewer, flag_id)
+    if flag is None:
         return False
     if flag.acknowledged_at is None:
         flag.acknowledged_at, flag.acknowledged_by = now, viewer.operator_id

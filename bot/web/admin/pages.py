@@ -1,7 +1,9 @@
 """The dashboard's routes: the login and logout, the overview, a class, a student, the class's CSV
-exports and the open safety flags. Every route but the login's (and the bare /admin's redirect) is
-behind one hook, `signed_in`: it needs a session (else 303 to the login), on a POST its CSRF token
-(else 403), and hands the handler its viewer. What is outside a teacher's classes answers 404."""
+exports, the open safety flags and one flag's page (a person reads the child's messages, writes to
+the child, holds the conversation: follow_up.py). Every route but the login's (and the bare
+/admin's redirect) is behind one hook, `signed_in`: it needs a session (else 303 to the login), on
+a POST its CSRF token (else 403), and hands the handler its viewer and, on a POST, the form it
+read. What is outside a teacher's classes answers 404."""
 
 from __future__ import annotations
 
@@ -10,18 +12,19 @@ import functools
 import logging
 import math
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
 
-from bot import logs
+from bot import logs, safety
 from bot.channel.malformed import read_form
 from bot.learning import subject_name
 from bot.safety import open_line
 from bot.services import Services
-from bot.web.admin import auth, classes, exports, flags, queries, throttle
+from bot.web.admin import auth, classes, exports, flags, follow_up, queries, throttle
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
 from bot.web.admin.texts import language_of, translator
 from bot.web.clients import client_of
@@ -58,20 +61,23 @@ async def _form(request: web.Request) -> dict[str, str]:
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ViewerHandler = Callable[[web.Request, auth.Viewer], Awaitable[web.StreamResponse]]
 SIGNED_IN = "signed_in"  # the attribute that marks a handler behind the hook (tests/admin checks it)
+FORM = web.RequestKey("admin_form", dict[str, str])  # the form the hook read (a body is read once)
 
 
 def signed_in(handler: ViewerHandler) -> Handler:
     """The route's handler, behind the session and, on a POST, the form's CSRF token; it gets the
-    viewer. Without a session: 303 to the login. A POST without its token: 403."""
+    viewer, and the form as `posted(request)`. Without a session: 303 to the login. A POST without
+    its token: 403."""
 
     @functools.wraps(handler)
     async def guarded(request: web.Request) -> web.StreamResponse:
         viewer = await auth.viewer_of(_services(request), request)
         if viewer is None:
             return _to_login()
-        posted = (await _form(request)).get("csrf_token", "") if request.method == "POST" else None
-        if posted is not None and not auth.csrf_ok(viewer, posted):
+        form = await _form(request) if request.method == "POST" else {}
+        if request.method == "POST" and not auth.csrf_ok(viewer, form.get("csrf_token", "")):
             return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
+        request[FORM] = form
         return await handler(request, viewer)
 
     setattr(guarded, SIGNED_IN, True)
@@ -199,12 +205,96 @@ async def student_page(request: web.Request, viewer: auth.Viewer) -> web.Respons
     return _page(request, "student.html", viewer=viewer, view=view, chart=chart, subject_name=subject_name)
 
 
+def posted(request: web.Request) -> dict[str, str]:
+    """The form of a POST, as the hook read it."""
+    return request[FORM]
+
+
 @signed_in
 async def flags_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     async with services.sessions() as db:
         shown = await flags.open_flags(db, viewer)
-    return _page(request, "flags.html", viewer=viewer, flags=shown)
+    return _page(request, "flags.html", viewer=viewer, flags=shown,
+                 may_follow=follow_up.may_follow(viewer, services.settings))
+
+
+# --- one flag: a person reads, writes to the child, holds the conversation ---------------------
+
+NONCE = re.compile(r"[A-Za-z0-9_-]{16,64}")
+# What the page says of a message not sent, and its status: never 200, nothing claims it went.
+NOT_SENT = {"window_closed": 409, "opted_out": 409, "gone": 404, "empty": 422, "too_long": 422}
+
+
+async def _flag_page(request: web.Request, viewer: auth.Viewer, *, status: int = 200, notice: str = "",
+                     reason: str = "", draft: str = "") -> web.Response:
+    """The flag's page, its reading recorded; 404 outside what the viewer may follow up."""
+    services = _services(request)
+    async with services.sessions() as db, db.begin():
+        flag = await follow_up.flag_for(db, viewer, services.settings, int(request.match_info["id"]))
+        if flag is None:
+            return _not_found(request, viewer)
+        follow_up.read(db, flag.id, viewer, services.clock())
+        view = await follow_up.page(db, services, flag)
+    return _page(request, "flag.html", status=status, viewer=viewer, view=view, notice=notice, reason=reason,
+                 draft=draft, nonce=secrets.token_urlsafe(24), reply_max=safety.REPLY_MAX)
+
+
+@signed_in
+async def flag_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    return await _flag_page(request, viewer)
+
+
+async def _may_follow(request: web.Request, viewer: auth.Viewer) -> bool:
+    services = _services(request)
+    async with services.sessions() as db:
+        flag = await follow_up.flag_for(db, viewer, services.settings, int(request.match_info["id"]))
+    return flag is not None
+
+
+@signed_in
+async def flag_reply(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    """Writes the person's text to the child; the page then says whether Twilio took it."""
+    if not await _may_follow(request, viewer):
+        return _not_found(request, viewer)
+    form = posted(request)
+    text, nonce = form.get("text", "").strip(), form.get("nonce", "")
+    if not NONCE.fullmatch(nonce):
+        return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
+    reason = "empty" if not text else "too_long" if len(text) > safety.REPLY_MAX else None
+    if reason is None:
+        flag_id = int(request.match_info["id"])
+        written = await safety.write_to_child(_services(request), flag_id, follow_up.person(viewer), text,
+                                              f"school:{flag_id}:{nonce}")
+        if written.sent:
+            return await _flag_page(request, viewer, notice="sent")
+        reason = written.reason or "failed"
+    return await _flag_page(request, viewer, status=NOT_SENT.get(reason, 502),
+                            notice=reason if reason in NOT_SENT else "failed", reason=reason, draft=text)
+
+
+async def _hold_action(request: web.Request, viewer: auth.Viewer, take: bool) -> web.Response:
+    services = _services(request)
+    now = services.clock()
+    async with services.sessions() as db, db.begin():
+        flag = await follow_up.flag_for(db, viewer, services.settings, int(request.match_info["id"]))
+        if flag is None:
+            return _not_found(request, viewer)
+        if take:
+            safety.take(db, flag, follow_up.person(viewer), now, services.settings.safety.human_hold_s)
+        elif flag.held_at is not None:  # pressed twice, or after the hold lapsed: nothing to hand back
+            await safety.release(db, flag, follow_up.person(viewer), now)
+    return web.HTTPSeeOther(f"/admin/flags/{flag.id}")
+
+
+@signed_in
+async def flag_take(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    return await _hold_action(request, viewer, take=True)
+
+
+@signed_in
+async def flag_release(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    return await _hold_action(request, viewer, take=False)
 
 
 @signed_in
@@ -230,6 +320,10 @@ ROUTES = [
     web.get("/admin/", overview_page),
     web.get("/admin/flags", flags_page),
     web.post(f"/admin/flags/{ID}/acknowledge", acknowledge_post),
+    web.get(f"/admin/flags/{ID}", flag_page),
+    web.post(f"/admin/flags/{ID}/reply", flag_reply),
+    web.post(f"/admin/flags/{ID}/take", flag_take),
+    web.post(f"/admin/flags/{ID}/release", flag_release),
     web.get("/admin/cohorts/{name}", cohort_page),
     web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
     web.get(f"/admin/students/{ID}", student_page),
