@@ -4,11 +4,12 @@
 
 The corpus (bench/safety/corpus.jsonl): sentences written as pupils write to the bot (standard
 French, SMS French, slang, English), each labelled with its category of distress or `none` for the
-look-alikes of school life (literature, history, biology, essay topics, « ce devoir me tue »), and
-split into `tune` (what the meaning layer's thresholds were chosen on) and `heldout` (what measures
+look-alikes of school life (literature, history, biology, essay topics, « ce devoir me tue »); beside
+it bench/safety/everyday.jsonl, what pupils write every day (answers, greetings, requests, commands);
+each split into `tune` (what the meaning layer's thresholds were chosen on) and `heldout` (what measures
 them). For each split it prints the recall of each category (a distress sentence heard at all: the
 child gets the helpline and a person is told whatever the category), how many were heard under their
-own category, the false alarms on look-alikes and the time per message. Aims: recall ≥ 95 % on
+own category, the false alarms on look-alikes and on everyday chat, and the time per message. Aims: recall ≥ 95 % on
 distress, false alarms ≤ 2 %, under 20 ms a message on a 2-core machine.
 
 --train fits the meaning layer's classifier again on the examples and the tune split
@@ -31,6 +32,10 @@ sys.path.insert(0, str(ROOT))
 from bot.safety import CATEGORIES, hear, load_phrases  # noqa: E402
 
 CORPUS_PATH = Path(__file__).with_name("corpus.jsonl")
+# What pupils write to a tutor every day (answers, greetings, requests, commands, a bad mark): the bulk
+# of real traffic, where a false alarm costs most.
+EVERYDAY_PATH = Path(__file__).with_name("everyday.jsonl")
+EVERYDAY = "everyday"
 AIM_RECALL, AIM_FALSE_ALARMS, AIM_MS = 0.95, 0.02, 20.0
 
 
@@ -46,7 +51,8 @@ class Line:
 class Result:
     split: str
     recall: dict[str, tuple[int, int, int]]  # category -> (heard, heard as itself, total)
-    false_alarms: tuple[int, int]
+    false_alarms: tuple[int, int]  # on the look-alikes
+    everyday_alarms: tuple[int, int]
     missed: list[str]
     alarms: list[str]
     ms_per_message: float
@@ -60,10 +66,17 @@ class Result:
     def false_alarm_rate(self) -> float:
         return self.false_alarms[0] / max(1, self.false_alarms[1])
 
+    @property
+    def everyday_alarm_rate(self) -> float:
+        return self.everyday_alarms[0] / max(1, self.everyday_alarms[1])
 
-def load_corpus(path: Path = CORPUS_PATH) -> list[Line]:
+
+def load_corpus(path: Path = CORPUS_PATH, everyday: Path = EVERYDAY_PATH) -> list[Line]:
+    """The labelled corpus, and the everyday chat (label `everyday`: never distress)."""
     lines = [json.loads(raw) for raw in path.read_text(encoding="utf-8").splitlines() if raw.strip()]
-    return [Line(d["text"], d["label"], d["style"], d["split"]) for d in lines]
+    chat = [json.loads(raw) for raw in everyday.read_text(encoding="utf-8").splitlines() if raw.strip()]
+    return ([Line(d["text"], d["label"], d["style"], d["split"]) for d in lines]
+            + [Line(d["text"], EVERYDAY, d["style"], d["split"]) for d in chat])
 
 
 def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only: bool = False) -> Result:
@@ -72,13 +85,15 @@ def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only
     chosen = [line for line in lines if line.split == split]
     hear("échauffement du modèle", phrases, meaning=meaning)  # the first load is not a message's cost
     tally: dict[str, list[int]] = {c: [0, 0, 0] for c in CATEGORIES}
-    alarms, missed, looks = [], [], 0
+    alarms, missed, looks, chat, chat_alarms = [], [], 0, 0, 0
     start = time.perf_counter()
     for line in chosen:
         found = phrases.match(line.text) if phrases_only else hear(line.text, phrases, meaning=meaning)
         category = found if isinstance(found, str) or found is None else found.category
-        if line.label == "none":
-            looks += 1
+        if line.label in ("none", EVERYDAY):
+            everyday = line.label == EVERYDAY
+            looks, chat = looks + (not everyday), chat + everyday
+            chat_alarms += everyday and category is not None
             if category is not None:
                 alarms.append(f"{category}: {line.text}")
             continue
@@ -90,7 +105,8 @@ def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only
             missed.append(f"{line.label}: {line.text}")
     elapsed = time.perf_counter() - start
     recall = {c: (h, own, t) for c, (h, own, t) in tally.items()}
-    return Result(split, recall, (len(alarms), looks), missed, alarms, 1000 * elapsed / max(1, len(chosen)))
+    return Result(split, recall, (len(alarms) - chat_alarms, looks), (chat_alarms, chat), missed, alarms,
+                  1000 * elapsed / max(1, len(chosen)))
 
 
 def print_result(result: Result, verbose: bool) -> None:
@@ -102,6 +118,8 @@ def print_result(result: Result, verbose: bool) -> None:
     print(f"{'all distress':<18}{result.distress_recall:>8.1%}")
     alarms, looks = result.false_alarms
     print(f"{'false alarms':<18}{result.false_alarm_rate:>8.1%}{'':>11}{looks:>7}  ({alarms} flagged)")
+    chat_alarms, chat = result.everyday_alarms
+    print(f"{'on everyday chat':<18}{result.everyday_alarm_rate:>8.1%}{'':>11}{chat:>7}  ({chat_alarms} flagged)")
     if verbose:
         for text in result.missed:
             print(f"  missed  {text}")
@@ -117,9 +135,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     lines = load_corpus()
-    counts = Counter((line.split, line.label == "none") for line in lines)
+    counts = Counter((line.split, line.label in ("none", EVERYDAY)) for line in lines)
     print(f"corpus: {len(lines)} lines; tune {counts[('tune', False)]} distress + {counts[('tune', True)]} "
-          f"look-alikes, held out {counts[('heldout', False)]} + {counts[('heldout', True)]}")
+          f"look-alikes and everyday chat, held out {counts[('heldout', False)]} + {counts[('heldout', True)]}")
     if args.train:
         from bench.safety.train import train
 
@@ -130,6 +148,7 @@ def main() -> None:
         print_result(result, args.verbose)
     if args.json:
         print(json.dumps({r.split: {"recall": r.distress_recall, "false_alarms": r.false_alarm_rate,
-                                    "ms_per_message": r.ms_per_message} for r in results}))
+                                    "everyday_alarms": r.everyday_alarm_rate, "ms_per_message": r.ms_per_message}
+                          for r in results}))
     print(f"\naims: recall ≥ {AIM_RECALL:.0%}, false alarms ≤ {AIM_FALSE_ALARMS:.0%}, "
           f"≤ {AIM_MS:.0f} ms a message")

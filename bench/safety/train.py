@@ -5,8 +5,8 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
 gradient descent with L2 weight decay, the classes weighted to count equally. The threshold on
-P(not none) is the lowest at which the cross-validated false alarms on look-alikes stay under
-`MAX_FALSE_ALARMS`: a false alarm costs a kind message and a flag a person reads, a miss a child
+P(not none) is the lowest at which the cross-validated false alarms stay under `MAX_FALSE_ALARMS`
+on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat: a false alarm costs a kind message and a flag a person reads, a miss a child
 without the helpline, so the layer leans to hearing.
 """
 
@@ -16,23 +16,28 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.safety.run import Line
+from bench.safety.run import EVERYDAY, Line
 from bot import e5
 from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
 from bot.safety.meaning import NONE, WEIGHTS_PATH, Model
 
 MAX_FALSE_ALARMS = 0.015
+# Everyday chat is most of what the bot reads: a false alarm there is paid many times a day.
+MAX_EVERYDAY_ALARMS = 0.0
 FOLDS = 5
 L2 = 1e-2
 STEPS = 400
 RATE = 0.5
 
 
-def training_set(lines: list[Line]) -> tuple[list[str], list[str]]:
+def training_set(lines: list[Line]) -> tuple[list[str], list[str], list[bool]]:
+    """The texts, their classes, and which are everyday chat."""
     texts = [t for group in EXAMPLES.values() for t in group] + list(COUNTER_EXAMPLES)
     labels = [c for c, group in EXAMPLES.items() for _ in group] + [NONE] * len(COUNTER_EXAMPLES)
     tune = [line for line in lines if line.split == "tune"]
-    return texts + [line.text for line in tune], labels + [line.label for line in tune]
+    return (texts + [line.text for line in tune],
+            labels + [NONE if line.label == EVERYDAY else line.label for line in tune],
+            [False] * len(texts) + [line.label == EVERYDAY for line in tune])
 
 
 def embed(texts: list[str]) -> np.ndarray:
@@ -76,19 +81,26 @@ def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...]) -> n
     return distress
 
 
-def choose_threshold(distress: np.ndarray, is_none: np.ndarray) -> float:
-    """The lowest threshold whose false alarms stay under MAX_FALSE_ALARMS."""
-    looks = np.sort(distress[is_none])[::-1]
-    allowed = int(MAX_FALSE_ALARMS * len(looks))
-    return float(looks[allowed]) + 1e-6 if allowed < len(looks) else 0.5
+def _under(scores: np.ndarray, rate: float) -> float:
+    """The lowest threshold at which at most `rate` of `scores` reach it."""
+    ranked = np.sort(scores)[::-1]
+    allowed = int(rate * len(ranked))
+    return float(ranked[allowed]) + 1e-6 if allowed < len(ranked) else 0.5
+
+
+def choose_threshold(distress: np.ndarray, is_none: np.ndarray, everyday: np.ndarray) -> float:
+    """The lowest threshold whose false alarms stay under MAX_FALSE_ALARMS on the look-alikes and
+    under MAX_EVERYDAY_ALARMS on everyday chat."""
+    return max(_under(distress[is_none & ~everyday], MAX_FALSE_ALARMS),
+               _under(distress[everyday], MAX_EVERYDAY_ALARMS) if everyday.any() else 0.5)
 
 
 def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
-    texts, labels = training_set(lines)
+    texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
     x, y = embed(texts), np.array([classes.index(label) for label in labels])
     distress = cross_validated(x, y, classes)
-    threshold = choose_threshold(distress, y == classes.index(NONE))
+    threshold = choose_threshold(distress, y == classes.index(NONE), np.array(chat))
     recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
     model = _model(x, y, classes, threshold)
     np.savez(path, classes=np.array(classes), center=model.center, scale=model.scale, weights=model.weights,

@@ -59,7 +59,13 @@ from bot.safety.reply import caring_reply, helpline_of
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "Detection", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS", "OpenFlags", "Person", "REPLY_MAX", "Recipients", "SafetyError", "Written", "assess", "caring_reply", "category_label", "concerned", "escalate_open_flags", "escalation_jobs", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live", "hold_notice", "how_long", "load_phrases", "may_write", "moderate", "notify", "open_among", "open_flags", "open_line", "parent_note", "raise_flag", "read_result", "recipients", "record", "release", "take", "write_to_child"]
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
+           "REPLY_MAX", "Detection", "OpenFlags", "Person", "Recipients", "SafetyError", "Written",
+           "assess", "caring_reply", "category_label", "concerned", "escalate_open_flags",
+           "escalation_jobs", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live",
+           "hold_notice", "how_long", "load_phrases", "may_write", "moderate", "notify", "open_among",
+           "open_flags", "open_line", "parent_note", "raise_flag", "read_result", "recipients", "record",
+           "release", "take", "write_to_child"]
 
 
 # Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no
