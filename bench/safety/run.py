@@ -9,8 +9,8 @@ it bench/safety/everyday.jsonl, what pupils write every day (answers, greetings,
 each split into `tune` (what the meaning layer's thresholds were chosen on) and `heldout` (what measures
 them). For each split it prints the recall of each category (a distress sentence heard at all: the
 child gets the helpline and a person is told whatever the category), how many were heard under their
-own category, the false alarms on look-alikes and on everyday chat, and the time per message. Aims: recall ≥ 95 % on
-distress, false alarms ≤ 2 %, under 20 ms a message on a 2-core machine.
+own category, the false alarms on look-alikes and on everyday chat, and the time per message.
+Aims: recall ≥ 95 % on distress, false alarms ≤ 2 %, under 20 ms a message on a 2-core machine.
 
 --train fits the meaning layer's classifier again on the examples and the tune split
 (bench/safety/train.py) and writes bot/safety/meaning.npz.
@@ -119,7 +119,8 @@ def print_result(result: Result, verbose: bool) -> None:
     alarms, looks = result.false_alarms
     print(f"{'false alarms':<18}{result.false_alarm_rate:>8.1%}{'':>11}{looks:>7}  ({alarms} flagged)")
     chat_alarms, chat = result.everyday_alarms
-    print(f"{'on everyday chat':<18}{result.everyday_alarm_rate:>8.1%}{'':>11}{chat:>7}  ({chat_alarms} flagged)")
+    rate = result.everyday_alarm_rate
+    print(f"{'on everyday chat':<18}{rate:>8.1%}{'':>11}{chat:>7}  ({chat_alarms} flagged)")
     if verbose:
         for text in result.missed:
             print(f"  missed  {text}")
@@ -137,7 +138,8 @@ def main() -> None:
     lines = load_corpus()
     counts = Counter((line.split, line.label in ("none", EVERYDAY)) for line in lines)
     print(f"corpus: {len(lines)} lines; tune {counts[('tune', False)]} distress + {counts[('tune', True)]} "
-          f"look-alikes and everyday chat, held out {counts[('heldout', False)]} + {counts[('heldout', True)]}")
+          f"look-alikes and everyday chat, held out {counts[('heldout', False)]} + "
+          f"{counts[('heldout', True)]}")
     if args.train:
         from bench.safety.train import train
 
@@ -148,7 +150,8 @@ def main() -> None:
         print_result(result, args.verbose)
     if args.json:
         print(json.dumps({r.split: {"recall": r.distress_recall, "false_alarms": r.false_alarm_rate,
-                                    "everyday_alarms": r.everyday_alarm_rate, "ms_per_message": r.ms_per_message}
+                                    "everyday_alarms": r.everyday_alarm_rate,
+                                    "ms_per_message": r.ms_per_message}
                           for r in results}))
     print(f"\naims: recall ≥ {AIM_RECALL:.0%}, false alarms ≤ {AIM_FALSE_ALARMS:.0%}, "
           f"≤ {AIM_MS:.0f} ms a message")

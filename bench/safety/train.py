@@ -6,8 +6,9 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
 gradient descent with L2 weight decay, the classes weighted to count equally. The threshold on
 P(not none) is the lowest at which the cross-validated false alarms stay under `MAX_FALSE_ALARMS`
-on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat: a false alarm costs a kind message and a flag a person reads, a miss a child
-without the helpline, so the layer leans to hearing.
+on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a false alarm costs a
+kind message and a flag a person reads, a miss a child without the helpline, so the layer leans to
+hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
 """
 
 from __future__ import annotations
