@@ -57,13 +57,15 @@ _RECORD_TRIES = 3
 @dataclass
 class Outgoing:
     """What a planned row renders to: the recipient, the text, the channel (None: their last one);
-    a `menu` goes as WhatsApp buttons where it can (its body the text)."""
+    a `menu` goes as WhatsApp buttons where it can (its body the text), a `template` (an approved
+    content sid and its variables) as that template, `text` its record."""
 
     user: User
     text: str
     channel: str | None = None
     kind: str = "reminder"
     menu: Menu | None = None
+    template: tuple[str, dict[str, str]] | None = None
 
 
 # Renders one planned row (in a read-only session) at `now`; None when there is nothing to send anymore.
@@ -196,8 +198,12 @@ async def _render(services: Services, send_id: int, now: datetime,
 async def _send(services: Services, outgoing: Outgoing) -> SendResult:
     # Late: bot.channel.outbound (and the buttons on it) is the message path's module.
     from bot.channel.buttons import send_menu
-    from bot.channel.outbound import send_to_user
+    from bot.channel.outbound import send_template, send_to_user
 
+    if outgoing.template is not None:
+        sid, variables = outgoing.template
+        return await send_template(services, outgoing.user, sid, variables, text=outgoing.text,
+                                   kind=outgoing.kind)
     if outgoing.menu is not None:
         return await send_menu(services, outgoing.user, outgoing.menu, channel=outgoing.channel,
                                kind=outgoing.kind)

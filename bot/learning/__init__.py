@@ -1,7 +1,7 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT),
 when each quiz item comes back (FSRS), the class level and the sessions; recording checked answers and
 review rounds; what is known of a learner, read back (progress, the prompt's learner block), the
-hour each student studies and the practice nudges."""
+hour each student studies, the practice nudges and the way back after a silence."""
 
 from bot.learning.errors import LearningError
 from bot.learning.items import due_count, due_items, recently_missed
@@ -38,6 +38,7 @@ from bot.learning.record import (
     skill_of,
     subject_for,
 )
+from bot.learning.reengage import reengage_jobs, send_reengagement
 from bot.learning.review import next_review, recall_probability
 from bot.learning.rounds import (
     REVIEW_KIND,
@@ -102,11 +103,13 @@ __all__ = [
     "record_checked",
     "record_checked_answer",
     "record_reported",
+    "reengage_jobs",
     "round_from_menu",
     "round_intro",
     "schedule",
     "score_line",
     "send_hour",
+    "send_reengagement",
     "send_review_nudges",
     "skill_key",
     "skill_label",
