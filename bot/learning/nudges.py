@@ -53,9 +53,9 @@ def daytime(now: datetime, timezone: str | None, default: str) -> bool:
     return DAY_STARTS <= now.astimezone(zone(timezone, default)).hour < DAY_ENDS
 
 
-def nudge_key(user_id: int, now: datetime, timezone: str | None, default: str) -> str:
-    """One nudge per student and local day."""
-    return f"nudge:{user_id}:{now.astimezone(zone(timezone, default)):%Y-%m-%d}"
+def daily_key(prefix: str, user_id: int, now: datetime, timezone: str | None, default: str) -> str:
+    """One message of a kind per student and local day."""
+    return f"{prefix}:{user_id}:{now.astimezone(zone(timezone, default)):%Y-%m-%d}"
 
 
 def round_count(due: int) -> int:
@@ -109,8 +109,8 @@ def _wanted(now: datetime, quiet_s: int) -> list[ColumnElement[bool]]:
 
 async def plan_daily(services: Services, now: datetime, kind: str, prefix: str,
                      wanted: list[ColumnElement[bool]]) -> int:
-    """Plans today's `kind` row (key `prefix:<user>:<local day>`) for each user `wanted` selects whose
-    study hour has come; returns how many were planned."""
+    """Plans today's `kind` row (`daily_key`) for each user `wanted` selects whose study hour has
+    come; returns how many were planned."""
     default = services.settings.default_timezone
     await refresh_study_hours(services, now)
     planned = 0
@@ -120,7 +120,7 @@ async def plan_daily(services: Services, now: datetime, kind: str, prefix: str,
             return 0
         query = select(User.id, User.timezone).where(*wanted, hour_come)
         rows = (await db.execute(query.order_by(User.id).limit(_BATCH))).all()
-        keys = {f"{prefix}:{uid}:{now.astimezone(zone(tz, default)):%Y-%m-%d}": uid for uid, tz in rows}
+        keys = {daily_key(prefix, uid, now, tz, default): uid for uid, tz in rows}
         if not keys:
             return 0
         known = set(await db.scalars(select(ScheduledSend.key).where(ScheduledSend.key.in_(list(keys)))))

@@ -120,7 +120,8 @@ async def refresh_study_hours(services: Services, now: datetime) -> int:
             .order_by(User.study_hour_at.is_not(None), User.study_hour_at, User.id).limit(_BATCH)))
         for user in users:
             await learned_hour(db, user, now, services.settings.default_timezone)
-        await db.commit()
+        if users:
+            await db.commit()
     return len(users)
 
 
