@@ -55,6 +55,13 @@ class Learning:
 
     session_idle_s: int = 21600  # a conversation ends after 6 h without a message from the user
     nudge_after_s: int = 14400  # a practice nudge only to a student quiet for 4 h (inside the 24 h window)
+    # The way back (bot.learning.reengage): a student with questions due, silent this long, gets
+    # one approved WhatsApp template (REVIEW_TEMPLATE_SID, a Twilio content sid HX…; "" sends none),
+    # or one SMS with SMS_REENGAGE, at their study hour, at most REENGAGE_MAX_PER_WEEK a week.
+    reengage_after_s: int = 172800
+    review_template_sid: str = ""
+    reengage_max_per_week: int = 2
+    sms_reengage: bool = False
     # Bayesian Knowledge Tracing: P(known) before any answer, P(learning) at each answer, P(right
     # answer while not knowing) and P(wrong answer while knowing), and the P(known) that is "mastered".
     bkt_p_init: float = 0.2
@@ -75,6 +82,11 @@ class LearningEnvironment(BaseSettings):
 
     session_idle_s: int = Field(21600, ge=60)
     nudge_after_s: int = Field(14400, ge=0)
+    # Past WhatsApp's 24 h window: inside it the practice nudge is the way.
+    reengage_after_s: int = Field(172800, ge=86400)
+    review_template_sid: str = ""
+    reengage_max_per_week: int = Field(2, ge=0, le=7)
+    sms_reengage: bool = False
     bkt_p_init: float = Field(0.2, gt=0, lt=1)
     bkt_p_learn: float = Field(0.15, gt=0, lt=1)
     # Guess and slip stay below 0.3, as Rori caps them: above, a right answer says too little.
@@ -101,6 +113,9 @@ class Costs:
     cost_per_1k_tokens: float = 0.0  # model tokens, prompt and completion alike
     cost_per_whatsapp_message: float = 0.0  # each WhatsApp message sent
     cost_per_sms_segment: float = 0.0  # each SMS segment sent
+    # Each approved template sent (Meta's fee for a message outside the 24 h window), on top of
+    # cost_per_whatsapp_message.
+    cost_per_template_message: float = 0.0
 
 
 class CostsEnvironment(BaseSettings):
@@ -109,6 +124,7 @@ class CostsEnvironment(BaseSettings):
     cost_per_1k_tokens: float = Field(0.0, ge=0)
     cost_per_whatsapp_message: float = Field(0.0, ge=0)
     cost_per_sms_segment: float = Field(0.0, ge=0)
+    cost_per_template_message: float = Field(0.0, ge=0)
 
     def costs(self) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) for f in fields(Costs)})

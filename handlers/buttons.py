@@ -6,6 +6,8 @@ one, the message's text becomes that number and goes on down the chain, so the m
 a menu no longer pending (answered, replaced or expired) gets a clear reply and nothing else: it
 never answers a newer menu, and never reaches the model. A bare « Réponse 2 » (a list item's short
 title) counts as « 2 ». A tap on a help list (AIDE / MENU) explains its command (handlers.help).
+The review reminders' buttons (bot.learning.NUDGE_MENU, no pending menu: a reminder may be tapped
+days later): « Réviser » is REVISION, a round starts (handlers.review); « Plus tard » is answered.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
 from bot.channel.menus import get_menu
+from bot.learning import NUDGE_MENU
 from handlers import help
 
 # A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its
@@ -34,6 +37,8 @@ async def handle(msg: Incoming) -> bool:
         await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
         await help.answer_tap(msg, menu_id, number)
         return True
+    if menu_id == NUDGE_MENU:
+        return await _reminder_tap(msg, number)
     menu = await get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is not None and (menu.get("menu_id") == menu_id or menu.get("last_inbound") == msg.inbound.id):
         # A retried delivery of a tap already answered finds the next question pending: the menu's
@@ -46,4 +51,14 @@ async def handle(msg: Incoming) -> bool:
                   "This choice is no longer valid: that menu was already answered or has expired. "
                   "Answer the latest message, or write me your question.")
     await msg.reply(stale if msg.channel == "sms" else f"⌛ {stale}")
+    return True
+
+
+async def _reminder_tap(msg: Incoming, number: int) -> bool:
+    if number == 1:  # « Réviser »: the round starts as the typed word starts it
+        msg.text = "REVISION"
+        return False
+    await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
+    await msg.reply(msg.t("D'accord, à plus tard ! Écris REVISION quand tu veux réviser.",
+                          "OK, later then! Send REVIEW whenever you want to review."))
     return True

@@ -73,7 +73,7 @@ CATALOGUE: tuple[Command, ...] = (
         "les rappels de révision, REVISION OUI les remet.",
         "Starts a round of questions seen before, when they are due. REVIEW OFF stops the review "
         "reminders, REVIEW ON brings them back."),
-       ("REVISION", "REVIEW"), "REVISIONS", "REVIEWS"),
+       ("REVISION", "REVIEW"), "REVISIONS", "REVIEWS", "REVISER"),
     _c("CLASSE", "LEVEL", _STUDENT,
        ("ta classe", "your class"),
        ("CLASSE seul montre ta classe et la liste ; CLASSE suivi d'une classe la change.",

@@ -41,7 +41,8 @@ from bot.learning.quiz import (
 )
 from bot.storage.models import Message, PendingMenu, QuizItem
 
-WORDS = frozenset({"REVISION", "REVISIONS", "REVIEW", "REVIEWS"})
+# « Réviser »: the reminders' button, should its tap come as its title alone.
+WORDS = frozenset({"REVISION", "REVISIONS", "REVISER", "REVIEW", "REVIEWS"})
 ON = frozenset({"OUI", "ON", "YES"})
 OFF = frozenset({"NON", "OFF", "NO"})
 

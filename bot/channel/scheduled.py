@@ -37,6 +37,8 @@ from bot.storage.models import OutboundMessage, ScheduledSend, User
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
+    from bot.channel.buttons import Menu
+    from bot.channel.outbound import SendResult
     from bot.services import Services
 
 __all__ = ["RETRIED_SKIPS", "Outgoing", "Render", "deliver_due", "plan"]
@@ -54,12 +56,16 @@ _RECORD_TRIES = 3
 
 @dataclass
 class Outgoing:
-    """What a planned row renders to: the recipient, the text, the channel (None: their last one)."""
+    """What a planned row renders to: the recipient, the text, the channel (None: their last one);
+    a `menu` goes as WhatsApp buttons where it can (its body the text), a `template` (an approved
+    content sid and its variables) as that template, `text` its record."""
 
     user: User
     text: str
     channel: str | None = None
     kind: str = "reminder"
+    menu: Menu | None = None
+    template: tuple[str, dict[str, str]] | None = None
 
 
 # Renders one planned row (in a read-only session) at `now`; None when there is nothing to send anymore.
@@ -189,9 +195,23 @@ async def _render(services: Services, send_id: int, now: datetime,
         return f"{type(exc).__name__}: {exc}"
 
 
-async def _attempt(services: Services, send_id: int, now: datetime, render: Mapping[str, Render]) -> str:
-    from bot.channel.outbound import send_to_user  # late: bot.channel.outbound is the message path's module
+async def _send(services: Services, outgoing: Outgoing) -> SendResult:
+    # Late: bot.channel.outbound (and the buttons on it) is the message path's module.
+    from bot.channel.buttons import send_menu
+    from bot.channel.outbound import send_template, send_to_user
 
+    if outgoing.template is not None:
+        sid, variables = outgoing.template
+        return await send_template(services, outgoing.user, sid, variables, text=outgoing.text,
+                                   kind=outgoing.kind)
+    if outgoing.menu is not None:
+        return await send_menu(services, outgoing.user, outgoing.menu, channel=outgoing.channel,
+                               kind=outgoing.kind)
+    return await send_to_user(services, outgoing.user, text=outgoing.text, channel=outgoing.channel,
+                              kind=outgoing.kind)
+
+
+async def _attempt(services: Services, send_id: int, now: datetime, render: Mapping[str, Render]) -> str:
     outgoing = await _render(services, send_id, now, render)
     if isinstance(outgoing, str):
         return await _record(services, send_id, now, "retry", outgoing)
@@ -205,8 +225,7 @@ async def _attempt(services: Services, send_id: int, now: datetime, render: Mapp
         log.exception("scheduled send not started", extra={"send_id": send_id})
         return await _record(services, send_id, now, "retry", f"{type(exc).__name__}: {exc}")
     try:
-        result = await send_to_user(services, outgoing.user, text=outgoing.text, channel=outgoing.channel,
-                                    kind=outgoing.kind)
+        result = await _send(services, outgoing)
     except asyncio.CancelledError:
         raise
     except Exception as exc:

@@ -82,6 +82,27 @@ def payments(settings: Settings) -> Check:
     return ok("payments", f"{provider} (not called here)")
 
 
+def review_reminders(settings: Settings) -> Check:
+    """The way back to review after a silence (bot.learning.reengage): past WhatsApp's 24 h window only
+    an approved template may go."""
+    learning = settings.learning
+    sms = "; SMS students get one SMS (SMS_REENGAGE)" if learning.sms_reengage else ""
+    sid = learning.review_template_sid
+    if not sid:
+        return off("review reminders", "REVIEW_TEMPLATE_SID is not set: nothing is sent to a WhatsApp "
+                   f"student outside the 24 h window, however long their questions wait{sms}",
+                   "create a twilio/quick-reply template ({{1}} first name, {{2}} number of questions, "
+                   "a « Réviser » button with the id revise:1), have it approved, set REVIEW_TEMPLATE_SID")
+    if not sid.startswith("HX"):
+        return fail("review reminders", f"REVIEW_TEMPLATE_SID {sid} is not a content sid (HX…)",
+                    "copy the approved template's Content SID from Twilio's Content Template Builder")
+    if not learning.reengage_max_per_week:
+        return off("review reminders", "REENGAGE_MAX_PER_WEEK=0: the template is never sent",
+                   "set REENGAGE_MAX_PER_WEEK (2 by default)")
+    return ok("review reminders", f"template {sid} to a student silent {learning.reengage_after_s // 3600} h "
+              f"with questions due, at most {learning.reengage_max_per_week} a week{sms}")
+
+
 def tools(settings: Settings) -> list[Check]:
     found = []
     reason = unavailable_reason(settings)
@@ -116,4 +137,5 @@ def local_checks(settings: Settings, missing: str | None = None) -> list[Check]:
     mail = email(settings)
     if mail is not None:
         found.append(mail)
-    return [*found, web_search(settings), payments(settings), *tools(settings), disk(settings)]
+    return [*found, web_search(settings), payments(settings), review_reminders(settings), *tools(settings),
+            disk(settings)]

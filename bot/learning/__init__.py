@@ -1,7 +1,7 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT),
 when each quiz item comes back (FSRS), the class level and the sessions; recording checked answers and
-review rounds; what is known of a learner, read back (progress, the prompt's learner block) and the
-practice nudges."""
+review rounds; what is known of a learner, read back (progress, the prompt's learner block), the
+hour each student studies, the practice nudges and the way back after a silence."""
 
 from bot.learning.errors import LearningError
 from bot.learning.items import due_count, due_items, recently_missed
@@ -18,7 +18,7 @@ from bot.learning.levels import (
     parse_level,
 )
 from bot.learning.mastery import bkt_update, is_mastered, record_checked_answer
-from bot.learning.nudges import nudge_jobs, send_review_nudges
+from bot.learning.nudges import NUDGE_MENU, nudge_jobs, send_review_nudges
 from bot.learning.profile import (
     LearnerView,
     SkillView,
@@ -38,6 +38,7 @@ from bot.learning.record import (
     skill_of,
     subject_for,
 )
+from bot.learning.reengage import reengage_jobs, send_reengagement
 from bot.learning.review import next_review, recall_probability
 from bot.learning.rounds import (
     REVIEW_KIND,
@@ -52,12 +53,15 @@ from bot.learning.rounds import (
     score_line,
 )
 from bot.learning.sessions import carried_note, current_session, start_session
+from bot.learning.study_hours import DEFAULT_STUDY_HOUR, StudyTime, learned_hour, send_hour, study_hour
 from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
 
 __all__ = [
     "CYCLES",
+    "DEFAULT_STUDY_HOUR",
     "LEVELS",
     "LEVEL_MENU_KIND",
+    "NUDGE_MENU",
     "OTHER",
     "REVIEW_KIND",
     "ROUND_SIZE",
@@ -67,6 +71,7 @@ __all__ = [
     "LearningError",
     "Round",
     "SkillView",
+    "StudyTime",
     "bkt_update",
     "canonical_subject",
     "carried_note",
@@ -81,6 +86,7 @@ __all__ = [
     "item_topic",
     "keep_item",
     "known_subject",
+    "learned_hour",
     "learner_block",
     "learner_view",
     "level_by_number",
@@ -97,16 +103,20 @@ __all__ = [
     "record_checked",
     "record_checked_answer",
     "record_reported",
+    "reengage_jobs",
     "round_from_menu",
     "round_intro",
     "schedule",
     "score_line",
+    "send_hour",
+    "send_reengagement",
     "send_review_nudges",
     "skill_key",
     "skill_label",
     "skill_of",
     "skill_views",
     "start_session",
+    "study_hour",
     "subject_for",
     "subject_name",
     "to_work_on",

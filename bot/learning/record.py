@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.config_groups import Learning
 from bot.learning.mastery import record_checked_answer
 from bot.learning.review import next_review
+from bot.learning.study_hours import StudyTime, study_time
 from bot.learning.subjects import OTHER, canonical_subject, known_subject, skill_key, skill_label
 from bot.storage.models import ExerciseResult, QuizItem
 
@@ -66,10 +67,11 @@ async def find_item(db: AsyncSession, user_id: int, quiz_id: str) -> QuizItem | 
     return await db.scalar(select(QuizItem).where(QuizItem.quiz_id == quiz_id, QuizItem.user_id == user_id))
 
 
-def schedule(item: QuizItem, correct: bool, now: datetime) -> None:
-    """The item's next review after one answer: a miss comes back soon, a right answer later."""
+def schedule(item: QuizItem, correct: bool, now: datetime, study: StudyTime | None = None) -> None:
+    """The item's next review after one answer: a miss comes back soon (at the student's study hour,
+    `study`), a right answer later."""
     card: dict[str, Any]
-    card, due = next_review(item.card, correct, now)
+    card, due = next_review(item.card, correct, now, study)
     item.card = card
     item.due_at = due
     item.last_answered_at = now
@@ -89,7 +91,7 @@ async def record_checked(
     subject = canonical_subject(subject)
     key, label = skill_of(subject, topic)
     if item is not None:
-        schedule(item, correct, now)
+        schedule(item, correct, now, None if correct else await study_time(db, user_id, now))
     result = ExerciseResult(
         user_id=user_id, conversation_id=conversation_id, subject=subject, topic=skill_label(topic),
         skill=key, correct=correct, time_to_answer_s=seconds, source=source, verified=True,

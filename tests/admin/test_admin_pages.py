@@ -135,7 +135,8 @@ async def test_the_csv_exports_are_complete_and_injection_safe(harness: Harness)
 
 async def test_the_overview_counts_activity_use_and_cost(
         make_harness: Callable[..., Awaitable[Harness]]) -> None:
-    h = await make_harness(COST_PER_1K_TOKENS="2", COST_PER_WHATSAPP_MESSAGE="5", COST_PER_SMS_SEGMENT="10")
+    h = await make_harness(COST_PER_1K_TOKENS="2", COST_PER_WHATSAPP_MESSAGE="5", COST_PER_SMS_SEGMENT="10",
+                           COST_PER_TEMPLATE_MESSAGE="20")
     now = h.clock()
     today = await h.make_user("+2250700000431")
     await h.make_user("+2250700000432", last_inbound_at=now - timedelta(days=3))
@@ -145,11 +146,13 @@ async def test_the_overview_counts_activity_use_and_cost(
         db.add(TurnRecord(conversation_id=conversation_id, user_id=today.id, exit_reason="final",
                           prompt_tokens=1500, completion_tokens=500, created_at=now))
         db.add(CreditEntry(user_id=today.id, delta=-7, reason="usage", balance_after=0, created_at=now))
-        for n, (channel, status, code, segments) in enumerate((
-                ("whatsapp", "delivered", None, 1), ("whatsapp", "failed", "63016", 1),
-                ("sms", "delivered", None, 2), ("sms", "undelivered", "30008", 1))):
+        for n, (channel, status, code, segments, template) in enumerate((
+                ("whatsapp", "delivered", None, 1, False), ("whatsapp", "failed", "63016", 1, False),
+                ("whatsapp", "delivered", None, 1, True),  # an approved template, outside the window
+                ("sms", "delivered", None, 2, False), ("sms", "undelivered", "30008", 1, False))):
             db.add(OutboundMessage(user_id=today.id, channel=channel, to_addr="x", status=status,
-                                   error_code=code, segments=segments, sid=f"SMtest{n}", created_at=now))
+                                   error_code=code, segments=segments, sid=f"SMtest{n}", created_at=now,
+                                   template=template))
     await make_operator(h, "admin@ecole.ci")
     admin = await logged_in(h, "admin@ecole.ci")
     try:
@@ -160,8 +163,10 @@ async def test_the_overview_counts_activity_use_and_cost(
         assert '<div class="n" id="active-30">2</div>' in page
         assert '<td class="num" id="turns">1</td>' in page
         assert '<td class="num" id="credits-spent">7</td>' in page
-        # 2,000 tokens × 2/1,000 + 2 WhatsApp × 5 + 3 SMS segments × 10 = 44, for 2 active learners.
-        assert '<td class="num" id="cost-per-active">22.00 XOF</td>' in page
+        # 2,000 tokens × 2/1,000 + 3 WhatsApp × 5 + 1 template × 20 + 3 SMS segments × 10 = 69, for 2
+        # active learners.
+        assert '<td class="num" id="templates-sent">1</td>' in page
+        assert '<td class="num" id="cost-per-active">34.50 XOF</td>' in page
         failures = page.split('id="failures"')[1].split("</table>")[0]
         assert "<td>63016</td>" in failures and "<td>30008</td>" in failures
         assert "<svg" in page and 'role="img"' in page

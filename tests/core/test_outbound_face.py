@@ -30,7 +30,7 @@ FACE = {
     # the opt-out as stored, delivery health
     "opted_out_now", "delivery_blocked", "note_status",
     # sending
-    "send_to_user", "send_to_number", "in_whatsapp_window", "wait_sent",
+    "send_to_user", "send_to_number", "send_template", "in_whatsapp_window", "wait_sent",
     # the outbox
     "run_outbox", "deliver_outbox", "inbound_outcome",
 }

@@ -29,7 +29,9 @@
   known content (one created here, or any other HX… sid: a template approved in the console; not
   one in `.deleted_contents`) and carry `ContentVariables` as a JSON object; `.sent` records it with
   `Rendered` (the types with the variables filled in) and refuses it (400, 63021) when a filled
-  button title passes 20 characters, a list item 24 or a description 72.
+  button title passes 20 characters, a list item 24 or a description 72. `approve(sid, body)` makes
+  a template approved in the console known by its content (a body as `POST /v1/Content` takes it),
+  so that what is sent with it is rendered too.
 - The account, as `doctor` reads it: `GET /2010-04-01/Accounts/{sid}.json` (`account_status`),
   `GET …/IncomingPhoneNumbers.json?PhoneNumber=` (`phone_numbers`) and messaging.twilio.com's
   `GET /v2/Channels/Senders?Channel=whatsapp` (`whatsapp_senders`); Basic auth, 401/20003 otherwise.
@@ -126,6 +128,14 @@ class FakeTwilio:
     def fail_content(self, kind: str, times: int = 1) -> None:
         """The next content creations fail: "400" (refused) or "500"."""
         self._content_failures.extend([kind] * times)
+
+    def approve(self, sid: str, body: dict[str, Any]) -> None:
+        """A template approved in Twilio's console under `sid`, with this content (as `POST
+        /v1/Content` takes it): messages sent with it are rendered like those of a created one."""
+        problem = content_problem(body)
+        if problem is not None:
+            raise ValueError(problem)
+        self._keep_content(sid, body)
 
     def contents_sent(self) -> list[dict[str, Any]]:
         """The messages sent with a ContentSid (each with its `Rendered` types)."""
@@ -319,13 +329,16 @@ class FakeTwilio:
         if problem is not None:
             return self._error(400, 20001, problem)
         sid = f"HX{next(_CONTENT_SIDS):032x}"
+        return web.json_response(self._keep_content(sid, body), status=201)
+
+    def _keep_content(self, sid: str, body: dict[str, Any]) -> dict[str, Any]:
         now = format_datetime(system_now(), usegmt=True)
         self.contents[sid] = {
             "sid": sid, "account_sid": self.account_sid, "friendly_name": body.get("friendly_name", ""),
             "language": body["language"], "variables": body.get("variables") or {}, "types": body["types"],
             "date_created": now, "date_updated": now, "url": f"{self.url}/v1/Content/{sid}", "links": {},
         }
-        return web.json_response(self.contents[sid], status=201)
+        return self.contents[sid]
 
     async def _fetch_content(self, request: web.Request) -> web.Response:
         if not self._authorised(request):

@@ -46,7 +46,8 @@ async def test_a_nudge_at_most_once_a_day(harness: Any) -> None:
     await _student(h)
     assert await send_review_nudges(h.services, h.clock()) == 1
     [nudge] = h.twilio.to(f"whatsapp:{STUDENT}")
-    assert "2 questions à revoir — écris REVISION" in nudge["Body"] and "REVISION NON" in nudge["Body"]
+    shown = h.twilio.shown(nudge)  # a quick-reply content: its body, and the buttons under it
+    assert "2 questions à revoir — écris REVISION" in shown and "REVISION NON" in shown
     for hours in (1, 4, 9):  # the same day: nothing more, however often the job runs
         h.clock.now = NOW + timedelta(hours=hours)
         assert await send_review_nudges(h.services, h.clock()) == 0
@@ -113,7 +114,10 @@ async def test_in_english(harness: Any) -> None:
     await _student(h, language="en", due=1)
     assert await send_review_nudges(h.services, h.clock()) == 1
     [nudge] = h.twilio.to(f"whatsapp:{STUDENT}")
-    assert "1 question to review — send REVIEW" in nudge["Body"] and "REVIEW OFF" in nudge["Body"]
+    shown = h.twilio.shown(nudge)
+    assert "1 question to review — send REVIEW" in shown and "REVIEW OFF" in shown
+    actions = nudge["Rendered"]["twilio/quick-reply"]["actions"]
+    assert [(a["title"], a["id"]) for a in actions] == [("Review", "revise:1"), ("Later", "revise:2")]
 
 
 async def test_once_across_two_planners(make_harness: Any) -> None:

@@ -8,7 +8,8 @@ and only the names in `__all__`. Its modules import one way, each only those bel
   idempotency keys), set for a block by `sending(...)` and by nothing else.
 - `health`: the opt-out as stored, and delivery health (proactive sends stop after refusals).
 - `attempt`: one message: its `outbound_messages` row, Twilio, the record of what happened.
-- `send`: `send_to_user`, `send_to_number`: channel, WhatsApp's window, template, SMS, files kept.
+- `send`: `send_to_user`, `send_to_number`: channel, WhatsApp's window, template, SMS, files kept;
+  `send_template`: an approved template of the caller's own.
 - `outbox`: the background sender, and the final status of the inbound message answered.
 
 The terminal's sink for `python -m bot chat` is bot.channel.console; the files kept for a
@@ -22,7 +23,7 @@ from bot.channel.outbound.health import delivery_blocked, note_status, opted_out
 from bot.channel.outbound.outbox import deliver_outbox, inbound_outcome, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
 from bot.channel.outbound.scope import SendKeys, commit_turn, sending
-from bot.channel.outbound.send import in_whatsapp_window, send_to_number, send_to_user
+from bot.channel.outbound.send import in_whatsapp_window, send_template, send_to_number, send_to_user
 
 __all__ = [
     "MODEL_ADVICE",
@@ -38,6 +39,7 @@ __all__ = [
     "note_status",
     "opted_out_now",
     "run_outbox",
+    "send_template",
     "send_to_number",
     "send_to_user",
     "sending",

@@ -181,6 +181,7 @@ def _new_row(services: Services, user_id: int | None, channel: str, to: str, mes
         user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),
         media_url=message.get("media_url"), kind=kind, status="sending",
         segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
+        template=bool(message.get("template")),
         inbound_id=current_inbound.get(), created_at=now, updated_at=now,
         idempotency_key=key, payload=fields, attempts=0,
     )

@@ -7,6 +7,8 @@
   template's link variable (TWILIO_TEMPLATE_LINK_VARIABLE), else it waits (PendingDelivery) and
   goes out when the user next writes (handlers.waiting_files); a template, when there is one,
   tells them so.
+- An approved template of the caller's own (`send_template`: the review reminder after a silence)
+  goes by its content sid and variables, inside the window or not, and falls back to nothing else.
 - SMS: plain GSM-7 text in parts of at most two segments; a file becomes a link in the text.
 - Twilio does not keep separate messages in order, so the next part leaves only once the
   previous one is reported sent (status callback) or after OUTBOUND_PART_WAIT_S.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -111,6 +114,29 @@ async def send_to_user(
     if not user.phone:
         return SendResult(channel="sms", skipped="no_address")
     return await _send_sms(services, user.id, user.phone, text, media, kind)
+
+
+async def send_template(services: Services, user: User, content_sid: str, variables: Mapping[str, str], *,
+                        text: str, kind: str) -> SendResult:
+    """Sends the approved WhatsApp template `content_sid` filled with `variables` (`text`: what it
+    says, kept as its record). Never TWILIO_TEMPLATE_SID nor SMS instead: what it is for is the caller's."""
+    if user.opted_out and kind not in OPT_OUT_KINDS:
+        log.info("not sent: user opted out", extra={"user_id": user.id, "kind": kind})
+        return SendResult(channel="whatsapp", skipped="opted_out")
+    if services.console is not None:
+        return _to_console(services, user.phone or str(user.id), text, None)
+    to = _whatsapp_address(user)
+    if to is None:
+        return SendResult(channel="whatsapp", skipped="no_address")
+    refused = await _refused(services, user, "whatsapp", kind)
+    if refused is not None:
+        return refused
+    message = {"body": "", "content_sid": content_sid, "template": True, "record_body": _template_text(text),
+               "content_variables": json.dumps(dict(variables), ensure_ascii=False)}
+    result = await _send_parts(services, user.id, "whatsapp", to, services.settings.twilio_whatsapp_from,
+                               [message], kind)
+    result.template = True
+    return result
 
 
 def _not_sent(user_id: int | None, channel: str | None, kind: str, skipped: str,
@@ -264,6 +290,7 @@ async def _send_template(
     message = {
         "body": "",
         "content_sid": settings.twilio_template_sid,
+        "template": True,
         "content_variables": json.dumps(variables, ensure_ascii=False),
         "record_body": preview if link is None else f"{preview}\n{link}",
     }

@@ -63,6 +63,10 @@ class User(Base):
     level_asked_at: Mapped[datetime | None]
     # REVISION NON / REVIEW OFF: no practice nudges (bot.learning).
     review_nudges: Mapped[bool] = mapped_column(Boolean, default=True)
+    # The local hour the student most often writes (bot.learning.study_hours), and when it was last
+    # learned from their messages: missed questions come back, and nudges go, at that hour.
+    study_hour: Mapped[int | None] = mapped_column(Integer)
+    study_hour_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -135,6 +139,8 @@ class OutboundMessage(Base):
     status: Mapped[str] = mapped_column(String(16), default="created")
     error_code: Mapped[str | None] = mapped_column(String(16))
     segments: Mapped[int | None] = mapped_column(Integer)
+    # An approved template (sent by its content sid; paid per message outside the 24 h window).
+    template: Mapped[bool] = mapped_column(Boolean, default=False)
     # The inbound message whose turn produced this send: after a crash, a turn that already
     # answered is not run again (the user would get the answer twice).
     inbound_id: Mapped[int | None] = mapped_column(BigInteger, index=True)

@@ -54,6 +54,7 @@ class Operations:
     completion_tokens: int
     credits_spent: int
     whatsapp_sent: int
+    templates_sent: int  # of whatsapp_sent: approved templates, paid on top outside the 24 h window
     sms_segments: int
     cost_total: float
     cost_per_active: float | None  # None with nobody active in the period
@@ -134,11 +135,14 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
     sent = OutboundMessage.sid.is_not(None), OutboundMessage.created_at >= start
     whatsapp = await _count(db, select(func.count()).select_from(OutboundMessage).where(
         *sent, OutboundMessage.channel == "whatsapp"))
+    templates = await _count(db, select(func.count()).select_from(OutboundMessage).where(
+        *sent, OutboundMessage.channel == "whatsapp", OutboundMessage.template.is_(True)))
     segments = await _count(db, select(func.coalesce(func.sum(func.coalesce(OutboundMessage.segments, 1)), 0))
                             .where(*sent, OutboundMessage.channel == "sms"))
     costs = settings.costs
     total = ((int(prompt) + int(completion)) / 1000 * costs.cost_per_1k_tokens
-             + whatsapp * costs.cost_per_whatsapp_message + segments * costs.cost_per_sms_segment)
+             + whatsapp * costs.cost_per_whatsapp_message + templates * costs.cost_per_template_message
+             + segments * costs.cost_per_sms_segment)
     code = func.coalesce(OutboundMessage.error_code, "?")
     failures = (await db.execute(select(code, func.count()).where(
         OutboundMessage.created_at >= start, OutboundMessage.status.in_(FAILED))
@@ -152,7 +156,8 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
         OutboundMessage.status == "queued"))
     return Operations(
         days=await _per_day(db, now), turns=int(turns), prompt_tokens=int(prompt),
-        completion_tokens=int(completion), credits_spent=spent, whatsapp_sent=whatsapp, sms_segments=segments,
+        completion_tokens=int(completion), credits_spent=spent, whatsapp_sent=whatsapp,
+        templates_sent=templates, sms_segments=segments,
         cost_total=total, cost_per_active=total / active_30 if active_30 else None,
         failures=[(str(c), int(n)) for c, n in failures], jobs=[(str(s), int(n)) for s, n in jobs],
         queue_pending=pending, outbox_queued=queued)

@@ -39,6 +39,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "completion_tokens": ("Jetons du modèle (sortie)", "Model tokens (completion)"),
     "credits_spent": ("Crédits dépensés", "Credits spent"),
     "whatsapp_sent": ("Messages WhatsApp envoyés", "WhatsApp messages sent"),
+    "templates_sent": ("dont modèles approuvés (hors fenêtre de 24 h)",
+                       "of which approved templates (outside the 24 h window)"),
     "sms_segments": ("Segments SMS envoyés", "SMS segments sent"),
     "cost_total": ("Coût estimé", "Estimated cost"),
     "cost_per_active": ("Coût estimé par élève actif", "Estimated cost per active learner"),
