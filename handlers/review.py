@@ -29,6 +29,7 @@ from bot.learning import (
     has_items,
     item_topic,
     new_round,
+    pending_item,
     pick_items,
     record_checked,
     reteach_items,
@@ -131,7 +132,10 @@ async def _to_hand_over(msg: Incoming, now: datetime) -> int | None:
 
 
 async def _hand_over(msg: Incoming, item_id: int) -> None:
-    """The model's turn, told to teach that item again now (handlers/turn/prompt.py)."""
+    """The model's turn, told to teach that item again now (handlers/turn/prompt.py); none when it
+    was taught again meanwhile (a model call with nothing to do)."""
+    if await pending_item(msg.db, msg.user.id, item_id) is None:
+        return
     msg.extra[turn.RETEACH] = item_id
     await turn.handle(msg)
 
