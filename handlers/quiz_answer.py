@@ -63,7 +63,7 @@ async def handle(msg: Incoming) -> bool:
             return False
     seconds = max(0.0, (now - quiz.asked_at).total_seconds())
     if not await _already_recorded(msg):
-        await _record(msg, quiz, chosen == quiz.correct_index, seconds, history_note(quiz, chosen, seconds))
+        await _record(msg, quiz, chosen, seconds, history_note(quiz, chosen, seconds))
     # Committed before sending: the send records its own row in another session, which SQLite
     # would make wait behind this one's open write.
     await msg.db.commit()
@@ -81,15 +81,15 @@ async def _already_recorded(msg: Incoming) -> bool:
     return found is not None
 
 
-async def _record(msg: Incoming, quiz: Quiz, correct: bool, seconds: float, note: str) -> None:
+async def _record(msg: Incoming, quiz: Quiz, chosen: int, seconds: float, note: str) -> None:
     """The checked answer (result, the skill's mastery, the item's first schedule) and the note,
     in the handler's transaction: one commit, and `_already_recorded` sees it on a retry."""
     now = msg.services.clock()
     item = await find_item(msg.db, msg.user.id, quiz.quiz_id)
     await record_checked(
         msg.db, msg.services.settings.learning, user_id=msg.user.id, conversation_id=msg.conversation.id,
-        item=item, subject=quiz.subject, topic=quiz.topic, correct=correct, seconds=seconds, source="quiz",
-        now=now,
+        item=item, subject=quiz.subject, topic=quiz.topic, correct=chosen == quiz.correct_index,
+        seconds=seconds, source="quiz", now=now, chosen=chosen,
     )
     # The note tells the tutor the outcome on its next turn (the history builder shows "note" rows).
     msg.db.add(

@@ -6,6 +6,10 @@ While a round's question is pending, an option (`2`, `b`, the option's text, `vr
 short reply that is not an option (`7`, `euh`) gets « Réponds par 1, 2, 3 ou 4 » and changes nothing;
 a sentence or a question goes on to the tutor, the question still pending. The handler sits after
 the commands, so MENU, PROGRES or NOUVEAU still work in the middle of a round.
+
+An item missed twice in a row is never replayed (bot.learning.reteach): the round hands one such
+item to the model once its questions are done (at once when it has none), and the model explains
+the idea another way and asks a new question on it. Not on a gentle day (handlers/safety.py).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
+from bot import safety
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import expired_menu_kind, get_menu, set_menu
@@ -24,8 +29,10 @@ from bot.learning import (
     has_items,
     item_topic,
     new_round,
+    pending_item,
     pick_items,
     record_checked,
+    reteach_items,
     round_from_menu,
     round_intro,
     score_line,
@@ -40,6 +47,7 @@ from bot.learning.quiz import (
     render_verdict,
 )
 from bot.storage.models import Message, PendingMenu, QuizItem
+from handlers import turn
 
 # « Réviser »: the reminders' button, should its tap come as its title alone.
 WORDS = frozenset({"REVISION", "REVISIONS", "REVISER", "REVIEW", "REVIEWS"})
@@ -116,9 +124,30 @@ def looks_like_an_answer(text: str) -> bool:
 # --- a round -----------------------------------------------------------------------------------
 
 
+async def _to_hand_over(msg: Incoming, now: datetime) -> int | None:
+    """The item waiting to be taught again that this round gives the model (one at most)."""
+    waiting = await reteach_items(msg.db, msg.user.id, now, 1)
+    if not waiting or await safety.gentle(msg.db, msg.user.id, now):
+        return None
+    return waiting[0].id
+
+
+async def _hand_over(msg: Incoming, item_id: int) -> None:
+    """The model's turn, told to teach that item again now (handlers/turn/prompt.py); none when it
+    was taught again meanwhile (a model call with nothing to do)."""
+    if await pending_item(msg.db, msg.user.id, item_id) is None:
+        return
+    msg.extra[turn.RETEACH] = item_id
+    await turn.handle(msg)
+
+
 async def _start(msg: Incoming) -> None:
     now = msg.services.clock()
     items, due = await pick_items(msg.db, msg.user.id, now)
+    handed = await _to_hand_over(msg, now)
+    if not items and handed is not None:
+        await _hand_over(msg, handed)
+        return
     if not items:
         text = msg.t(
             "Rien à revoir pour le moment : tes questions reviendront le moment venu. "
@@ -134,7 +163,7 @@ async def _start(msg: Incoming) -> None:
         await msg.db.commit()
         await msg.reply(text)
         return
-    current = new_round(msg.user.id, msg.conversation.id, items, now)
+    current = new_round(msg.user.id, msg.conversation.id, items, now, reteach=handed)
     ttl_s = msg.services.settings.quiz_ttl_s
     quiz = item_quiz(items[0], msg.conversation.id, now, ttl_s)
     text = f"{round_intro(len(items), due, msg.lang)}\n\n{render_question(msg, quiz, 1, len(items))}"
@@ -176,7 +205,8 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     await record_checked(msg.db, services.settings.learning, user_id=msg.user.id,
                          conversation_id=msg.conversation.id, item=item, subject=item.subject,
                          topic=await item_topic(msg.db, item), correct=correct,
-                         seconds=max(0.0, (now - current.asked_at).total_seconds()), source="review", now=now)
+                         seconds=max(0.0, (now - current.asked_at).total_seconds()), source="review", now=now,
+                         chosen=chosen)
     msg.db.add(Message(conversation_id=msg.conversation.id, role="note", content=review_note(quiz, chosen),
                        inbound_id=msg.inbound.id, created_at=now))
     following = current.answered(correct, msg.inbound.id, "", now)
@@ -187,10 +217,12 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     menu_id = await set_menu(services, msg.conversation.id, REVIEW_KIND, following.to_menu(), ttl_s,
                              db=msg.db)
     await msg.db.commit()
-    if question is None:
-        await msg.reply(reply)
-    else:
+    if question is not None:
         await msg.reply(menu=quiz_menu(question, reply, msg.lang, menu_id))
+        return True
+    await msg.reply(reply)
+    if following.reteach is not None:  # the round is over: the model teaches the item it kept aside
+        await _hand_over(msg, following.reteach)
     return True
 
 

@@ -19,6 +19,7 @@ PARAMETERS: dict[str, Any] = {
         "explanation": {"type": "string"},
         "subject": {"type": "string"},
         "topic": {"type": "string"},
+        "replaces": {"type": "integer"},
     },
     "required": ["question", "options", "correct_index", "explanation"],
 }
@@ -35,7 +36,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Multiple-choice quiz, 2-4 options, server-checked.",
+    description="Multiple-choice quiz, 2-4 options.",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
     step=StepText("❓", "Préparation du quiz", "Preparing the quiz"),

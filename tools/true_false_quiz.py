@@ -34,7 +34,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="True/false quiz, server-checked.",
+    description="True/false quiz.",
     parameters=PARAMETERS,
     modes=CHILD_AND_PRO,
     step=StepText("⚖️", "Préparation du vrai ou faux", "Preparing the true-or-false question"),

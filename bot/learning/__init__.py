@@ -1,10 +1,11 @@
 """What the tutor knows of a learner: the canonical subjects and skill keys, mastery per skill (BKT),
 when each quiz item comes back (FSRS), the class level and the sessions; recording checked answers and
 review rounds; what is known of a learner, read back (progress, the prompt's learner block), the
-hour each student studies, the practice nudges and the way back after a silence."""
+hour each student studies, the practice nudges and the way back after a silence; an item missed
+again taught again by the model (reteach)."""
 
 from bot.learning.errors import LearningError
-from bot.learning.items import due_count, due_items, recently_missed
+from bot.learning.items import due_count, due_items, needs_reteach, recently_missed
 from bot.learning.levels import (
     CYCLES,
     LEVEL_MENU_KIND,
@@ -39,6 +40,14 @@ from bot.learning.record import (
     subject_for,
 )
 from bot.learning.reengage import reengage_jobs, send_reengagement
+from bot.learning.reteach import (
+    RETEACH_AFTER,
+    RETIRE_AFTER,
+    mark_retaught,
+    pending_item,
+    reteach_block,
+    reteach_items,
+)
 from bot.learning.review import next_review, recall_probability
 from bot.learning.rounds import (
     REVIEW_KIND,
@@ -63,6 +72,8 @@ __all__ = [
     "LEVEL_MENU_KIND",
     "NUDGE_MENU",
     "OTHER",
+    "RETEACH_AFTER",
+    "RETIRE_AFTER",
     "REVIEW_KIND",
     "ROUND_SIZE",
     "SUBJECTS",
@@ -91,12 +102,15 @@ __all__ = [
     "learner_view",
     "level_by_number",
     "level_menu",
+    "mark_retaught",
+    "needs_reteach",
     "new_round",
     "next_review",
     "nudge_jobs",
     "offer_cycle",
     "offer_level_menu",
     "parse_level",
+    "pending_item",
     "pick_items",
     "recall_probability",
     "recently_missed",
@@ -104,6 +118,8 @@ __all__ = [
     "record_checked_answer",
     "record_reported",
     "reengage_jobs",
+    "reteach_block",
+    "reteach_items",
     "round_from_menu",
     "round_intro",
     "schedule",

@@ -8,7 +8,9 @@ sent to the user, nor in the tool result or the tool-call arguments the model se
 (`redact_tool_arguments` is for the history writer).
 
 Server rules (the model's prompt says the same, the server enforces it): at most
-`MAX_QUIZZES_PER_CONVERSATION` per conversation, never on the conversation's first user message.
+`MAX_QUIZZES_PER_CONVERSATION` per conversation, never on the conversation's first user message,
+except a question that teaches again an item missed twice in a row (its `replaces` argument,
+bot.learning.reteach): it comes with its new explanation, and REVISION may be the first message.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.agent.toolspec import ToolContext, tool_error
 from bot.channel.buttons import Menu
 from bot.channel.menus import get_menu, set_menu
-from bot.learning import keep_item, subject_for
+from bot.learning import item_topic, keep_item, mark_retaught, pending_item, subject_for
 from bot.learning.errors import LearningError
 from bot.learning.quiz_types import MCQ as MCQ
 from bot.learning.quiz_types import QUIZ_TYPES, QuizType, normalise, quiz_type_of
@@ -167,11 +169,14 @@ def subject_and_topic(args: dict[str, Any]) -> tuple[str, str]:
 # --- storing -------------------------------------------------------------------------------------
 
 
-async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int) -> int:
-    """Counts one more quiz for the conversation, or raises QuizError saying why it is refused.
+async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int, *,
+                          reteach: bool = False) -> int:
+    """Counts one more quiz for the conversation, or raises QuizError saying why it is refused
+    (`reteach`: a question teaching an item again, which may come on the first message).
 
     One conditional UPDATE, so two quizzes asked at once can never both take the last slot.
     """
+    first = 0 if reteach else 1
     async with services.sessions() as db:
         result = await db.execute(
             update(Conversation)
@@ -179,7 +184,7 @@ async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int
                 Conversation.id == conversation_id,
                 Conversation.user_id == user_id,
                 Conversation.quiz_count < MAX_QUIZZES_PER_CONVERSATION,
-                Conversation.user_message_count > 1,
+                Conversation.user_message_count > first,
             )
             .values(quiz_count=Conversation.quiz_count + 1)
         )
@@ -196,7 +201,7 @@ async def claim_quiz_slot(services: Services, conversation_id: int, user_id: int
         ).first()
     if row is None or row.user_id != user_id:
         raise QuizError("no such conversation for this user")
-    if row.user_message_count <= 1:
+    if row.user_message_count <= first:
         raise QuizError(
             "quiz refused: never on the conversation's first message. Answer the student first; "
             "a quiz can come later in the conversation."
@@ -222,13 +227,18 @@ async def store_quiz(
     explanation: str,
     subject: str = "",
     topic: str = "",
+    replaces: int | None = None,
 ) -> Quiz:
     """Keeps the quiz as the conversation's pending menu (replacing any previous one) and as a
     quiz item for review, under its canonical subject (the conversation's last one when the model
-    named none)."""
+    named none). A quiz that `replaces` an item waiting to be taught again is linked to it, on its
+    subject and skill."""
     now = services.clock()
     ttl_s = services.settings.quiz_ttl_s
     async with services.sessions() as db:
+        old = None if replaces is None else await pending_item(db, user_id, replaces)
+        if old is not None:
+            subject, topic = old.subject, await item_topic(db, old)
         quiz = Quiz(
             quiz_id=secrets.token_hex(6),
             quiz_type=quiz_type,
@@ -243,10 +253,12 @@ async def store_quiz(
             asked_at=now,
             expires_at=now + timedelta(seconds=ttl_s),
         )
-        await keep_item(db, quiz_id=quiz.quiz_id, quiz_type=quiz_type, user_id=user_id,
-                        conversation_id=conversation_id, question=question, options=options,
-                        correct_index=correct_index, explanation=explanation, subject=quiz.subject,
-                        topic=topic, now=now)
+        item = await keep_item(db, quiz_id=quiz.quiz_id, quiz_type=quiz_type, user_id=user_id,
+                               conversation_id=conversation_id, question=question, options=options,
+                               correct_index=correct_index, explanation=explanation,
+                               subject=quiz.subject, topic=topic, now=now)
+        if old is not None:
+            mark_retaught(old, item, now)
         await db.commit()
     await set_menu(services, conversation_id, MENU_KIND, quiz.to_menu(), ttl_s, menu_id=quiz.quiz_id)
     return quiz
@@ -276,7 +288,8 @@ async def ask(
     """What both quiz tools do once their arguments are parsed: enforce the per-conversation
     rules, store the quiz, send the menu, and give the model the quiz without its answer."""
     try:
-        await claim_quiz_slot(ctx.services, ctx.conversation_id, ctx.user_id)
+        replaces = await replaced_item(ctx, args)
+        await claim_quiz_slot(ctx.services, ctx.conversation_id, ctx.user_id, reteach=replaces is not None)
     except QuizError as exc:
         return tool_error(str(exc))
     subject, topic = subject_and_topic(args)
@@ -291,10 +304,31 @@ async def ask(
         explanation=explanation,
         subject=subject,
         topic=topic,
+        replaces=replaces,
     )
     text = render_quiz(quiz, ctx.channel, ctx.language)
     await ctx.send(text, menu=quiz_menu(quiz, text, ctx.language))
-    return sanitised_result(quiz)
+    shown = sanitised_result(quiz)
+    if replaces is not None:
+        shown["replaces"] = replaces
+    return shown
+
+
+async def replaced_item(ctx: ToolContext, args: dict[str, Any]) -> int | None:
+    """The item the `replaces` argument names, checked to be the student's and waiting to be taught
+    again; None when not given."""
+    value = args.get("replaces")
+    if value is None or value == "":
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise QuizError("'replaces' must be an integer (the id given in the prompt)")
+    async with ctx.services.sessions() as db:
+        if await pending_item(db, ctx.user_id, value) is None:
+            raise QuizError(f"replaces={value} is not a question of this student waiting to be "
+                            "taught again: ask the quiz without it")
+    return value
 
 
 def sanitised_result(quiz: Quiz) -> dict[str, Any]:
@@ -309,7 +343,7 @@ def sanitised_result(quiz: Quiz) -> dict[str, Any]:
     return shown
 
 
-_SHOWN_ARGUMENTS = frozenset({"subject", "topic"}).union(
+_SHOWN_ARGUMENTS = frozenset({"subject", "topic", "replaces"}).union(
     *(t.shown_arguments for t in QUIZ_TYPES.values()))
 
 

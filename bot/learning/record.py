@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.config_groups import Learning
 from bot.learning.mastery import record_checked_answer
+from bot.learning.reteach import after_answer
 from bot.learning.review import next_review
 from bot.learning.study_hours import StudyTime, study_time
 from bot.learning.subjects import OTHER, canonical_subject, known_subject, skill_key, skill_label
@@ -67,9 +68,11 @@ async def find_item(db: AsyncSession, user_id: int, quiz_id: str) -> QuizItem | 
     return await db.scalar(select(QuizItem).where(QuizItem.quiz_id == quiz_id, QuizItem.user_id == user_id))
 
 
-def schedule(item: QuizItem, correct: bool, now: datetime, study: StudyTime | None = None) -> None:
+def schedule(item: QuizItem, correct: bool, now: datetime, study: StudyTime | None = None,
+             chosen: int | None = None) -> None:
     """The item's next review after one answer: a miss comes back soon (at the student's study hour,
-    `study`), a right answer later."""
+    `study`), a right answer later; its misses counted (bot.learning.reteach), `chosen` the option
+    picked."""
     card: dict[str, Any]
     card, due = next_review(item.card, correct, now, study)
     item.card = card
@@ -78,12 +81,13 @@ def schedule(item: QuizItem, correct: bool, now: datetime, study: StudyTime | No
     item.last_correct = correct
     item.answers = (item.answers or 0) + 1
     item.lapses = (item.lapses or 0) + int(not correct)
+    after_answer(item, correct, now, chosen)
 
 
 async def record_checked(
     db: AsyncSession, learning: Learning, *, user_id: int, conversation_id: int | None,
     item: QuizItem | None, subject: str, topic: str, correct: bool, seconds: float | None,
-    source: str, now: datetime,
+    source: str, now: datetime, chosen: int | None = None,
 ) -> ExerciseResult:
     """One answer the server checked (a quiz's or a review's): the result, the skill's mastery and,
     when the question is a kept item, its schedule. The caller commits, once, with whatever marks
@@ -91,7 +95,7 @@ async def record_checked(
     subject = canonical_subject(subject)
     key, label = skill_of(subject, topic)
     if item is not None:
-        schedule(item, correct, now, None if correct else await study_time(db, user_id, now))
+        schedule(item, correct, now, None if correct else await study_time(db, user_id, now), chosen)
     result = ExerciseResult(
         user_id=user_id, conversation_id=conversation_id, subject=subject, topic=skill_label(topic),
         skill=key, correct=correct, time_to_answer_s=seconds, source=source, verified=True,

@@ -37,6 +37,7 @@ class Round:
     asked_at: datetime  # when the pending question was sent
     last_inbound: int | None = None
     last_reply: str = ""
+    reteach: int | None = None  # the item waiting to be taught again, handed to the model at the end
 
     @property
     def done(self) -> bool:
@@ -50,7 +51,7 @@ class Round:
         return {"round_id": self.round_id, "user_id": self.user_id, "conversation_id": self.conversation_id,
                 "items": list(self.items), "index": self.index, "right": self.right,
                 "asked_at": self.asked_at.isoformat(), "last_inbound": self.last_inbound,
-                "last_reply": self.last_reply}
+                "last_reply": self.last_reply, "reteach": self.reteach}
 
     def answered(self, correct: bool, inbound_id: int, reply: str, now: datetime) -> Round:
         return replace(self, index=self.index + 1, right=self.right + int(correct), asked_at=now,
@@ -62,21 +63,23 @@ def round_from_menu(menu: dict[str, Any] | None) -> Round | None:
     if menu is None or menu.get("kind") != REVIEW_KIND:
         return None
     try:
-        last = menu.get("last_inbound")
+        last, reteach = menu.get("last_inbound"), menu.get("reteach")
         return Round(round_id=str(menu["round_id"]), user_id=int(menu["user_id"]),
                      conversation_id=int(menu["conversation_id"]),
                      items=tuple(int(i) for i in menu["items"]), index=int(menu["index"]),
                      right=int(menu["right"]), asked_at=datetime.fromisoformat(menu["asked_at"]),
                      last_inbound=None if last is None else int(last),
-                     last_reply=str(menu.get("last_reply", "")))
+                     last_reply=str(menu.get("last_reply", "")),
+                     reteach=None if reteach is None else int(reteach))
     except (KeyError, TypeError, ValueError):
         return None
 
 
 async def pick_items(db: AsyncSession, user_id: int, now: datetime) -> tuple[list[QuizItem], bool]:
     """The round's items and whether they are due: the due ones, longest overdue first; when none
-    is, the ones most recently missed."""
-    due = await due_items(db, user_id, now, ROUND_SIZE)
+    is, the ones most recently missed. Never one waiting to be taught again (bot.learning.reteach):
+    the round hands that one to the model."""
+    due = await due_items(db, user_id, now, ROUND_SIZE, replay_only=True)
     if due:
         return due, True
     return await recently_missed(db, user_id, ROUND_SIZE), False
@@ -86,9 +89,10 @@ async def has_items(db: AsyncSession, user_id: int) -> bool:
     return await db.scalar(select(QuizItem.id).where(QuizItem.user_id == user_id).limit(1)) is not None
 
 
-def new_round(user_id: int, conversation_id: int, items: list[QuizItem], now: datetime) -> Round:
+def new_round(user_id: int, conversation_id: int, items: list[QuizItem], now: datetime,
+              reteach: int | None = None) -> Round:
     return Round(round_id=secrets.token_hex(6), user_id=user_id, conversation_id=conversation_id,
-                 items=tuple(item.id for item in items), index=0, right=0, asked_at=now)
+                 items=tuple(item.id for item in items), index=0, right=0, asked_at=now, reteach=reteach)
 
 
 async def item_topic(db: AsyncSession, item: QuizItem) -> str:

@@ -3,25 +3,32 @@ next message opens a new one, so the history the model reads (and pays for) is o
 
 The new conversation starts with a carried-over note (a `note` row, which the history shows the
 model as a system message): the previous session's subjects and skills, from its checked and
-reported results and its quiz items, and how many items are due for review. It is built from the
-database alone, no model call, and kept to a few hundred bytes. Memories, tasks, files, results,
-items and mastery belong to the user, not the conversation, so they carry on as they are.
+reported results and its quiz items, its open exercise and how far it got (bot.learning.homework:
+homework started at noon is still known at 19:00), and how many items are due for review. The
+previous session is the last one with anything in it: one opened by NOUVEAU and left empty is
+passed over, so NOUVEAU twice keeps the note. It is built from the database alone, no model call,
+and kept to about a kilobyte. Memories, tasks, files, results, items and mastery belong to the
+user, not the conversation, so they carry on as they are.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.learning.homework import exercise_line, open_exercise
 from bot.learning.items import due_count
 from bot.learning.subjects import canonical_subject, skill_key, skill_label
 from bot.storage.models import Conversation, ExerciseResult, Message, QuizItem, SkillMastery
 
-__all__ = ["NOTE_MAX_BYTES", "carried_note", "current_session", "is_idle", "start_session"]
+__all__ = ["NOTE_MAX_BYTES", "WORK_MAX_BYTES", "carried_note", "current_session", "is_idle",
+           "last_worked_session", "start_session"]
 
-NOTE_MAX_BYTES = 500
+NOTE_MAX_BYTES = 1200  # the whole note, its open exercise (at most about 700) included
+WORK_MAX_BYTES = 500  # the note without its open exercise: the work done is shortened first
+_LOOK_BACK = 5  # sessions walked back to find the last one with anything in it
 _MAX_SUBJECTS = 3
 _MAX_SKILLS = 3  # per subject
 _LABEL_CHARS = 30
@@ -68,8 +75,10 @@ def _subjects_text(worked: dict[str, dict[str, str]]) -> str:
 
 async def carried_note(db: AsyncSession, user_id: int, previous_id: int | None, now: datetime) -> str:
     """What the new session starts with (in English: it is for the model), at most NOTE_MAX_BYTES:
-    the work done is shortened first, the due reviews always said."""
+    the work done is shortened first, the open exercise and the due reviews always said."""
     worked = await _worked_on(db, user_id, previous_id) if previous_id is not None else {}
+    exercise = await open_exercise(db, previous_id) if previous_id is not None else None
+    open_work = f"{exercise_line(exercise)} " if exercise is not None else ""
     due = await due_count(db, user_id, now)
     head = "[Session] A new session; earlier messages not shown (memories, tasks and files kept). "
     if due:
@@ -78,26 +87,41 @@ async def carried_note(db: AsyncSession, user_id: int, previous_id: int | None, 
     else:
         tail = "No question due for review."
     if not worked:
-        return f"{head}No quiz or exercise in the last session. {tail}"
-    room = NOTE_MAX_BYTES - len(f"{head}Last session's work: . {tail}".encode())
+        nothing = "" if open_work else "No quiz or exercise in the last session. "
+        return f"{head}{nothing}{open_work}{tail}"
+    room = WORK_MAX_BYTES - len(f"{head}Last session's work: . {tail}".encode())
     work = _subjects_text(worked)
     if len(work.encode()) > room:
         work = work.encode()[:room - 3].decode(errors="ignore") + "…"  # "…" is 3 bytes
-    return f"{head}Last session's work: {work}. {tail}"
+    return f"{head}Last session's work: {work}. {open_work}{tail}"
+
+
+async def last_worked_session(db: AsyncSession, user_id: int) -> int | None:
+    """The user's latest conversation with anything in it (a message to or from the model, a
+    result, a quiz item), among the last few; None when there is none."""
+    ids = list(await db.scalars(select(Conversation.id).where(Conversation.user_id == user_id)
+                                .order_by(Conversation.id.desc()).limit(_LOOK_BACK)))
+    for conversation_id in ids:
+        used = exists().where(Message.conversation_id == conversation_id,
+                              Message.role.in_(("user", "assistant")))
+        results = exists().where(ExerciseResult.conversation_id == conversation_id)
+        items = exists().where(QuizItem.conversation_id == conversation_id)
+        if await db.scalar(select(used | results | items)):
+            return conversation_id
+    return None
 
 
 async def start_session(db: AsyncSession, user_id: int, now: datetime) -> Conversation:
     """Ends the user's active conversation (if any) and opens a new one that starts with the carried
     note. The caller commits."""
-    previous_id = await db.scalar(
-        select(Conversation.id).where(Conversation.user_id == user_id)
-        .order_by(Conversation.id.desc()).limit(1))
+    had_one = await db.scalar(select(Conversation.id).where(Conversation.user_id == user_id).limit(1))
+    previous_id = await last_worked_session(db, user_id)
     await db.execute(update(Conversation).where(Conversation.user_id == user_id,
                                                 Conversation.active.is_(True)).values(active=False))
     fresh = Conversation(user_id=user_id, active=True, created_at=now)
     db.add(fresh)
     await db.flush()
-    if previous_id is not None:  # a first conversation ever has nothing to carry
+    if had_one is not None:  # a first conversation ever has nothing to carry
         db.add(Message(conversation_id=fresh.id, role="note",
                        content=await carried_note(db, user_id, previous_id, now), created_at=now))
         await db.flush()

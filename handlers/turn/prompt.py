@@ -11,18 +11,20 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import library
+from bot import library, safety
 from bot.agent import history, vision
 from bot.agent.prompts import build_system_prompt
 from bot.channel.context import Incoming
-from bot.learning import learner_block, learner_view
+from bot.learning import learner_block, learner_view, reteach_block
 from bot.storage.models import Memory, UserFile
 from handlers.safety import DISTRESS
 
-__all__ = ["HISTORY_SHARE", "photos_of", "prompt", "save_user_message"]
+__all__ = ["HISTORY_SHARE", "RETEACH", "photos_of", "prompt", "save_user_message"]
 
 # Share of the context budget given to past conversation; the rest is left for this turn's work.
 HISTORY_SHARE = 0.6
+# msg.extra: the item a REVISION round hands to the model, to teach again now (handlers/review.py).
+RETEACH = "learning.reteach"
 
 
 async def _files_note(msg: Incoming) -> str:
@@ -103,6 +105,19 @@ def distress_note(msg: Incoming) -> str:
     )
 
 
+async def reteach_note(msg: Incoming) -> str:
+    """The items waiting to be taught again (bot.learning.reteach), for a student's turn; none on a
+    gentle day, when no quiz is asked."""
+    if DISTRESS in msg.extra:
+        return ""
+    now = msg.services.clock()
+    handed = msg.extra.get(RETEACH)
+    block = await reteach_block(msg.db, msg.user.id, now, handed=handed if isinstance(handed, int) else None)
+    if block and await safety.gentle(msg.db, msg.user.id, now):
+        return ""
+    return block
+
+
 async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) -> list[dict[str, Any]]:
     """The messages the loop starts from: system prompt, past conversation, this turn's photos."""
     services, settings, user, db = msg.services, msg.services.settings, msg.user, msg.db
@@ -112,7 +127,7 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
     learner = ""
     if user.mode == "child":  # the learner block is for students only
         view = await learner_view(db, user.id, user.school_level, settings.learning, services.clock())
-        learner = learner_block(view)
+        learner = "\n\n".join(part for part in (learner_block(view), await reteach_note(msg)) if part)
     system = build_system_prompt(
         user.mode or "guest",
         user=user,

@@ -12,7 +12,15 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright, expect
 
 from bot.storage.models import Conversation, InboundMessage, Message, OutboundMessage
-from tests.support.admin import PASSWORD, add_flag, add_result, make_cohort, make_operator, set_mastery
+from tests.support.admin import (
+    PASSWORD,
+    add_flag,
+    add_result,
+    add_retaught,
+    make_cohort,
+    make_operator,
+    set_mastery,
+)
 from tests.support.axe import assert_accessible
 from tests.support.harness import Harness
 from tests.support.render import OUTPUT_DIR
@@ -49,6 +57,8 @@ async def _seed_class(h: Harness) -> int:
     for week in range(12):
         at = now - timedelta(weeks=week, days=1)
         await add_result(h, students[0].id, SKILLS[week % 12], week % 3 != 0, at)
+    for n in (0, 4, 11, 29):  # questions taught again: « ↻ » in their cells
+        await add_retaught(h, students[n].id, SKILLS[n % 12], 1 + n % 3)
     await add_flag(h, students[3].id, "personne ne m'aime")
     async with h.services.sessions() as db, db.begin():  # what the flag's page shows
         conversation = Conversation(user_id=students[3].id, created_at=now)
@@ -109,6 +119,11 @@ async def test_the_dashboard_reads_well_at_360_and_1280_px(harness: Harness, bro
         await expect(cell).to_be_visible()
         assert (await cell.inner_text()).strip().isdigit()
         await expect(page.locator("#at-risk li")).to_have_count(5)
+        await expect(heat.locator("td .rt")).to_have_count(4)
+        marked = heat.locator("tbody tr").nth(0).locator("td:has(.rt)")  # the first student's Fractions
+        await expect(marked.locator(".rt")).to_have_text("↻1")
+        box, mark = await marked.bounding_box(), await marked.locator(".rt").bounding_box()
+        assert box is not None and mark is not None and mark["x"] + mark["width"] <= box["x"] + box["width"]
         if width >= 1280:  # on a wide screen the whole heatmap shows, its last column too
             last = await heat.locator("thead th").last.bounding_box()
             assert last is not None and last["x"] + last["width"] <= width

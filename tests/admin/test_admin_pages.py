@@ -14,7 +14,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.storage.models import Conversation, CreditEntry, OutboundMessage, SafetyFlag, TurnRecord
 from bot.web.admin import safe_cell
-from tests.support.admin import add_flag, add_result, logged_in, make_cohort, make_operator, set_mastery
+from tests.support.admin import (
+    add_flag,
+    add_result,
+    add_retaught,
+    logged_in,
+    make_cohort,
+    make_operator,
+    set_mastery,
+)
 from tests.support.harness import Harness
 
 
@@ -102,6 +110,34 @@ async def test_the_class_page_shows_the_heatmap_and_who_is_at_risk(harness: Harn
         assert "Bintou" in risk and "aucun message depuis 7 jours" in risk
         assert "Koffi" in risk and "maîtrise en baisse : Fractions" in risk
         assert "Awa" not in risk  # her last Géométrie answer was right
+    finally:
+        await admin.close()
+
+
+async def test_the_heatmap_counts_the_questions_taught_again(harness: Harness) -> None:
+    h = harness
+    awa = await h.make_user("+2250700000441", display_name="Awa")
+    koffi = await h.make_user("+2250700000442", display_name="Koffi")
+    await make_cohort(h, "CM1", [awa, koffi])
+    await set_mastery(h, awa.id, {"Fractions": 0.22, "Géométrie": 0.80})
+    await set_mastery(h, koffi.id, {"Fractions": 0.55})
+    await add_retaught(h, awa.id, "Fractions", 2)
+    await add_retaught(h, koffi.id, "Géométrie", 1)  # taught again before any mastery row of his
+    await make_operator(h, "admin@ecole.ci")
+    admin = await logged_in(h, "admin@ecole.ci")
+    try:
+        status, page, _ = await admin.get("/admin/cohorts/CM1")
+        assert status == 200 and "↻ réexpliqué" in page.split('class="legend"')[1].split("</p>")[0]
+        assert "« ↻ 2 » : réexpliqué deux fois" in page
+        heat = page.split('id="heatmap"')[1].split("</table>")[0]
+        awa_row = heat.split("Awa")[1].split("</tr>")[0]
+        assert '<td class="m0">22<span class="rt" title="réexpliqué ×2">↻2</span></td>' in awa_row
+        assert '<td class="m3">80</td>' in awa_row
+        koffi_row = heat.split("Koffi")[1].split("</tr>")[0]
+        assert '<td class="m2">55</td>' in koffi_row
+        assert '<td class="mx">·<span class="rt" title="réexpliqué ×1">↻1</span></td>' in koffi_row
+        status, page, _ = await admin.get("/admin/cohorts/CM1", headers={"Accept-Language": "en"})
+        assert 'title="re-taught ×2">↻2</span>' in page and "re-taught twice" in page
     finally:
         await admin.close()
 

@@ -1,4 +1,5 @@
-"""The dashboard's test helpers: operators, classes, mastery, results and flags as rows (the CLIs
+"""The dashboard's test helpers: operators, classes, mastery, results, questions taught again and
+flags as rows (the CLIs
 that make them are tested on their own), and a logged-in HTTP client (its own cookie jar, its own
 source address on the loopback so that the throttle's clients can be told apart, and the
 X-Forwarded-For a proxy in front would add to its requests)."""
@@ -20,6 +21,7 @@ from bot.storage.models import (
     ExerciseResult,
     Operator,
     OperatorCohort,
+    QuizItem,
     SafetyFlag,
     SkillMastery,
     User,
@@ -65,6 +67,23 @@ async def add_result(h: Harness, user_id: int, skill: str, correct: bool, at: da
     async with h.services.sessions() as db, db.begin():
         db.add(ExerciseResult(user_id=user_id, subject=subject, topic=skill, skill=skill.casefold(),
                               correct=correct, source="quiz", verified=True, created_at=at))
+
+
+async def add_retaught(h: Harness, user_id: int, skill: str, times: int,
+                       subject: str = "Mathématiques") -> None:
+    """A question on `skill` missed twice in a row, and `times` new questions asked to teach it again
+    (as interactive_quiz with `replaces` keeps them: on the missed one's subject and skill)."""
+    def item(n: int, replaces: int | None = None) -> QuizItem:
+        return QuizItem(user_id=user_id, quiz_id=f"rt{user_id}-{skill}-{n}"[:32], quiz_type="mcq",
+                        question=f"{skill} ?", options=["a", "b"], correct_index=0, subject=subject,
+                        skill=skill.casefold(), replaces_item_id=replaces, created_at=h.clock())
+
+    async with h.services.sessions() as db, db.begin():
+        missed = item(0)
+        missed.lapses, missed.miss_streak, missed.retaught_at = 2, 0, h.clock()
+        db.add(missed)
+        await db.flush()
+        db.add_all([item(n + 1, missed.id) for n in range(times)])
 
 
 async def add_flag(h: Harness, user_id: int, excerpt: str, category: str = "self_harm") -> int:

@@ -14,7 +14,8 @@ from bot.storage.models.base import PK, Base, utcnow
 
 class QuizItem(Base):
     """A question asked once in a quiz, asked again on review: `card` is its FSRS state
-    (bot.learning.review), `due_at` when it should come back."""
+    (bot.learning.review), `due_at` when it should come back. One missed twice in a row is taught
+    again by the model with a new question that `replaces_item_id` it (bot.learning.reteach)."""
 
     __tablename__ = "quiz_items"
     __table_args__ = (Index("ix_quiz_items_user_due", "user_id", "due_at"),)
@@ -36,6 +37,12 @@ class QuizItem(Base):
     last_correct: Mapped[bool | None] = mapped_column(Boolean)
     answers: Mapped[int] = mapped_column(Integer, default=0)
     lapses: Mapped[int] = mapped_column(Integer, default=0)  # wrong answers
+    miss_streak: Mapped[int] = mapped_column(Integer, default=0)  # wrong answers in a row
+    wrong_answers: Mapped[list[Any] | None]  # the options chosen when wrong (indices), the last few
+    # On a question asked to teach an item again: that item.
+    replaces_item_id: Mapped[int | None] = mapped_column(ForeignKey("quiz_items.id", ondelete="SET NULL"))
+    retaught_at: Mapped[datetime | None]  # when a new question replacing it was last asked
+    retired_at: Mapped[datetime | None]  # missed too often: no longer due, replaced by a new one
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -1,4 +1,5 @@
-"""A class and a student as the dashboard reads them: the roster, the heatmap of mastery, who is at
+"""A class and a student as the dashboard reads them: the roster, the heatmap of mastery (with how
+many of each student's questions on a skill were taught again, bot.learning.reteach), who is at
 risk, one student's skills, results and items due, and the rows of the CSV exports. A class or a
 student outside the viewer's scope is None (the page answers 404, as for one that does not exist)."""
 
@@ -7,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.config_groups import Learning
 from bot.learning import SkillView, canonical_subject, due_count, due_items, skill_views, subject_name
-from bot.storage.models import Cohort, CohortMember, ExerciseResult, SkillMastery, User
+from bot.storage.models import Cohort, CohortMember, ExerciseResult, QuizItem, SkillMastery, User
 from bot.web.admin.auth import Viewer
 
 QUIET_DAYS = 7  # no message for this long: at risk
@@ -31,9 +32,15 @@ class Student:
 
 
 @dataclass(frozen=True)
+class Cell:
+    p_known: float | None  # None when never answered
+    retaught: int  # the student's questions on that skill asked to teach a missed one again
+
+
+@dataclass(frozen=True)
 class Heatmap:
     skills: list[tuple[str, str]]  # (column label, subject shown) in column order
-    rows: list[tuple[Student, list[float | None]]]  # P(known) per column, None when never answered
+    rows: list[tuple[Student, list[Cell]]]  # one cell per column
 
 
 @dataclass(frozen=True)
@@ -87,8 +94,24 @@ async def _heatmap(db: AsyncSession, cohort_id: int, students: list[Student]) ->
         practised[(subject, skill)] = practised.get((subject, skill), 0) + 1
     columns = sorted(practised, key=lambda k: -practised[k])[:MAX_COLUMNS]
     columns.sort(key=lambda k: (k[0], labels[k].casefold()))
+    retaught = await _retaught(db, cohort_id)
     return Heatmap(skills=[(labels[k], subject_name(k[0], "fr")) for k in columns],
-                   rows=[(s, [values.get((s.user_id, *k)) for k in columns]) for s in students])
+                   rows=[(s, [Cell(values.get((s.user_id, *k)), retaught.get((s.user_id, *k), 0))
+                              for k in columns]) for s in students])
+
+
+async def _retaught(db: AsyncSession, cohort_id: int) -> dict[tuple[int, str, str], int]:
+    """Per (student, subject, skill): the questions asked to teach a missed one again (each is kept
+    on the missed one's subject and skill)."""
+    rows = (await db.execute(select(QuizItem.user_id, QuizItem.subject, QuizItem.skill, func.count()).join(
+        CohortMember, CohortMember.user_id == QuizItem.user_id).where(
+        CohortMember.cohort_id == cohort_id, QuizItem.replaces_item_id.is_not(None))
+        .group_by(QuizItem.user_id, QuizItem.subject, QuizItem.skill))).all()
+    counts: dict[tuple[int, str, str], int] = {}
+    for user_id, subject, skill, count in rows:
+        key = (user_id, canonical_subject(subject), skill)
+        counts[key] = counts.get(key, 0) + int(count)
+    return counts
 
 
 async def _fell(db: AsyncSession, cohort_id: int, now: datetime) -> dict[int, list[str]]:

@@ -61,9 +61,12 @@ TEXTS: dict[str, tuple[str, str]] = {
     "never": ("jamais", "never"),
     "heatmap": ("Maîtrise par compétence (%)", "Mastery by skill (%)"),
     "legend": ("Légende : moins de 30 %, moins de 50 %, moins de 70 %, moins de 95 %, "
-               "maîtrisé (95 % et plus) ; « · » : pas encore de réponse.",
+               "maîtrisé (95 % et plus) ; « · » : pas encore de réponse ; « ↻ 2 » : réexpliqué deux fois "
+               "(une question manquée deux fois de suite, expliquée autrement avec une nouvelle question).",
                "Key: under 30 %, under 50 %, under 70 %, under 95 %, mastered (95 % and more); "
-               "“·”: no answer yet."),
+               "“·”: no answer yet; “↻ 2”: re-taught twice (a question missed twice in a row, explained "
+               "another way with a new question)."),
+    "retaught": ("réexpliqué", "re-taught"),
     "at_risk": ("Élèves à risque", "Students at risk"),
     "quiet": ("aucun message depuis 7 jours", "no message for 7 days"),
     "fell": ("maîtrise en baisse :", "mastery fell:"),
