@@ -52,12 +52,14 @@ from bot.learning.rounds import (
     score_line,
 )
 from bot.learning.sessions import carried_note, current_session, start_session
+from bot.learning.skills import MERGE_AT, apart, closest_key, resolve_skill, similarity
 from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
 
 __all__ = [
     "CYCLES",
     "LEVELS",
     "LEVEL_MENU_KIND",
+    "MERGE_AT",
     "OTHER",
     "REVIEW_KIND",
     "ROUND_SIZE",
@@ -67,9 +69,11 @@ __all__ = [
     "LearningError",
     "Round",
     "SkillView",
+    "apart",
     "bkt_update",
     "canonical_subject",
     "carried_note",
+    "closest_key",
     "conversation_subject",
     "current_session",
     "cycle_by_number",
@@ -97,11 +101,13 @@ __all__ = [
     "record_checked",
     "record_checked_answer",
     "record_reported",
+    "resolve_skill",
     "round_from_menu",
     "round_intro",
     "schedule",
     "score_line",
     "send_review_nudges",
+    "similarity",
     "skill_key",
     "skill_label",
     "skill_of",
