@@ -20,6 +20,7 @@ from bot.learning import (
     closest_key,
     similarity,
     skill_key,
+    subject_name,
 )
 from tests.support.learner import items_of, mastery_of
 from tests.support.pedagogy import MCQ_ARGS, STUDENT, ask_quiz, say
@@ -102,6 +103,8 @@ def test_the_programmes_subjects_are_recognised(given: str, expected: str) -> No
 
 def test_autre_only_for_what_no_subject_is() -> None:
     assert all(canonical_subject(name) == name for name in SUBJECTS)
+    # Each has its English name for whoever chose English.
+    assert all(subject_name(name, "en") != name for name in SUBJECTS if name != "Latin")
     for unknown in ("cuisine", "couture", "jardinage", ""):
         assert canonical_subject(unknown) == OTHER
 
