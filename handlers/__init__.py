@@ -38,6 +38,7 @@ def chain() -> list[Handler]:
         turn,
         voice_commands,
         waiting_files,
+        weekly_note,
     )
 
     return [
@@ -60,6 +61,7 @@ def chain() -> list[Handler]:
         job_commands.handle,
         commands.handle,
         progress.handle,
+        weekly_note.handle,  # BILAN / SUMMARY: the week's note now, or the weekly note on or off
         memory_commands.handle,
         voice_commands.handle,
         task_commands.handle,

@@ -54,6 +54,7 @@ from bot.learning.rounds import (
 from bot.learning.sessions import carried_note, current_session, start_session
 from bot.learning.skills import MERGE_AT, apart, closest_key, resolve_skill, similarity
 from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
+from bot.learning.weekly import answer_streak, send_weekly_notes, streak_line, weekly_note_jobs
 
 __all__ = [
     "CYCLES",
@@ -69,6 +70,7 @@ __all__ = [
     "LearningError",
     "Round",
     "SkillView",
+    "answer_streak",
     "apart",
     "bkt_update",
     "canonical_subject",
@@ -107,13 +109,16 @@ __all__ = [
     "schedule",
     "score_line",
     "send_review_nudges",
+    "send_weekly_notes",
     "similarity",
     "skill_key",
     "skill_label",
     "skill_of",
     "skill_views",
     "start_session",
+    "streak_line",
     "subject_for",
     "subject_name",
     "to_work_on",
+    "weekly_note_jobs",
 ]

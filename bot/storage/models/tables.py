@@ -63,6 +63,8 @@ class User(Base):
     level_asked_at: Mapped[datetime | None]
     # REVISION NON / REVIEW OFF: no practice nudges (bot.learning).
     review_nudges: Mapped[bool] = mapped_column(Boolean, default=True)
+    # BILAN NON / SUMMARY OFF: no weekly note of the student's own progress (bot.learning.weekly).
+    weekly_progress_notes: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -272,7 +274,8 @@ class ExerciseResult(Base):
     conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
     subject: Mapped[str] = mapped_column(String(100), default="")
     topic: Mapped[str] = mapped_column(String(200), default="")
-    # The canonical subject's skill: the topic normalised (bot.learning.subjects).
+    # The canonical subject's skill: the topic folded (bot.learning.subjects), or the student's key
+    # of the same meaning (bot.learning.skills).
     skill: Mapped[str] = mapped_column(String(200), default="")
     correct: Mapped[bool] = mapped_column(Boolean)
     time_to_answer_s: Mapped[float | None]
