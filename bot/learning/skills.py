@@ -1,6 +1,6 @@
 """One skill, one key: a topic's key (bot.learning.subjects.skill_key) is matched with the keys the
 student already has in that subject, so that « imparfait de l'indicatif » counts with « imparfait »,
-« fractoins » with « fractions » and « Pythagorean theorem » with « Pythagore ».
+« pythagor » with « Pythagore » and « Pythagorean theorem » with « théorème de Pythagore ».
 
 Two keys name one skill when their meanings are close: the cosine of their vectors by the process's
 multilingual-e5-small (`bot.e5`) reaches MERGE_AT. e5 puts sibling skills as close as rewordings
@@ -12,8 +12,10 @@ two cases are never merged whatever the cosine:
   other's (« symétrie axiale » / « symétrie centrale »; but « passive voice » / « voix passive » is a
   translation, « verbes irréguliers » / « irregular verbs » too).
 What this leaves apart though it is one skill: a synonym beside a shared word (« système digestif »,
-« appareil digestif »), acronyms (« PGCD ») and clipped words (« probas »). Apart is the safe side:
-two keys for one skill is what every key was before.
+« appareil digestif »), acronyms (« PGCD »), clipped words (« probas »), a typo in a short word
+(« fractoins ») and some translations (« Cold War »): below MERGE_AT, where « réciproque de
+Pythagore » and « cercle trigonométrique » also sit beside « Pythagore » and « cercle ». Apart is the
+safe side: two keys for one skill is what every key was before.
 
 MERGE_AT is chosen on the table of pairs that must and must not merge (tests/pedagogy/skill_pairs.json,
 held by a test): the cosines of the pairs that reach it, with the vetoes above, are apart on either
