@@ -59,7 +59,7 @@ def registered_jobs() -> list[Job]:
     """Periodic jobs (bot.periodic.Job) run by every worker: each once per period across
     processes, and each claims its rows atomically."""
     from bot.assistant.tasks import reminder_jobs
-    from bot.learning import nudge_jobs, reengage_jobs
+    from bot.learning import nudge_jobs, reengage_jobs, weekly_note_jobs
     from bot.learning.progress import weekly_summary_jobs
     from bot.library import index_jobs
     from bot.pipeline.retention import retention_jobs
@@ -67,7 +67,7 @@ def registered_jobs() -> list[Job]:
     from bot.school import teacher_summary_jobs
 
     return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
-            *reengage_jobs(), *retention_jobs(), *index_jobs(), *escalation_jobs()]
+            *reengage_jobs(), *weekly_note_jobs(), *retention_jobs(), *index_jobs(), *escalation_jobs()]
 
 
 def registered_routes() -> list[web.AbstractRouteDef]:

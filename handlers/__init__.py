@@ -40,6 +40,7 @@ def chain() -> list[Handler]:
         turn,
         voice_commands,
         waiting_files,
+        weekly_note,
     )
 
     return [
@@ -65,6 +66,7 @@ def chain() -> list[Handler]:
         job_commands.handle,
         commands.handle,
         progress.handle,
+        weekly_note.handle,  # BILAN / SUMMARY: the week's note now, or the weekly note on or off
         memory_commands.handle,
         voice_commands.handle,
         task_commands.handle,

@@ -84,6 +84,13 @@ CATALOGUE: tuple[Command, ...] = (
        ("Résume tes résultats par matière : réponses justes, notions, questions à revoir.",
         "Sums up your results per subject: right answers, skills, questions to review."),
        ("PROGRES", "PROGRESS"), "MES PROGRES", "MY PROGRESS"),
+    _c("BILAN", "SUMMARY", _STUDENT,
+       ("ta semaine", "your week"),
+       ("Résume ta semaine : questions, réponses justes, jours de suite, notions à revoir. Ce bilan "
+        "t'arrive aussi chaque semaine sur WhatsApp : BILAN NON l'arrête, BILAN OUI le remet.",
+        "Sums up your week: questions, right answers, days in a row, skills to review. This summary "
+        "also comes every week on WhatsApp: SUMMARY OFF stops it, SUMMARY ON brings it back."),
+       ("BILAN", "SUMMARY")),
     _c("TACHES", "TASKS", _ENROLLED,
        ("tes tâches et rappels", "your tasks and reminders"),
        ("Liste tes tâches en cours, numérotées. Pour en créer une, demande-le simplement "
@@ -157,7 +164,7 @@ CATALOGUE: tuple[Command, ...] = (
         "EMAIL DELETE removes it."),
        ("EMAIL awa@exemple.com", "EMAIL awa@example.com"), "E-MAIL", "COURRIEL"),
     _c("CODE", "CODE", _ENROLLED,
-       ("confirmer ton e-mail (CODE 123456)", "confirm your e-mail (CODE 123456)"),
+       ("confirmer ton e-mail", "confirm your e-mail (CODE 123456)"),
        ("CODE suivi des 6 chiffres reçus par e-mail confirme ton adresse.",
         "CODE and the 6 digits received by e-mail confirms your address."),
        ("CODE 123456", "CODE 123456")),
@@ -181,7 +188,7 @@ CATALOGUE: tuple[Command, ...] = (
        ("STOP", "STOP"), "ARRET", "STOPALL", "UNSUBSCRIBE", "START", "UNSTOP"),
             label=Text("STOP / START", "STOP / START")),
     _c("MENU", "MENU", _ALL,
-       ("toutes les commandes", "every command"),
+       ("les commandes", "every command"),
        ("Montre toutes les commandes, comme AIDE.", "Shows every command, as HELP does."),
        ("MENU", "MENU")),
     _c("AIDE", "HELP", _ALL,

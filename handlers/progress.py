@@ -21,7 +21,7 @@ from sqlalchemy import select
 from bot import safety
 from bot.channel.context import Incoming
 from bot.channel.links import progress_page_url, short_name
-from bot.learning import due_count, skill_views
+from bot.learning import answer_streak, due_count, skill_views
 from bot.learning.progress import format_progress, struggles, student_name, subject_stats
 from bot.learning.progress_chart import progress_data, progress_png
 from bot.learning.quiz_types import normalise
@@ -52,7 +52,8 @@ async def handle(msg: Incoming) -> bool:
 
 
 async def own_progress(msg: Incoming) -> tuple[str, bool]:
-    """Per subject: checked answers, then the skills by status, what was only reported (apart),
+    """The streak (days in a row, in the user's zone, with a checked answer), then per subject:
+    checked answers, then the skills by status, what was only reported (apart),
     and the items due for review; and whether it is about the user's own results (not a parent
     only pointed to ENFANTS)."""
     now, learning = msg.services.clock(), msg.services.settings.learning
@@ -63,7 +64,10 @@ async def own_progress(msg: Incoming) -> tuple[str, bool]:
                      "Your child's progress: send CHILDREN.")
     if msg.user.role == "parent" and not stats and not skills:
         return children, False  # a parent asks about their child: their own empty results would puzzle them
-    text = format_progress(stats, msg.lang, skills=skills, due=due, compact=msg.channel == "sms")
+    streak = await answer_streak(msg.db, msg.user.id, now, msg.user.timezone,
+                                 msg.services.settings.default_timezone)
+    text = format_progress(stats, msg.lang, skills=skills, due=due, compact=msg.channel == "sms",
+                           streak=streak)
     if msg.user.role == "parent":
         text += "\n" + children
     elif not stats and not skills:

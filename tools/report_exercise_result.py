@@ -39,7 +39,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not isinstance(correct, bool):
         return tool_error("'correct' must be a boolean (true or false)")
     async with ctx.services.sessions() as db:
-        record_reported(
+        await record_reported(
             db, user_id=ctx.user_id, conversation_id=ctx.conversation_id,
             subject=await subject_for(db, ctx.conversation_id, subject.strip()[:100]),
             topic=topic.strip()[:200], correct=correct, now=ctx.services.clock(),

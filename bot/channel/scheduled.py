@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from bot.channel.outbound import SendResult
     from bot.services import Services
 
-__all__ = ["RETRIED_SKIPS", "Outgoing", "Render", "deliver_due", "plan"]
+__all__ = ["RETRIED_SKIPS", "Outgoing", "Render", "deliver_due", "plan", "plan_each"]
 
 log = logging.getLogger("bot.channel.scheduled")
 
@@ -83,6 +83,20 @@ async def plan(db: AsyncSession, now: datetime, *, key: str, kind: str, user_id:
         return True
     except IntegrityError:
         return False
+
+
+async def plan_each(db: AsyncSession, now: datetime, kind: str, wanted: Mapping[str, int]) -> int:
+    """Plans a row of `kind`, due now, for each key (its user id) not planned yet, in the caller's
+    transaction; returns how many were planned. The keys planned already are read in one query
+    first: most ticks plan nothing new."""
+    if not wanted:
+        return 0
+    known = set(await db.scalars(select(ScheduledSend.key).where(ScheduledSend.key.in_(list(wanted)))))
+    planned = 0
+    for key, user_id in wanted.items():
+        if key not in known:
+            planned += await plan(db, now, key=key, kind=kind, user_id=user_id, slot_at=now)
+    return planned
 
 
 def _claimable(now: datetime, max_attempts: int) -> Any:

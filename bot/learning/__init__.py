@@ -62,14 +62,17 @@ from bot.learning.rounds import (
     score_line,
 )
 from bot.learning.sessions import carried_note, current_session, start_session
+from bot.learning.skills import MERGE_AT, apart, closest_key, resolve_skill, similarity
 from bot.learning.study_hours import DEFAULT_STUDY_HOUR, StudyTime, learned_hour, send_hour, study_hour
 from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
+from bot.learning.weekly import answer_streak, send_weekly_notes, streak_line, weekly_note_jobs
 
 __all__ = [
     "CYCLES",
     "DEFAULT_STUDY_HOUR",
     "LEVELS",
     "LEVEL_MENU_KIND",
+    "MERGE_AT",
     "NUDGE_MENU",
     "OTHER",
     "RETEACH_AFTER",
@@ -83,9 +86,12 @@ __all__ = [
     "Round",
     "SkillView",
     "StudyTime",
+    "answer_streak",
+    "apart",
     "bkt_update",
     "canonical_subject",
     "carried_note",
+    "closest_key",
     "conversation_subject",
     "current_session",
     "cycle_by_number",
@@ -118,6 +124,7 @@ __all__ = [
     "record_checked_answer",
     "record_reported",
     "reengage_jobs",
+    "resolve_skill",
     "reteach_block",
     "reteach_items",
     "round_from_menu",
@@ -127,13 +134,17 @@ __all__ = [
     "send_hour",
     "send_reengagement",
     "send_review_nudges",
+    "send_weekly_notes",
+    "similarity",
     "skill_key",
     "skill_label",
     "skill_of",
     "skill_views",
     "start_session",
+    "streak_line",
     "study_hour",
     "subject_for",
     "subject_name",
     "to_work_on",
+    "weekly_note_jobs",
 ]

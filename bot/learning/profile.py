@@ -33,7 +33,9 @@ _ENGLISH = {
     "Mathématiques": "Maths", "Français": "French", "SVT": "Life sciences",
     "Physique-Chimie": "Physics-Chemistry", "Histoire-Géographie": "History-Geography",
     "Anglais": "English", "Philosophie": "Philosophy", "EDHC": "Civics", "Informatique": "Computing",
-    OTHER: "Other",
+    "Espagnol": "Spanish", "Allemand": "German", "Arabe": "Arabic", "Latin": "Latin",
+    "Économie": "Economics", "SES": "Social sciences", "Comptabilité": "Accounting", "Lecture": "Reading",
+    "Éducation musicale": "Music", "Arts plastiques": "Art", "EPS": "PE", OTHER: "Other",
 }
 
 

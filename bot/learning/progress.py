@@ -30,6 +30,7 @@ from bot.learning.profile import (
     to_work_on,
 )
 from bot.learning.subjects import canonical_subject
+from bot.learning.weekly import streak_line
 from bot.periodic import Job
 from bot.services import Services
 from bot.storage.db import rowcount
@@ -139,11 +140,12 @@ def _unverified_line(s: SubjectStats, language: str) -> str:
 
 def format_progress(stats: list[SubjectStats], language: str, *, name: str | None = None,
                     skills: Sequence[SkillView] | None = None, due: int = 0,
-                    work_on: Sequence[SkillView] = (), compact: bool = False) -> str:
-    """The PROGRES answer: per subject, checked questions, % right, this week vs last, then (with
-    `skills`) its skills by status with their answer counts, and what was only reported, apart.
-    `work_on` (ENFANTS) names the skills the student struggles with; `due` the items to review.
-    `compact` (SMS): fewer subjects and skills, no trend."""
+                    work_on: Sequence[SkillView] = (), compact: bool = False, streak: int = 0) -> str:
+    """The PROGRES answer: the streak (days in a row with a checked answer), per subject, checked
+    questions, % right, this week vs last, then (with `skills`) its skills by status with their
+    answer counts, and what was only reported, apart. `work_on` (ENFANTS) names the skills the
+    student struggles with; `due` the items to review. `compact` (SMS): fewer subjects and skills,
+    no trend."""
     most = SMS_SUBJECTS if compact else MAX_SUBJECTS
     if name:
         head = fr_en(language, f"📊 Progrès de {name}", f"📊 {name}'s progress")
@@ -152,7 +154,7 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
     if not stats and not skills:
         empty = fr_en(language, "Pas encore d'exercice enregistré.", "No exercise recorded yet.")
         return f"{head}\n{empty}"
-    lines = [head]
+    lines = [head, streak_line(streak, language)] if streak else [head]
     shown = {s.subject for s in stats[:most]}
     extra = [s.subject for s in skills or () if s.subject not in shown]
     rows = stats[:most] + [SubjectStats(subject=x) for x in dict.fromkeys(extra)][: max(0, most - len(stats))]

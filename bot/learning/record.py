@@ -17,6 +17,7 @@ from bot.config_groups import Learning
 from bot.learning.mastery import record_checked_answer
 from bot.learning.reteach import after_answer
 from bot.learning.review import next_review
+from bot.learning.skills import resolve_skill
 from bot.learning.study_hours import StudyTime, study_time
 from bot.learning.subjects import OTHER, canonical_subject, known_subject, skill_key, skill_label
 from bot.storage.models import ExerciseResult, QuizItem
@@ -50,6 +51,16 @@ def skill_of(subject: str, topic: str) -> tuple[str, str]:
     return (key, skill_label(topic)) if key else ("", subject)
 
 
+async def student_skill(db: AsyncSession, user_id: int, subject: str, topic: str,
+                        item: QuizItem | None = None) -> tuple[str, str]:
+    """skill_of, with the key one the student already has when it names the same skill
+    (bot.learning.skills); an answer to a kept item counts under the item's key."""
+    if item is not None:
+        return (item.skill, skill_label(topic) or item.skill) if item.skill else ("", subject)
+    key, label = skill_of(subject, topic)
+    return (await resolve_skill(db, user_id, subject, topic) if key else ""), label
+
+
 async def keep_item(db: AsyncSession, *, quiz_id: str, quiz_type: str, user_id: int, conversation_id: int,
                     question: str, options: tuple[str, ...], correct_index: int, explanation: str,
                     subject: str, topic: str, now: datetime) -> QuizItem:
@@ -57,7 +68,8 @@ async def keep_item(db: AsyncSession, *, quiz_id: str, quiz_type: str, user_id: 
     item = QuizItem(
         user_id=user_id, conversation_id=conversation_id, quiz_id=quiz_id, quiz_type=quiz_type,
         question=question, options=list(options), correct_index=correct_index, explanation=explanation,
-        subject=subject, skill=skill_key(topic), answers=0, lapses=0, created_at=now,
+        subject=subject, skill=await resolve_skill(db, user_id, subject, topic), answers=0, lapses=0,
+        created_at=now,
     )
     db.add(item)
     await db.flush()
@@ -93,7 +105,7 @@ async def record_checked(
     when the question is a kept item, its schedule. The caller commits, once, with whatever marks
     the inbound message as answered, so a retried delivery records nothing twice."""
     subject = canonical_subject(subject)
-    key, label = skill_of(subject, topic)
+    key, label = await student_skill(db, user_id, subject, topic, item)
     if item is not None:
         schedule(item, correct, now, None if correct else await study_time(db, user_id, now), chosen)
     result = ExerciseResult(
@@ -107,12 +119,13 @@ async def record_checked(
     return result
 
 
-def record_reported(db: AsyncSession, *, user_id: int, conversation_id: int | None, subject: str, topic: str,
-                    correct: bool, now: datetime) -> ExerciseResult:
+async def record_reported(db: AsyncSession, *, user_id: int, conversation_id: int | None, subject: str,
+                          topic: str, correct: bool, now: datetime) -> ExerciseResult:
     """A result the model only reported: kept, unverified, and mastery left as it is."""
+    key, _label = await student_skill(db, user_id, canonical_subject(subject), topic)
     result = ExerciseResult(
         user_id=user_id, conversation_id=conversation_id, subject=subject, topic=skill_label(topic),
-        skill=skill_key(topic), correct=correct, source="report", verified=False, created_at=now,
+        skill=key, correct=correct, source="report", verified=False, created_at=now,
     )
     db.add(result)
     return result

@@ -39,8 +39,8 @@ def test_unknown_or_empty_subject_is_other_and_every_canonical_name_is_its_own()
     assert all(canonical_subject(name) == name for name in SUBJECTS)
 
 
-def test_skill_key_ignores_case_accents_spaces_and_a_plural_s() -> None:
-    assert skill_key("Les  Fractions") == skill_key("les fraction") == "les fraction"
+def test_skill_key_ignores_case_accents_spaces_articles_and_a_plural_s() -> None:
+    assert skill_key("Les  Fractions") == skill_key("la fraction") == "fraction"
     assert skill_key("Équations du 1er degré") == skill_key("equation du 1er degre")
     assert skill_key("classe") == "classe" and skill_key("bus") == "bus"  # short words keep their s
     assert skill_key("  ") == ""

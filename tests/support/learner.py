@@ -101,3 +101,12 @@ async def add_item(services: Services, user_id: int, due_at: datetime | None, *,
         db.add(item)
         await db.commit()
         return item.id
+
+
+async def wrote(h: Any, phone: str, at: datetime) -> None:
+    """The user's last message (on WhatsApp) was at `at`: the 24 h window and the quiet time run from it."""
+    async with h.services.sessions() as db:
+        user = await db.scalar(select(User).where(User.phone == phone))
+        assert user is not None
+        user.last_inbound_at = user.last_whatsapp_inbound_at = at
+        await db.commit()

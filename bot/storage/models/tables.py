@@ -67,6 +67,8 @@ class User(Base):
     # learned from their messages: missed questions come back, and nudges go, at that hour.
     study_hour: Mapped[int | None] = mapped_column(Integer)
     study_hour_at: Mapped[datetime | None]
+    # BILAN NON / SUMMARY OFF: no weekly note of the student's own progress (bot.learning.weekly).
+    weekly_progress_notes: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -278,7 +280,8 @@ class ExerciseResult(Base):
     conversation_id: Mapped[int | None] = mapped_column(ForeignKey("conversations.id", ondelete="SET NULL"))
     subject: Mapped[str] = mapped_column(String(100), default="")
     topic: Mapped[str] = mapped_column(String(200), default="")
-    # The canonical subject's skill: the topic normalised (bot.learning.subjects).
+    # The canonical subject's skill: the topic folded (bot.learning.subjects), or the student's key
+    # of the same meaning (bot.learning.skills).
     skill: Mapped[str] = mapped_column(String(200), default="")
     correct: Mapped[bool] = mapped_column(Boolean)
     time_to_answer_s: Mapped[float | None]
