@@ -7,7 +7,7 @@ week at least, who wrote on WhatsApp in the last 24 hours (inside the window: ne
 template, never by SMS) but not in the last half hour (a session is not interrupted), who did not
 send STOP and did not turn the note off (BILAN NON: `User.weekly_progress_notes`), and who is not on
 a gentle day (a safety flag open, or one raised in the last day: bot.safety's rule, kept here as
-SQL as the nudges keep it). When: in the student's evening (NOTE_FROM to NOTE_UNTIL, local), at most
+SQL as the nudges keep it). When: from the student's study hour to the end of their day (local), at most
 once per ISO week of their zone (the ScheduledSend key) and 6 days at least after the last one.
 
 Planned and sent as the nudges are (bot.channel.scheduled); the row is checked again when it goes
@@ -28,6 +28,7 @@ from bot.clock import zone
 from bot.config_groups import Learning
 from bot.learning.nudges import GENTLE_S, WINDOW
 from bot.learning.profile import skill_views, to_work_on
+from bot.learning.study_hours import DAY_ENDS, send_hour
 from bot.periodic import Job
 from bot.services import Services
 from bot.storage.models import ExerciseResult, SafetyFlag, ScheduledSend, User
@@ -36,7 +37,7 @@ from bot.texts import fr_en
 NOTE = "weekly_note"
 # The evening, when students do their homework. The note goes in these local hours until it follows
 # each student's own study hour (learned from when they write).
-NOTE_FROM, NOTE_UNTIL = 17, 20
+NOTE_UNTIL = DAY_ENDS  # local: from the student's study hour to the end of their day
 QUIET = timedelta(minutes=30)  # not in the middle of a session
 SPACING = timedelta(days=6)  # one ISO week to the next, never two days running
 FIRST_AFTER = timedelta(days=6)  # a new student's first note after their first week
@@ -123,8 +124,10 @@ def note_text(week: Week, language: str, *, footer: bool = True) -> str:
     return text
 
 
-def note_time(now: datetime, timezone: str | None, default: str) -> bool:
-    return NOTE_FROM <= now.astimezone(zone(timezone, default)).hour < NOTE_UNTIL
+def note_time(now: datetime, timezone: str | None, default: str, hour: int | None = None) -> bool:
+    """From the student's study hour (bot.learning.study_hours; 18:00 until it is learned) to the
+    end of their day, local."""
+    return send_hour(hour) <= now.astimezone(zone(timezone, default)).hour < NOTE_UNTIL
 
 
 def note_key(user_id: int, now: datetime, timezone: str | None, default: str) -> str:
@@ -157,9 +160,10 @@ async def plan_notes(services: Services, now: datetime) -> int:
     """Plans this week's note for each student who may get one now; returns how many were planned."""
     default = services.settings.default_timezone
     async with services.sessions() as db:
-        rows = (await db.execute(select(User.id, User.timezone).where(*_wanted(now))
+        rows = (await db.execute(select(User.id, User.timezone, User.study_hour).where(*_wanted(now))
                                  .order_by(User.id).limit(_BATCH))).all()
-        wanted = {note_key(uid, now, tz, default): uid for uid, tz in rows if note_time(now, tz, default)}
+        wanted = {note_key(uid, now, tz, default): uid for uid, tz, hour in rows
+                  if note_time(now, tz, default, hour)}
         planned = await plan_each(db, now, NOTE, wanted)
         await db.commit()
     return planned
@@ -171,7 +175,7 @@ async def _still_wanted(db: AsyncSession, user: User | None, now: datetime, defa
     if user is None or user.opted_out or not user.weekly_progress_notes:
         return False
     last = user.last_whatsapp_inbound_at
-    if last is None or now - last >= WINDOW or not note_time(now, user.timezone, default):
+    if last is None or now - last >= WINDOW or not note_time(now, user.timezone, default, user.study_hour):
         return False
     return not await db.scalar(select(_gentle(now).where(User.id == user.id)))
 

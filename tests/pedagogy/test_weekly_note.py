@@ -76,16 +76,16 @@ async def test_the_weekly_note_once_a_week_inside_the_window_with_the_weeks_figu
                            [("les fractions" if day < 3 else "multiplication", day == 3),
                             ("multiplication", True), ("multiplication", True)])
     thursday = MONDAY + timedelta(days=3)
-    h.clock.now = thursday.replace(hour=16, minute=55)  # before the evening: nothing
+    h.clock.now = thursday.replace(hour=9, minute=55)  # before the hour they study (10:00): nothing
     assert await send_weekly_notes(h.services, h.clock()) == 0
-    h.clock.now = thursday.replace(hour=17, minute=5)
+    h.clock.now = thursday.replace(hour=10, minute=45)
     await h.run_jobs("weekly_notes")  # the registered job
     [note] = [m["Body"] for m in h.twilio.to(f"whatsapp:{STUDENT}") if "Cette semaine" in m.get("Body", "")]
     assert note == ("📅 Cette semaine : 12 questions, 9 justes, 4 jours de suite ; à revoir : les fractions. "
                     "(BILAN NON : plus de bilan)")
     sent = len(h.twilio.sent)
     for later in (timedelta(hours=1), timedelta(days=1, hours=1)):  # the same evening, the next one
-        h.clock.now = thursday.replace(hour=17, minute=5) + later
+        h.clock.now = thursday.replace(hour=10, minute=45) + later
         await wrote(h, STUDENT, h.clock() - timedelta(hours=2))
         assert await send_weekly_notes(h.services, h.clock()) == 0
     assert len(h.twilio.sent) == sent
