@@ -27,8 +27,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("outbound_messages") as batch:
+    # Dropped in place, never by copying the table: on SQLite a copy drops `users`, and with foreign
+    # keys on that deletes every row that cascades from a user (flags, messages, items).
+    with op.batch_alter_table("outbound_messages", recreate="never") as batch:
         batch.drop_column("template")
-    with op.batch_alter_table("users") as batch:
+    with op.batch_alter_table("users", recreate="never") as batch:
         batch.drop_column("study_hour_at")
         batch.drop_column("study_hour")

@@ -21,5 +21,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("users") as batch_op:
+    # In place, never by copying `users`: on SQLite the copy's DROP TABLE would cascade to every row
+    # that belongs to a user.
+    with op.batch_alter_table("users", recreate="never") as batch_op:
         batch_op.drop_column("weekly_progress_notes")
