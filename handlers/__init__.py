@@ -48,9 +48,7 @@ def chain() -> list[Handler]:
         # Distress from a child: the caring reply and the helpline before anything else; the
         # message then goes on down the chain (the tutor still answers it).
         safety.handle,
-        # A person of the school holds this child's conversation: no menu, command or model
-        # answers in their place; the message is kept for them to read.
-        hold.handle,
+        hold.handle,  # a person of the school holds this child's conversation: nothing answers for them
         # Files that waited for this message (WhatsApp's window was closed) go out first; the
         # message then goes on down the chain.
         waiting_files.handle,
