@@ -13,7 +13,7 @@ from sqlalchemy import select
 from bot.learning import send_review_nudges
 from bot.learning.nudges import plan_nudges
 from bot.storage.models import ScheduledSend, User
-from tests.support.learner import add_item
+from tests.support.learner import add_item, wrote
 from tests.support.pedagogy import STUDENT, say
 
 NOW = datetime(2026, 3, 5, 10, 0, tzinfo=UTC)  # 10:00 in Abidjan (UTC)
@@ -33,14 +33,6 @@ async def _student(h: Any, phone: str = STUDENT, *, wrote: timedelta = timedelta
     return user
 
 
-async def _wrote(h: Any, phone: str, at: datetime) -> None:
-    async with h.services.sessions() as db:
-        user = await db.scalar(select(User).where(User.phone == phone))
-        assert user is not None
-        user.last_inbound_at = user.last_whatsapp_inbound_at = at
-        await db.commit()
-
-
 async def test_a_nudge_at_most_once_a_day(harness: Any) -> None:
     h = harness
     await _student(h)
@@ -52,7 +44,7 @@ async def test_a_nudge_at_most_once_a_day(harness: Any) -> None:
         h.clock.now = NOW + timedelta(hours=hours)
         assert await send_review_nudges(h.services, h.clock()) == 0
     # The next day, having written again early in the morning: one more.
-    await _wrote(h, STUDENT, NOW + timedelta(hours=18))  # 04:00
+    await wrote(h, STUDENT, NOW + timedelta(hours=18))  # 04:00
     h.clock.now = NOW + timedelta(days=1)
     await h.run_jobs("review_nudges")  # the registered job
     h.clock.now = NOW + timedelta(days=1, hours=2)
@@ -101,7 +93,7 @@ async def test_none_after_stop_nor_with_nudges_off_nor_without_items_due(harness
     h.clock.now = NOW - timedelta(hours=4, minutes=30)
     await say(h, OTHER, "STOP")  # through the real path: opted out
     h.clock.now = NOW
-    await _wrote(h, OTHER, NOW - timedelta(hours=4, minutes=30))
+    await wrote(h, OTHER, NOW - timedelta(hours=4, minutes=30))
     user = await h.user(OTHER)
     assert user is not None and user.opted_out and stopping.id == user.id
     sent = len(h.twilio.sent)
