@@ -25,5 +25,6 @@ async def handle(msg: Incoming) -> bool:
     if not due or await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
         return False  # nothing due, or a day of distress: no offer (handlers/safety.py)
     await turn.handle(msg)
-    await msg.reply(review_offer(msg, due))
+    # A round's count, as the nudges say it: what REVISION starts, never the whole backlog.
+    await msg.reply(review_offer(msg, min(due, learning.ROUND_SIZE)))
     return True

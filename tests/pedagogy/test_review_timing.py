@@ -77,3 +77,14 @@ async def test_no_nudge_in_class_hours_for_an_evening_student(harness: Any) -> N
     assert texts == ["D'accord, à plus tard ! Écris REVISION quand tu veux réviser."]
     # Once a day: nothing more today.
     assert await send_review_nudges(h.services, at(0, 19, 30)) == 0
+
+
+async def test_a_sessions_offer_says_a_round_never_the_backlog(harness: Any) -> None:
+    h = harness
+    h.clock.now = at(0, 18)
+    user = await h.make_user(STUDENT, mode="child")
+    for n in range(12):
+        await add_item(h.services, user.id, h.clock() - timedelta(days=1, minutes=n))
+    h.llm.push_text("Bonsoir !")
+    texts = await say(h, STUDENT, "Bonsoir")
+    assert texts == ["Bonsoir !", f"📝 {ROUND_SIZE} questions à revoir — écris REVISION"]  # not 12
