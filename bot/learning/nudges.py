@@ -38,13 +38,12 @@ from bot.learning.rounds import ROUND_SIZE
 from bot.learning.study_hours import DAY_ENDS, DAY_STARTS, at_study_hour, refresh_study_hours
 from bot.periodic import Job
 from bot.services import Services
-from bot.storage.models import QuizItem, SafetyFlag, ScheduledSend, User
+from bot.storage.models import QuizItem, SafetyFlag, ScheduledSend, User, gentle_flag
 from bot.texts import fr_en
 
 NUDGE = "review_nudge"
 NUDGE_MENU = "revise"  # the buttons' ids: revise:1 « Réviser », revise:2 « Plus tard »
 WINDOW = timedelta(hours=24)  # WhatsApp's customer-service window (bot.channel.outbound)
-GENTLE_S = 24 * 3600  # as bot.safety.GENTLE_S: no nudge for a day after a child's distress
 NUDGE_INTERVAL_S = 300.0
 _BATCH = 500
 
@@ -79,9 +78,8 @@ def nudge_menu(due: int, language: str) -> Menu:
 
 def distressed(now: datetime) -> ColumnElement[bool]:
     """A child who said distress: a flag open, or raised within the last day (bot.safety's gentle
-    rule, kept here as SQL since learning does not see bot.safety)."""
-    return exists().where(SafetyFlag.user_id == User.id, SafetyFlag.acknowledged_at.is_(None)
-                          | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)))
+    rule, `gentle_flag`, as a condition on the user)."""
+    return exists().where(SafetyFlag.user_id == User.id, gentle_flag(now))
 
 
 def has_due(now: datetime) -> ColumnElement[bool]:

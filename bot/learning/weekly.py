@@ -26,12 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.channel.scheduled import Outgoing, deliver_due, plan_each
 from bot.clock import zone
 from bot.config_groups import Learning
-from bot.learning.nudges import GENTLE_S, WINDOW
+from bot.learning.nudges import WINDOW, distressed
 from bot.learning.profile import skill_views, to_work_on
 from bot.learning.study_hours import DAY_ENDS, send_hour
 from bot.periodic import Job
 from bot.services import Services
-from bot.storage.models import ExerciseResult, SafetyFlag, ScheduledSend, User
+from bot.storage.models import ExerciseResult, ScheduledSend, User
 from bot.texts import fr_en
 
 NOTE = "weekly_note"
@@ -135,11 +135,6 @@ def note_key(user_id: int, now: datetime, timezone: str | None, default: str) ->
     return f"weekly:{user_id}:{now.astimezone(zone(timezone, default)):%G-W%V}"
 
 
-def _gentle(now: datetime) -> ColumnElement[bool]:
-    return exists().where(SafetyFlag.user_id == User.id, SafetyFlag.acknowledged_at.is_(None)
-                          | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)))
-
-
 def _wanted(now: datetime) -> list[ColumnElement[bool]]:
     """Who may get a note now: the conditions of the module's docstring, as SQL."""
     quiet = now - QUIET
@@ -152,7 +147,7 @@ def _wanted(now: datetime) -> list[ColumnElement[bool]]:
         User.created_at <= now - FIRST_AFTER, User.last_whatsapp_inbound_at > now - WINDOW,
         User.last_whatsapp_inbound_at <= quiet,
         User.last_inbound_at.is_(None) | (User.last_inbound_at <= quiet),
-        worked, ~noted, ~_gentle(now),
+        worked, ~noted, ~distressed(now),
     ]
 
 
@@ -177,7 +172,7 @@ async def _still_wanted(db: AsyncSession, user: User | None, now: datetime, defa
     last = user.last_whatsapp_inbound_at
     if last is None or now - last >= WINDOW or not note_time(now, user.timezone, default, user.study_hour):
         return False
-    return not await db.scalar(select(_gentle(now).where(User.id == user.id)))
+    return not await db.scalar(select(distressed(now).where(User.id == user.id)))
 
 
 async def _render_note(services: Services, db: AsyncSession, row: ScheduledSend,

@@ -9,13 +9,13 @@ matters. Once acknowledged, a new message raises a new flag.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.storage.models import SafetyFlag
+from bot.storage.models import GENTLE_S, SafetyFlag, gentle_flag
 from bot.texts import fr_en
 
 __all__ = ["EXCERPT_MAX", "GENTLE_S", "OpenFlags", "gentle", "how_long", "open_among", "open_flags",
@@ -23,9 +23,8 @@ __all__ = ["EXCERPT_MAX", "GENTLE_S", "OpenFlags", "gentle", "how_long", "open_a
 
 EXCERPT_MAX = 500  # characters of the message kept for admins
 # After distress the bot is gentle with the child: no review offer, no quiz, no nudge, no credit
-# notice, for this long after a flag and as long as one is open (bot.learning's nudges keep the
-# same rule in their query).
-GENTLE_S = 24 * 3600
+# notice, as long as a flag is open and for GENTLE_S after one (the rule, `gentle_flag`, lives
+# beside the table: bot.learning's sends select by it too).
 
 
 async def raise_flag(db: AsyncSession, *, user_id: int, category: str, source: str, text: str,
@@ -54,9 +53,7 @@ async def gentle(db: AsyncSession, user_id: int, now: datetime) -> bool:
     """Whether the bot is gentle with this child now: a flag is open, or one was raised within
     GENTLE_S (a person may have acknowledged it in a minute; the child's day is still that day)."""
     found = await db.scalar(select(SafetyFlag.id).where(
-        SafetyFlag.user_id == user_id,
-        SafetyFlag.acknowledged_at.is_(None) | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S)),
-    ).limit(1))
+        SafetyFlag.user_id == user_id, gentle_flag(now)).limit(1))
     return found is not None
 
 

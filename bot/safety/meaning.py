@@ -51,21 +51,18 @@ class Model:
         return np.asarray(exp / exp.sum(axis=1, keepdims=True))
 
 
-_LOADED: list[Model] = []
+_LOADED: dict[Path, Model] = {}
 _LOCK = threading.Lock()
 
 
 def load_model(path: Path = WEIGHTS_PATH) -> Model:
     """The trained classifier (read once per process)."""
     with _LOCK:
-        if not _LOADED or path != WEIGHTS_PATH:
+        if path not in _LOADED:
             with np.load(path) as data:
-                model = Model(tuple(str(c) for c in data["classes"]), data["center"], data["scale"],
-                              data["weights"], data["bias"], float(data["threshold"]))
-            if path != WEIGHTS_PATH:
-                return model
-            _LOADED.append(model)
-        return _LOADED[0]
+                _LOADED[path] = Model(tuple(str(c) for c in data["classes"]), data["center"], data["scale"],
+                                      data["weights"], data["bias"], float(data["threshold"]))
+        return _LOADED[path]
 
 
 def sentences(text: str) -> list[str]:

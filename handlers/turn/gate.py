@@ -82,8 +82,7 @@ async def can_serve(msg: Incoming) -> bool:
     recently, not again)."""
     settings = msg.services.settings
     if safety.concerned(msg.user) and await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
-        today = daily(msg)
-        return today is None or await today.left() >= min(DAILY_MIN_TURN_TOKENS, today.limit)
+        return await _tokens_left(daily(msg))
     if (msg.user.mode or "guest") == "guest":
         allowed = await credits.guest_message_allowed(
             msg.services.state, msg.user.id, _day(msg.services.clock()), settings.guest_daily_messages
@@ -114,11 +113,16 @@ def daily(msg: Incoming) -> credits.DailyTokens | None:
     return credits.daily_tokens(services.state, services.settings, msg.user, services.clock())
 
 
+async def _tokens_left(today: credits.DailyTokens | None) -> bool:
+    """Whether enough of the user's day is left to start a turn (no limit: always)."""
+    return today is None or await today.left() >= min(DAILY_MIN_TURN_TOKENS, today.limit)
+
+
 async def _within_daily_tokens(msg: Incoming) -> bool:
     """False once the user's turns used USER_DAILY_TOKEN_LIMIT tokens today (their day); the
     message is answered with one notice that day, later ones with nothing, as without credits."""
     today = daily(msg)
-    if today is None or await today.left() >= min(DAILY_MIN_TURN_TOKENS, today.limit):
+    if today is None or await _tokens_left(today):
         return True
     metrics.DAILY_TOKEN_LIMIT.labels("refused").inc()
     log.info("daily token limit reached", extra={"user_id": msg.user.id})

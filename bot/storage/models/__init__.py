@@ -7,6 +7,7 @@ from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
 from bot.storage.models.school import (
+    GENTLE_S,
     Cohort,
     CohortMember,
     Operator,
@@ -14,6 +15,7 @@ from bot.storage.models.school import (
     OperatorSession,
     SafetyFlag,
     SafetyFlagEvent,
+    gentle_flag,
 )
 from bot.storage.models.tables import (
     USER_FILES_SEARCH_DDL,
@@ -41,6 +43,7 @@ from bot.storage.models.tables import (
 )
 
 __all__ = [
+    "GENTLE_S",
     "LIBRARY_CHUNKS_SEARCH_DDL",
     "LIBRARY_CHUNKS_SEARCH_DROP",
     "PK",
@@ -78,5 +81,6 @@ __all__ = [
     "UTCDateTime",
     "User",
     "UserFile",
+    "gentle_flag",
     "utcnow",
 ]

@@ -5,9 +5,9 @@ with each flag (read the child's messages, held the conversation, wrote to the c
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ColumnElement, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.storage.models.base import PK, Base, utcnow
@@ -99,6 +99,17 @@ class SafetyFlag(Base):
     held_by: Mapped[int | None] = mapped_column(ForeignKey("operators.id", ondelete="SET NULL"))
     held_at: Mapped[datetime | None]
     hold_told_at: Mapped[datetime | None]
+
+
+# After a child's distress the bot is gentle with them (bot.safety.gentle): while a flag is open, and
+# for this long after one was raised. Kept with the table so that safety and learning (which may
+# not import safety) read one rule.
+GENTLE_S = 24 * 3600
+
+
+def gentle_flag(now: datetime) -> ColumnElement[bool]:
+    """A flag that keeps its child's day gentle at `now`: still open, or raised within GENTLE_S."""
+    return SafetyFlag.acknowledged_at.is_(None) | (SafetyFlag.created_at > now - timedelta(seconds=GENTLE_S))
 
 
 class SafetyFlagEvent(Base):
