@@ -204,10 +204,16 @@ async def test_a_naive_time_is_refused_by_both_ways(tmp_path: Path) -> None:
 
 
 def _rows_in_the_file_alone(path: Path, copy: Path) -> int:
-    """The messages the database file holds by itself, without its WAL: what checkpoints copied."""
+    """The messages the database file holds by itself, without its WAL: what checkpoints copied.
+
+    A copy taken while a checkpoint writes pages into the file can be torn; that copy counts as
+    "not yet" (-1) and the caller looks again, as it would for a checkpoint still running."""
     shutil.copyfile(path, copy)
-    with contextlib.closing(sqlite3.connect(copy)) as db:
-        return int(db.execute("SELECT count(*) FROM inbound_messages").fetchone()[0])
+    try:
+        with contextlib.closing(sqlite3.connect(copy)) as db:
+            return int(db.execute("SELECT count(*) FROM inbound_messages").fetchone()[0])
+    except sqlite3.DatabaseError:
+        return -1
 
 
 def _wal_size(path: Path) -> int:
