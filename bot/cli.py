@@ -371,7 +371,8 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     cohorts_sub.add_parser("create", help="a new class").add_argument("name")
     cohorts_sub.add_parser("list", help="every class, its students and teachers")
     cohorts_sub.add_parser("show", help="a class's roster: level and last activity").add_argument("name")
-    imported = cohorts_sub.add_parser("import", help="enrol a CSV class list: phone,name,level,parent_phone")
+    imported = cohorts_sub.add_parser(
+        "import", help="enrol a class list (CSV or XLSX): phone,name,level,parent_phone or French names")
     imported.add_argument("name")
     imported.add_argument("file", type=Path)
     imported.add_argument("--school", default=None,

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.texts import fr_en
 
 __all__ = ["cohorts_command", "operators_command"]
 
@@ -55,9 +56,13 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
         except OSError as exc:
             return _usage_error(f"cannot read {args.file}: {exc.strerror or exc}")
         try:
-            rows = read_roster(data, region_of_zone(settings.default_timezone))
+            rows = read_roster(data, region_of_zone(settings.default_timezone), settings.default_language,
+                               args.file.name)
         except RosterError as exc:
-            print(f"error: {args.file} was not imported, nothing changed:\n{exc}", file=sys.stderr)
+            said = fr_en(settings.default_language,
+                         f"erreur : {args.file} n'a pas été importé, rien n'a changé :",
+                         f"error: {args.file} was not imported, nothing changed:")
+            print(f"{said}\n{exc}", file=sys.stderr)
             return 2
     services = await build_services(settings)
     try:

@@ -67,10 +67,27 @@ def _key(text: str) -> str:
 _BY_KEY = {_key(alias): level for level in LEVELS for alias in (level, *_ALIASES.get(level, ()))}
 
 
-def parse_level(text: str) -> str | None:
-    """The level a student's words name (« 4ème » → « 4e », « cm 2 » → « CM2 »), else None."""
+# A section after a level: a series (« D », « A2 ») or a class number (« 3 »), the shortest first
+# (« 1ère A2 ») then the longest (« 6e3 »).
+_SECTIONS = tuple(re.compile(rf"^(.*{lazy})[\s\-_/]*(?:s[ée]rie\s*)?(?:[a-z]\d?|\d{{1,2}})$", re.IGNORECASE)
+                  for lazy in ("?", ""))
+
+
+def _level_alone(text: str) -> str | None:
     key = re.sub(r"^(?:de|en|in|la|le) ", "", _key(text))  # « en 4e », « de 3ème »
     return _BY_KEY.get(key) or _BY_KEY.get(key.replace(" ", ""))
+
+
+def parse_level(text: str) -> str | None:
+    """The level a person's words name, a class section after it dropped (« 4ème » → « 4e »,
+    « cm 2 » → « CM2 », « Terminale D » and « Tle C » → « Tle », « 6ème 3 » → « 6e »), else None.
+    The one parser of levels: a student's answer, CLASSE, `users set-level`, class lists and the
+    teachers' items files."""
+    level = _level_alone(text)
+    for section in _SECTIONS:
+        found = section.match(text.strip()) if level is None else None
+        level = _level_alone(found.group(1)) if found and found.group(1) else level
+    return level
 
 
 def level_by_number(text: str) -> str | None:

@@ -1,7 +1,8 @@
 """Classes (cohorts) of students and the operators who see them: admins and teachers.
 
 - `passwords`: Argon2id hashes of operators' passwords;
-- `roster_file`: a class list's CSV read and checked whole (`read_roster`);
+- `sheets`: a school's CSV or XLSX file read under French or English headers (`read_table`);
+- `roster_file`: a class list read and checked whole (`read_roster`);
 - `enrolment`: a checked list written in one transaction, and the parents' one SMS;
 - `classes`: a class as its teacher sees it (roster, at risk, skills to work on), for the weekly
   summary and the dashboard;
@@ -40,6 +41,7 @@ from bot.school.operators import (
 )
 from bot.school.passwords import DUMMY_HASH, hash_password, needs_rehash, random_password, verify_password
 from bot.school.roster_file import RosterError, RosterRow, import_level, read_roster
+from bot.school.sheets import SheetError, Table, fold_header, problem_at, read_table
 from bot.school.summary import (
     ClassSummary,
     class_summary,
@@ -63,13 +65,16 @@ __all__ = [
     "RosterError",
     "RosterRow",
     "SchoolError",
+    "SheetError",
     "Student",
+    "Table",
     "add_operator",
     "at_risk",
     "bkt_before",
     "class_summary",
     "enrol_roster",
     "find_cohort",
+    "fold_header",
     "hash_password",
     "import_level",
     "is_active",
@@ -80,8 +85,10 @@ __all__ = [
     "needs_rehash",
     "notify_parents",
     "operator_cohorts",
+    "problem_at",
     "random_password",
     "read_roster",
+    "read_table",
     "remove_operator",
     "roster",
     "send_teacher_summaries",

@@ -1,48 +1,51 @@
-"""A class list as a school keeps it: the CSV file of `cohorts import NAME FILE.csv`, read and
+"""A class list as a school keeps it: the CSV or XLSX file of `cohorts import NAME FILE`, read and
 checked whole before anything is written.
 
-The header is exactly `phone,name,level,parent_phone` (a spreadsheet saved with semicolons, as
-French Excel does, is read too); the last three may be empty. The file must be UTF-8 (a byte-order
-mark, which Excel writes, is fine). Every bad row is reported with its line number:
+The columns are `phone,name,level,parent_phone`, or their French names as a school writes them
+(« Téléphone », « Nom et prénoms », « Classe », « Téléphone parent »…: `COLUMNS`); only the phone is
+required. The file is read by bot.school.sheets (`;` or `,`, UTF-8 with or without a byte-order mark,
+Windows-1252, or a workbook). Every bad row is reported with its line number, in the operator's
+language:
 - a number is read with `phonenumbers`: with its country code (+225…, 00225…), or without it as a
   number of the default region (the country of DEFAULT_TIMEZONE); a parent's number without its
   country code is read in the student's country. A number a spreadsheet stripped of its `+`
   (2250701020304) is read with it put back;
-- a level is one of bot.learning.LEVELS as a person types it (« CM2 », « 6ème »,
-  « terminale »), and a class section after it is dropped (« Terminale D » → Tle, « 6e 3 » → 6e);
+- a level is read by bot.learning's one parser (`parse_class`: « CM2 », « 6ème 3 », « Terminale D »,
+  « Tle C »);
 - a student's number appears once in the file, is not their parent's, and no student's number is
   another row's parent.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import phonenumbers
 
 from bot.channel.inbound import clean_text
 from bot.channel.locale import FRENCH_ZONES
 from bot.learning import LEVELS, parse_level
-from bot.school.errors import SchoolError
+from bot.school.sheets import SheetError, line_label, read_table
+from bot.texts import fr_en
 
-if TYPE_CHECKING:
-    from _csv import Reader
-
-__all__ = ["HEADER", "MAX_ROWS", "NAME_MAX", "RosterError", "RosterRow", "import_level", "read_roster",
-           "region_of_zone"]
+__all__ = ["COLUMNS", "HEADER", "MAX_ROWS", "NAME_MAX", "RosterError", "RosterRow", "import_level",
+           "read_roster", "region_of_zone"]
 
 HEADER = ("phone", "name", "level", "parent_phone")
+# Every header a school writes for each column, folded when compared (bot.school.sheets).
+COLUMNS = {
+    "phone": "phone", "téléphone": "phone", "tel": "phone", "numéro": "phone", "numéro de téléphone": "phone",
+    "contact": "phone", "portable": "phone", "téléphone élève": "phone", "whatsapp": "phone",
+    "name": "name", "nom": "name", "nom et prénoms": "name", "nom et prénom": "name", "nom prénoms": "name",
+    "prénom et nom": "name", "nom complet": "name", "élève": "name",
+    "level": "level", "classe": "level", "niveau": "level",
+    "parent_phone": "parent_phone", "téléphone parent": "parent_phone", "téléphone du parent": "parent_phone",
+    "tel parent": "parent_phone", "contact parent": "parent_phone", "numéro parent": "parent_phone",
+    "téléphone des parents": "parent_phone",
+}
 MAX_ROWS = 5000  # one transaction; a whole school is a few files
 NAME_MAX = 100
-MAX_REPORTED = 50  # problems listed; the rest counted
-# A section after a level: a series (« D », « A2 ») or a class number (« 3 »), the shortest first
-# (« 1ère A2 ») then the longest (« 6e3 »).
-_SECTIONS = tuple(re.compile(rf"^(.*{lazy})[\s\-_/]*(?:s[ée]rie\s*)?(?:[a-z]\d?|\d{{1,2}})$", re.IGNORECASE)
-                  for lazy in ("?", ""))
 
 
 @dataclass(frozen=True)
@@ -54,14 +57,8 @@ class RosterRow:
     parent_phone: str | None  # E.164
 
 
-class RosterError(SchoolError, ValueError):
+class RosterError(SheetError):
     """The file cannot be imported; `problems` are « line N: what is wrong », in file order."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        shown = problems[:MAX_REPORTED]
-        more = len(problems) - len(shown)
-        super().__init__("\n".join(shown + ([f"… and {more} more"] if more else [])))
 
 
 def region_of_zone(zone: str) -> str | None:
@@ -72,11 +69,7 @@ def region_of_zone(zone: str) -> str | None:
 
 def import_level(text: str) -> str | None:
     """The canonical level of a class list's cell, a section after it dropped; None if unknown."""
-    level = parse_level(text)
-    for section in _SECTIONS:
-        found = section.match(text.strip()) if level is None else None
-        level = parse_level(found.group(1)) if found and found.group(1) else level
-    return level
+    return parse_level(text)
 
 
 def _phone(raw: str, region: str | None) -> str | None:
@@ -95,107 +88,98 @@ def _phone(raw: str, region: str | None) -> str | None:
     return None
 
 
-def _phone_problem(raw: str, what: str) -> str:
+def _phone_problem(raw: str, what: str, language: str | None) -> str:
     if re.fullmatch(r"\d(?:[.,]\d+)?[eE]\+?\d+", raw.strip()):
-        return (f"{what} {raw!r} was turned into a number by the spreadsheet: format the column as "
-                "text and write the number in full")
-    return f"{what} {raw!r} is not a valid phone number (write it with its country code, e.g. +2250701020304)"
+        return fr_en(language,
+                     f"{what} {raw!r} a été changé en nombre par le tableur : mettez la colonne au format "
+                     "texte et écrivez le numéro en entier",
+                     f"{what} {raw!r} was turned into a number by the spreadsheet: format the column as "
+                     "text and write the number in full")
+    return fr_en(language,
+                 f"{what} {raw!r} n'est pas un numéro valide (écrivez-le avec l'indicatif, "
+                 "ex. +2250701020304)",
+                 f"{what} {raw!r} is not a valid phone number (write it with its country code, "
+                 "e.g. +2250701020304)")
 
 
 def _region_of(phone: str) -> str | None:
     return phonenumbers.region_code_for_number(phonenumbers.parse(phone, None)) or None
 
 
-def _text(data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise RosterError([f"line {line}: the file is not UTF-8 text (save it as « CSV UTF-8 »)"]) from None
+def _row(line: int, cells: dict[str, str], region: str | None, language: str | None,
+         problems: list[str]) -> RosterRow | None:
+    def problem(fr: str, en: str) -> None:
+        problems.append(f"{line_label(language, line)}: {fr_en(language, fr, en)}")
 
-
-def _reader(text: str) -> Reader:
-    first = text.split("\n", 1)[0].strip().rstrip("\r")
-    delimiter = ";" if first.count(";") > first.count(",") else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    header = tuple(cell.strip() for cell in next(reader, []))
-    if header != HEADER:
-        raise RosterError([f"line 1: the header must be exactly {','.join(HEADER)}, found "
-                           f"{','.join(header) or 'nothing'!r}"])
-    return reader
-
-
-def _row(line: int, cells: list[str], region: str | None, problems: list[str]) -> RosterRow | None:
-    if len(cells) > len(HEADER):
-        problems.append(f"line {line}: {len(cells)} fields, expected at most {len(HEADER)} "
-                        f"({','.join(HEADER)})")
-        return None
-    raw_phone, raw_name, raw_level, raw_parent = (cell.strip() for cell in [*cells, "", "", ""][:4])
+    raw_phone, raw_name, raw_level, raw_parent = (cells.get(name, "") for name in HEADER)
     bad = len(problems)
     phone = _phone(raw_phone, region) if raw_phone else None
     if not raw_phone:
-        problems.append(f"line {line}: the phone is empty")
+        problem("le téléphone est vide", "the phone is empty")
     elif phone is None:
-        problems.append(f"line {line}: {_phone_problem(raw_phone, 'the phone')}")
+        problem(_phone_problem(raw_phone, "le téléphone", "fr"), _phone_problem(raw_phone, "the phone", "en"))
     name = " ".join(clean_text(raw_name).split()) or None
     if name is not None and len(name) > NAME_MAX:
-        problems.append(f"line {line}: the name is longer than {NAME_MAX} characters")
-    level = import_level(raw_level) if raw_level else None
+        problem(f"le nom dépasse {NAME_MAX} caractères", f"the name is longer than {NAME_MAX} characters")
+    level = parse_level(raw_level) if raw_level else None
     if raw_level and level is None:
-        problems.append(f"line {line}: {raw_level!r} is not a class; one of: {', '.join(LEVELS)}")
+        problem(f"{raw_level!r} n'est pas une classe ; au choix : {', '.join(LEVELS)}",
+                f"{raw_level!r} is not a class; one of: {', '.join(LEVELS)}")
     parent = None
     if raw_parent:
         parent = _phone(raw_parent, _region_of(phone) if phone else region)
         if parent is None:
-            problems.append(f"line {line}: {_phone_problem(raw_parent, 'the parent_phone')}")
+            problem(_phone_problem(raw_parent, "le téléphone du parent", "fr"),
+                    _phone_problem(raw_parent, "the parent_phone", "en"))
         elif parent == phone:
-            problems.append(f"line {line}: the parent_phone is the student's own number")
+            problem("le téléphone du parent est celui de l'élève",
+                    "the parent_phone is the student's own number")
     if len(problems) > bad or phone is None:
         return None
     return RosterRow(line=line, phone=phone, name=name, level=level, parent_phone=parent)
 
 
-def _cross_checks(rows: list[RosterRow], problems: list[str]) -> None:
+def _cross_checks(rows: list[RosterRow], language: str | None, problems: list[str]) -> None:
     """A student once in the file; a student's number is nobody's parent in it."""
     first_line: dict[str, int] = {}
     for row in rows:
         if row.phone in first_line:
-            problems.append(f"line {row.line}: {row.phone} is already on line {first_line[row.phone]}")
+            problems.append(f"{line_label(language, row.line)}: " + fr_en(
+                language, f"{row.phone} est déjà à la ligne {first_line[row.phone]}",
+                f"{row.phone} is already on line {first_line[row.phone]}"))
         else:
             first_line[row.phone] = row.line
     for row in rows:
         if row.parent_phone in first_line:
-            problems.append(f"line {row.line}: the parent_phone {row.parent_phone} is the student of line "
-                            f"{first_line[row.parent_phone]}")
+            problems.append(f"{line_label(language, row.line)}: " + fr_en(
+                language, f"le téléphone du parent {row.parent_phone} est l'élève de la ligne "
+                f"{first_line[row.parent_phone]}",
+                f"the parent_phone {row.parent_phone} is the student of line {first_line[row.parent_phone]}"))
 
 
-def read_roster(data: bytes, region: str | None) -> list[RosterRow]:
-    """The rows of a class list, every one checked; RosterError lists each bad row by line number.
-    Blank lines are skipped."""
-    reader = _reader(_text(data))
-    problems: list[str] = []
-    rows: list[RosterRow] = []
-    count = 0
+def read_roster(data: bytes, region: str | None, language: str | None = "fr",
+                filename: str = "classe.csv") -> list[RosterRow]:
+    """The rows of a class list (CSV or XLSX), every one checked; RosterError lists each bad row by
+    line number, in `language`. Blank lines are skipped."""
     try:
-        for cells in reader:
-            if not any(cell.strip() for cell in cells):
-                continue
-            count += 1
-            if count > MAX_ROWS:
-                raise RosterError([f"line {reader.line_num}: more than {MAX_ROWS} students: split the file"])
-            row = _row(reader.line_num, cells, region, problems)
-            if row is not None:
-                rows.append(row)
-    except csv.Error as exc:
-        problems.append(f"line {reader.line_num}: the CSV cannot be read ({exc})")
-    if not count and not problems:
-        problems.append("line 2: the file has no student rows")
-    _cross_checks(rows, problems)
+        table = read_table(data, filename, COLUMNS, ("phone",), language)
+    except SheetError as exc:
+        raise RosterError(exc.problems, language) from None
+    if len(table.rows) > MAX_ROWS:
+        raise RosterError([f"{line_label(language, table.rows[MAX_ROWS][0])}: " + fr_en(
+            language, f"plus de {MAX_ROWS} élèves : coupez le fichier en plusieurs",
+            f"more than {MAX_ROWS} students: split the file")], language)
+    problems = list(table.problems)
+    rows = [row for line, cells in table.rows if (row := _row(line, cells, region, language, problems))]
+    if not table.rows and not problems:
+        problems.append(f"{line_label(language, 2)}: " + fr_en(language, "le fichier n'a aucun élève",
+                                                               "the file has no student rows"))
+    _cross_checks(rows, language, problems)
     if problems:
-        raise RosterError(sorted(problems, key=_line_of))
+        raise RosterError(sorted(problems, key=_line_of), language)
     return rows
 
 
 def _line_of(problem: str) -> int:
-    found = re.match(r"line (\d+)", problem)
+    found = re.match(r"(?:line|ligne) (\d+)", problem)
     return int(found.group(1)) if found else 0

@@ -88,9 +88,10 @@ async def test_a_bad_file_changes_nothing_and_names_each_line(harness: Harness, 
     bad = LIST + "+22507,Bad,CM2,\n" + "+2250701020307,Ali,CM9,\n" + "+2250701020304,Awa,,\n"
     before = await snapshot(h)
     run = await console(h, "cohorts", "import", "CM2 B", csv_file(tmp_path, bad))
-    assert run.code == 2 and "nothing changed" in run.err, run.err
-    assert "line 5:" in run.err and "line 6: 'CM9' is not a class" in run.err
-    assert "line 7: +2250701020304 is already on line 2" in run.err
+    # In the operator's language (DEFAULT_LANGUAGE, French by default).
+    assert run.code == 2 and "rien n'a changé" in run.err, run.err
+    assert "ligne 5:" in run.err and "ligne 6: 'CM9' n'est pas une classe" in run.err
+    assert "ligne 7: +2250701020304 est déjà à la ligne 2" in run.err
     unknown = await console(h, "cohorts", "import", "Nowhere", csv_file(tmp_path, LIST))
     assert unknown.code == 1 and "no class named 'Nowhere'" in unknown.err
     assert await snapshot(h) == before and h.twilio.to("+2250709080706") == []

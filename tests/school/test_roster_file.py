@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bot.learning import LEVELS
 from bot.school import RosterError, import_level, read_roster
 
 HEADER = "phone,name,level,parent_phone\n"
@@ -11,7 +14,7 @@ HEADER = "phone,name,level,parent_phone\n"
 
 def problems(data: bytes) -> list[str]:
     with pytest.raises(RosterError) as caught:
-        read_roster(data, "CI")
+        read_roster(data, "CI", "en")
     return caught.value.problems
 
 
@@ -54,10 +57,16 @@ def test_every_bad_row_is_reported_with_its_line_number() -> None:
 
 
 @pytest.mark.parametrize(("data", "said"), [
-    (b"telephone,nom,classe,parent\n+2250701020304,,,\n", "line 1: the header must be exactly"),
-    (HEADER.encode() + b"+2250701020304,Ko\xe9,,\n", "line 2: the file is not UTF-8"),
+    (b"telephone,nom,classe,parent\n+2250701020304,,,\n", "line 1: unknown column « parent »"),
+    (b"phone,name,phone\n+2250701020304,,\n", "line 1: the column « phone » is repeated"),
+    (b"name,level\nAwa,CM2\n", "line 1: required column missing: phone"),
+    (HEADER.encode() + "+2250701020304,Koné,,\n".encode() + b"+2250701020305,Ko\xe9,,\n",
+     "line 3: the text cannot be read"),
+    (HEADER.encode() + b"+2250701020304,Ko\x81,,\n", "line 2: an unreadable character"),
+    (HEADER.encode() + b"+2250701020304,Ko\x07,,\n", "line 2: a control character"),
     (HEADER.encode(), "no student rows"),
-    (b"", "line 1: the header must be exactly"),
+    (b"", "line 1: the file is empty"),
+    (b"PK\x03\x04 not a workbook", "the workbook cannot be opened"),
     (HEADER.encode() + b'+2250701020304,"Awa\n', "the CSV cannot be read"),
 ])
 def test_a_file_that_cannot_be_read_says_why(data: bytes, said: str) -> None:
@@ -66,7 +75,47 @@ def test_a_file_that_cannot_be_read_says_why(data: bytes, said: str) -> None:
 
 def test_without_a_default_region_a_number_needs_its_country_code() -> None:
     with pytest.raises(RosterError) as caught:
-        read_roster((HEADER + "0701020304,,,\n").encode(), None)
+        read_roster((HEADER + "0701020304,,,\n").encode(), None, "en")
     assert "line 2" in str(caught.value)
-    [row] = read_roster((HEADER + "+2250701020304,,,07 09 08 07 06\n").encode(), None)
+    [row] = read_roster((HEADER + "+2250701020304,,,07 09 08 07 06\n").encode(), None, "en")
     assert row.parent_phone == "+2250709080706"  # a parent's number is read in the student's country
+
+
+def test_french_excel_s_own_export_is_read() -> None:
+    """« CSV (séparateur : point-virgule) » from French Excel: Windows-1252, `;`, French headers."""
+    data = ("Téléphone;Nom et prénoms;Classe;Téléphone parent\r\n"
+            "07 01 02 03 04;Awa Koné;Terminale D;07 09 08 07 06\r\n"
+            "07 01 02 03 05;Aïcha Traoré;6ème 3;\r\n").encode("cp1252")
+    rows = read_roster(data, "CI")
+    assert [(r.phone, r.name, r.level, r.parent_phone) for r in rows] == [
+        ("+2250701020304", "Awa Koné", "Tle", "+2250709080706"),
+        ("+2250701020305", "Aïcha Traoré", "6e", None),
+    ]
+
+
+def test_a_workbook_is_read_with_numbers_as_a_person_typed_them(tmp_path: Path) -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["TÉLÉPHONE", "Nom", "Niveau"])
+    sheet.append([2250701020304, "Awa Koné", "Tle C"])  # a number cell: the + is gone, no « .0 »
+    sheet.append([None, None, None])
+    sheet.append(["+225 07 01 02 03 05", "Yao", "CM2"])
+    path = tmp_path / "classe.xlsx"
+    book.save(path)
+    rows = read_roster(path.read_bytes(), "CI", filename="classe.xlsx")
+    assert [(r.line, r.phone, r.name, r.level) for r in rows] == [
+        (2, "+2250701020304", "Awa Koné", "Tle"), (4, "+2250701020305", "Yao", "CM2")]
+
+
+def test_problems_are_said_in_the_operator_s_language() -> None:
+    data = (HEADER + "+22507,Bad,CM9,\n").encode()
+    with pytest.raises(RosterError) as caught:
+        read_roster(data, "CI", "fr")
+    assert caught.value.problems == [
+        "ligne 2: le téléphone '+22507' n'est pas un numéro valide (écrivez-le avec l'indicatif, "
+        "ex. +2250701020304)",
+        "ligne 2: 'CM9' n'est pas une classe ; au choix : " + ", ".join(LEVELS),
+    ]
