@@ -4,6 +4,7 @@ Import from here: `from bot.storage.models import User`."""
 from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
+from bot.storage.models.classwork import Assignment, AssignmentWork, ClassItem
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
 from bot.storage.models.school import (
@@ -49,7 +50,10 @@ __all__ = [
     "PK",
     "USER_FILES_SEARCH_DDL",
     "USER_FILES_SEARCH_DROP",
+    "Assignment",
+    "AssignmentWork",
     "Base",
+    "ClassItem",
     "Cohort",
     "CohortMember",
     "Conversation",

@@ -43,6 +43,8 @@ class QuizItem(Base):
     replaces_item_id: Mapped[int | None] = mapped_column(ForeignKey("quiz_items.id", ondelete="SET NULL"))
     retaught_at: Mapped[datetime | None]  # when a new question replacing it was last asked
     retired_at: Mapped[datetime | None]  # missed too often: no longer due, replaced by a new one
+    # A question of the class's bank (bot.storage.models.classwork): the student's copy of it.
+    class_item_id: Mapped[int | None] = mapped_column(ForeignKey("class_items.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
