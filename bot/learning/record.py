@@ -61,15 +61,17 @@ async def student_skill(db: AsyncSession, user_id: int, subject: str, topic: str
     return (await resolve_skill(db, user_id, subject, topic) if key else ""), label
 
 
-async def keep_item(db: AsyncSession, *, quiz_id: str, quiz_type: str, user_id: int, conversation_id: int,
-                    question: str, options: tuple[str, ...], correct_index: int, explanation: str,
-                    subject: str, topic: str, now: datetime) -> QuizItem:
-    """The asked quiz kept for review (no card and no due date until its first answer)."""
+async def keep_item(db: AsyncSession, *, quiz_id: str, quiz_type: str, user_id: int,
+                    conversation_id: int | None, question: str, options: tuple[str, ...], correct_index: int,
+                    explanation: str, subject: str, topic: str, now: datetime,
+                    class_item_id: int | None = None) -> QuizItem:
+    """The asked quiz kept for review (no card and no due date until its first answer);
+    `class_item_id` when it is the student's copy of a question of their class's bank."""
     item = QuizItem(
         user_id=user_id, conversation_id=conversation_id, quiz_id=quiz_id, quiz_type=quiz_type,
         question=question, options=list(options), correct_index=correct_index, explanation=explanation,
         subject=subject, skill=await resolve_skill(db, user_id, subject, topic), answers=0, lapses=0,
-        created_at=now,
+        created_at=now, class_item_id=class_item_id,
     )
     db.add(item)
     await db.flush()

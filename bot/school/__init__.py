@@ -1,6 +1,7 @@
 """Classes (cohorts) of students and the operators who see them: admins and teachers.
 
 - `passwords`: Argon2id hashes of operators' passwords;
+- `bank`: a class's own questions as its students meet them (`student_copy`, `bank_items`);
 - `sheets`: a school's CSV or XLSX file read under French or English headers (`read_table`);
 - `roster_file`: a class list read and checked whole (`read_roster`);
 - `enrolment`: a checked list written in one transaction, and the parents' one SMS;
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+from bot.school.bank import bank_items, student_copy
 from bot.school.classes import (
     FELL_BY,
     QUIET_DAYS,
@@ -70,6 +72,7 @@ __all__ = [
     "Table",
     "add_operator",
     "at_risk",
+    "bank_items",
     "bkt_before",
     "class_summary",
     "enrol_roster",
@@ -93,6 +96,7 @@ __all__ = [
     "roster",
     "send_teacher_summaries",
     "skills_to_work_on",
+    "student_copy",
     "summary_text",
     "teacher_summary_jobs",
     "valid_email",
