@@ -9,6 +9,7 @@ variable to fix (not one per message: a busy bot would drown its own log), a cou
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -23,6 +24,20 @@ REFUSED = Counter("deblo_credentials_refused_total",
                   ["provider"])
 LOG_EVERY_S = 60.0
 _last_logged: dict[str, float] = {}
+# A provider's refusal often quotes the key it refused (« Incorrect API key provided: sk-… »); a log
+# line is read and shipped by more people than the settings are. Long tokens mixing letters and digits
+# are cut to their first 4 characters, and a URL's user:password@ is hidden.
+_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.]{16,}")
+_USERINFO = re.compile(r"(://)[^/@\s]+@")
+
+
+def _masked(detail: str) -> str:
+    def cut(found: re.Match[str]) -> str:
+        token = found.group(0)
+        mixed = any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+        return f"{token[:4]}…" if mixed else token
+
+    return _TOKEN.sub(cut, _USERINFO.sub(r"\1***@", detail))
 
 
 def refused(provider: str, variable: str, detail: str, *, now: Callable[[], float] = time.monotonic) -> bool:
@@ -34,6 +49,6 @@ def refused(provider: str, variable: str, detail: str, *, now: Callable[[], floa
     if last is not None and at - last < LOG_EVERY_S:
         return False
     _last_logged[provider] = at
-    log.error("%s refused the credentials: check %s (%s)", provider, variable, detail[:200],
+    log.error("%s refused the credentials: check %s (%s)", provider, variable, _masked(detail[:200]),
               extra={"provider": provider, "variable": variable})
     return True

@@ -216,3 +216,28 @@ async def test_refused_credentials_logged_once_a_minute_and_counted(
     # A minute later the operator is told again.
     assert credentials.refused("the model's API", "LLM_API_KEY", "HTTP 401",
                                now=lambda: errors[0].created + 3600)
+
+
+async def test_a_refusal_that_quotes_the_key_logs_no_key(
+        stand_ins: tuple[FakeTwilio, FakeLLM], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Providers echo the refused key (« Incorrect API key provided: sk-… »): the log line keeps the
+    provider's words and the first characters only."""
+    from bot.agent.llm import LLMClient, LLMError
+
+    _twilio, llm = stand_ins
+    key = "sk-proj-Ab12Cd34Ef56Gh78Ij90Kl12"
+    settings = load_settings({"DATA_DIR": str(tmp_path), "LLM_BASE_URL": llm.url, "LLM_API_KEY": key,
+                              "LLM_MAX_RETRIES": "0"})
+    credentials._last_logged.clear()
+    client = LLMClient(settings)
+    caplog.set_level(logging.ERROR, logger="bot.credentials")
+    try:
+        llm.push_status(401, f'{{"error": {{"message": "Incorrect API key provided: {key}"}}}}')
+        with pytest.raises(LLMError):
+            await client.chat([{"role": "user", "content": "bonjour"}])
+    finally:
+        await client.close()
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "bot.credentials"]
+    assert "Incorrect API key provided: sk-p…" in logged and key not in logged and key[4:] not in logged
+    assert credentials._masked("https://user:hunter2pass@api.example/v1 HTTP 401") == \
+        "https://***@api.example/v1 HTTP 401"
