@@ -88,12 +88,23 @@ async def handle(msg: Incoming) -> bool:
         return True
     head, _, rest = word.partition(" ")
     if head in LANGUAGE_WORDS:
-        wanted = LANGUAGES.get(rest.strip()) if rest else ("en" if msg.lang == "fr" else "fr")
-        if wanted is None:
-            await msg.reply(msg.t("Écris LANGUE FR ou LANGUAGE EN.", "Send LANGUAGE EN or LANGUE FR."))
-            return True
-        msg.user.language = wanted
-        await msg.db.flush()
-        await msg.reply(msg.t("D'accord, je te parle en français.", "OK, I will speak English with you."))
+        await _language(msg, rest.strip())
         return True
     return False
+
+
+async def _language(msg: Incoming, rest: str) -> None:
+    """`LANGUE` alone says which language is spoken and how to change it (a word typed by chance
+    never flips a child's language); `LANGUE FR` / `LANGUE EN` set it, and the confirmation, in the
+    new language, says the way back."""
+    wanted = LANGUAGES.get(rest) if rest else None
+    if wanted is None:
+        await msg.reply(msg.t(
+            "Je te parle en français. Pour l'anglais, écris LANGUE EN ; pour rester en français, LANGUE FR.",
+            "I speak English with you. For French, send LANGUAGE FR; to stay in English, LANGUAGE EN.",
+        ) if not rest else msg.t("Écris LANGUE FR ou LANGUE EN.", "Send LANGUAGE EN or LANGUAGE FR."))
+        return
+    msg.user.language = wanted
+    await msg.db.flush()
+    await msg.reply(msg.t("D'accord, je te parle en français. To switch back to English: LANGUAGE EN.",
+                          "OK, I will speak English with you. Pour revenir au français : LANGUE FR."))

@@ -84,11 +84,21 @@ async def test_menu_credits_and_language(harness: Harness) -> None:
     [menu] = await say(h, "menu")
     assert "NOUVEAU" in menu and "CREDITS" in menu and "STOP" in menu
     assert await say(h, "Crédits") == ["Tu as 42 crédits."]
+    # Alone, the word shows the language and the two choices; it never flips by surprise.
+    [shown] = await say(h, "langue")
+    assert shown == ("Je te parle en français. Pour l'anglais, écris LANGUE EN ; pour rester en français, "
+                     "LANGUE FR.")
+    user = await h.user(PHONE)
+    assert user is not None and user.language in (None, "fr")
     [switched] = await say(h, "LANGUAGE EN")
-    assert switched == "OK, I will speak English with you."
+    assert switched == "OK, I will speak English with you. Pour revenir au français : LANGUE FR."
     assert await say(h, "credits") == ["You have 42 credits."]
-    [back] = await say(h, "langue")  # alone: switches to the other language
-    assert back == "D'accord, je te parle en français."
+    assert await say(h, "language") == [
+        "I speak English with you. For French, send LANGUAGE FR; to stay in English, LANGUAGE EN."]
+    assert await say(h, "LANGUE KLINGON") == ["Send LANGUAGE EN or LANGUAGE FR."]
+    [back] = await say(h, "LANGUE FR")
+    assert back == "D'accord, je te parle en français. To switch back to English: LANGUAGE EN."
+    assert await say(h, "credits") == ["Tu as 42 crédits."]
     assert len(h.llm.requests) == 0
 
 
