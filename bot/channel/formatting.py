@@ -3,7 +3,8 @@
 The model writes ordinary Markdown. WhatsApp shows `*bold*`, `_italic_`, `~strike~` and code; it
 has no headings, tables or link syntax. SMS shows plain text, and one character outside GSM-7
 switches the whole message to UCS-2 (70 characters a segment instead of 160): French accents
-such as â ê î ô û ç are outside it, é è ù à É are inside, so SMS text is transliterated.
+such as â ê î ô û ç are outside it, é è ù à É are inside. An SMS goes with its accents (UCS-2) when
+that costs no more segments than its GSM-7 transliteration (a short reply), else transliterated.
 LaTeX becomes readable maths on both (`bot/channel/maths.py`): x², √2, ≤ on WhatsApp, and on SMS
 the GSM-7 spellings x^2, sqrt(2), <= that keep a message out of UCS-2.
 """
@@ -181,7 +182,19 @@ def to_gsm7(text: str) -> str:
 
 
 def to_sms(markdown: str) -> str:
-    return to_gsm7(to_plain(markdown))
+    """SMS text chosen by cost: as written (UCS-2, « tâches », « prêt », x²) when that takes no more
+    segments than its GSM-7 transliteration (« taches », « pret », x^2), else transliterated. The
+    segments are counted over the parts the send path cuts the text into."""
+    plain = to_plain(markdown)
+    gsm = to_gsm7(plain)
+    if gsm == plain:
+        return gsm
+    return plain if sms_cost(plain) <= sms_cost(gsm) else gsm
+
+
+def sms_cost(text: str) -> int:
+    """Segments billed for `text` sent as SMS: the sum over the parts `sms_parts` cuts it into."""
+    return sum(sms_segments(part)[1] for part in sms_parts(text))
 
 
 def sms_segments(text: str) -> tuple[str, int]:

@@ -46,9 +46,8 @@ def is_stop(text: str) -> bool:
 
 
 def stop_line(language: str) -> str:
-    """What STOP really does (handlers/optout.py): everything stops, on every channel, until START."""
-    fr = ("Répondez STOP pour ne plus recevoir aucun message de Deblo (résumés et rappels compris), "
-          "START pour reprendre.")
-    en = ("Reply STOP to get no more messages from Deblo at all (summaries and reminders included), "
-          "START to resume.")
-    return fr_en(language, fr, en)
+    """The footer of every message the bot starts (summaries, reminders, digests): the least the
+    rules ask, that STOP ends them (handlers/optout.py: everything stops, on every channel, until
+    START, which the STOP confirmation says). At most 20 characters: a parent's weekly summary of
+    one child fits one segment with it."""
+    return fr_en(language, "STOP pour arrêter", "STOP to end")

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from bot.channel import formatting
 from bot.learning.progress import send_weekly_summaries
 from bot.storage.models import ExerciseResult, User
 from tests.support.harness import SMS_FROM, WHATSAPP_FROM
@@ -113,9 +114,10 @@ async def test_link_confirm_and_weekly_summary(harness: Any) -> None:
     summary = (await h.texts_to(PARENT))[-1]
     assert "Awa a répondu à 1 question, 100 % justes" in summary
     assert "Maths 1/1" in summary
-    # What STOP stops, exactly as handlers/optout.py does it, and how to come back.
-    assert "STOP pour ne plus recevoir aucun message de Deblo" in summary
-    assert "START pour reprendre" in summary
+    # How to stop them, in the fewest characters the rules need: a usual week of one child is one
+    # SMS segment.
+    assert summary.endswith(("STOP pour arrêter", "STOP pour arreter")), summary
+    assert formatting.sms_cost(summary) == 1, (len(summary), summary)
     h.clock.now = SUNDAY_SLOT + timedelta(hours=3)
     assert await send_weekly_summaries(h.services, h.clock()) == 0  # once a week
     # The following week, through the registered scheduler job.
