@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from dataclasses import dataclass, field
 
 from bench.learning.policies import POLICIES, Schedule, due_now
@@ -171,7 +172,11 @@ def parse(argv: list[str] | None = None) -> Setup:
 
 
 def main(argv: list[str] | None = None) -> None:
-    setup = parse(argv)
+    args = sys.argv[1:] if argv is None else argv
+    if "--habits" in args:  # the other table: bench.learning.reach
+        from bench.learning.reach_table import main as habits
+        return habits([a for a in args if a != "--habits"])
+    setup = parse(args)
     m = setup.memory
     print(f"{setup.students} simulated students, {setup.days} days, {setup.skills} skills x {setup.items} "
           f"items each, {setup.new} new items a session, at most {setup.budget} reviews a round, seed "
