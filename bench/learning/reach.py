@@ -12,8 +12,8 @@ the policy's rules allow (bench.learning.sends: WhatsApp's 24 h window, 08:00-20
 study hour, the template's caps); a nudge or template read when the student is free is acted on
 (a round of at most ROUND_SIZE due items) with `--nudge-take` / `--template-take`, at other hours
 `--busy` times as often. A drop-out who acts on one comes back: from then on they keep their habit
-with `--resume`, else that round is all. Every take-rate is assumed, not measured.
-
+with `--resume`, else that round is all. Every take-rate is assumed, not measured. The table and
+the aims: bench.learning.reach_table.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def message(run: Run, kind: str, at: datetime) -> datetime:
 
 
 def month(setup: Setup, habit: Habit, index: int, policy: Policy) -> Outcome:
-    """One student's month; the same student, days and draws under every policy."""
+    """One student's month; the same student and the same visits under every policy."""
     key = f"{setup.seed}:{habit.name}:{index}"
     student, _ = new_student(MonthSetup(seed=hash_seed(key), memory=setup.memory, learning=setup.learning), 0)
     own = visits(habit, setup.days, student.truth.active, random.Random(f"{key}:visits"))

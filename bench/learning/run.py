@@ -15,6 +15,12 @@ without guesses (the student produces the answer); mastered: the share of skills
 mastered (`is_mastered`), then the share of those the student truly knows, and the share of skills
 truly known. The student model (bench/learning/student.py) is assumed, not measured: see the README.
 The same seed gives the same table; the students' days and parameters are the same under every policy.
+
+    .venv/bin/python -m bench.learning --habits [--help]
+
+prints the other table instead: reviews actually done, hour by hour, by students who write in the
+evening, morning and evening, on weekends only, or drop out after a week, under WhatsApp's 24 h window
+and 08:00-20:00, with today's nudges, this issue's and the review template (bench.learning.reach).
 """
 
 from __future__ import annotations

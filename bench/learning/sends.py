@@ -2,8 +2,8 @@
 
 Three policies:
 
-- today's nudges: the nudge before the study hours (commit 6247208's parent of bot/learning/
-  nudges.py and review.py): a missed item due exactly when FSRS says (a day after the answer); the
+- today's nudges: the nudge before the study hours (bot/learning/nudges.py and review.py as they
+  were before commit 6247208): a missed item due exactly when FSRS says (a day after the answer); the
   nudge at the first 5-minute tick, 08:00-20:00 local, at which the student has items due, wrote on
   WhatsApp less than 24 h ago and nothing for NUDGE_AFTER_S (4 h), once a local day; no button, the
   backlog's count (neither changes when it goes).
