@@ -15,12 +15,19 @@ without guesses (the student produces the answer); mastered: the share of skills
 mastered (`is_mastered`), then the share of those the student truly knows, and the share of skills
 truly known. The student model (bench/learning/student.py) is assumed, not measured: see the README.
 The same seed gives the same table; the students' days and parameters are the same under every policy.
+
+    .venv/bin/python -m bench.learning --habits [--help]
+
+prints the other table instead: reviews actually done, hour by hour, by students who write in the
+evening, morning and evening, on weekends only, or drop out after a week, under WhatsApp's 24 h window
+and 08:00-20:00, with today's nudges, this issue's and the review template (bench.learning.reach).
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import sys
 from dataclasses import dataclass, field
 
 from bench.learning.policies import POLICIES, Schedule, due_now
@@ -171,7 +178,11 @@ def parse(argv: list[str] | None = None) -> Setup:
 
 
 def main(argv: list[str] | None = None) -> None:
-    setup = parse(argv)
+    args = sys.argv[1:] if argv is None else argv
+    if "--habits" in args:  # the other table: bench.learning.reach
+        from bench.learning.reach_table import main as habits
+        return habits([a for a in args if a != "--habits"])
+    setup = parse(args)
     m = setup.memory
     print(f"{setup.students} simulated students, {setup.days} days, {setup.skills} skills x {setup.items} "
           f"items each, {setup.new} new items a session, at most {setup.budget} reviews a round, seed "

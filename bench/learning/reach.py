@@ -1,0 +1,184 @@
+"""Reviews the nudges actually bring, hour by hour, for students of four message habits.
+
+    .venv/bin/python -m bench.learning --habits [--students 200] [--days 30] [--seed 23]
+        [--offer-take 0.5] [--nudge-take 0.5] [--template-take 0.25] [--busy 0.2] [--resume 0.5]
+        [--template-price P]
+
+Each student (bench.learning.habits: evening, morning+evening, weekends only, a drop-out after a
+week) writes at the hours of their habit. A visit: the student's question, then 2 new quizzes;
+on a session's first message with items due, the offer of a round (handlers/session_start.py,
+there before and after this issue), taken with `--offer-take`. Between visits the bot sends what
+the policy's rules allow (bench.learning.sends: WhatsApp's 24 h window, 08:00-20:00 local, the
+study hour, the template's caps); a nudge or template read when the student is free is acted on
+(a round of at most ROUND_SIZE due items) with `--nudge-take` / `--template-take`, at other hours
+`--busy` times as often. A drop-out who acts on one comes back: from then on they keep their habit
+with `--resume`, else that round is all. Every take-rate is assumed, not measured. The table and
+the aims: bench.learning.reach_table.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from fsrs import Card
+
+from bench.learning.habits import VISIT_MINUTES, Habit, free, visits
+from bench.learning.policies import START, due_now
+from bench.learning.run import Setup as MonthSetup
+from bench.learning.run import new_student
+from bench.learning.sends import (
+    NUDGE,
+    TZ,
+    Contact,
+    Policy,
+    Send,
+    days_of,
+    next_send,
+)
+from bench.learning.student import Item, Memory, Student, probe_right
+from bench.learning.student import answer as student_answer
+from bot.config_groups import Learning
+from bot.learning import ROUND_SIZE, StudyTime, next_review, send_hour
+
+NEW_CARD = Card(card_id=1).to_dict()
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The assumed behaviour of students towards the bot's messages (all rates 0..1)."""
+
+    offer_take: float = 0.5  # a session's review offer taken
+    nudge_take: float = 0.5  # a nudge acted on, read at a free hour
+    template_take: float = 0.25  # a template acted on, read at a free hour
+    busy: float = 0.2  # at another hour, the take-rate times this
+    resume: float = 0.5  # a drop-out brought back keeps their habit again
+
+
+@dataclass(frozen=True)
+class Setup:
+    students: int = 200
+    days: int = 30
+    seed: int = 23
+    new: int = 2
+    reach: Reach = field(default_factory=Reach)
+    memory: Memory = field(default_factory=Memory)
+    learning: Learning = field(default_factory=Learning)
+    template_price: float = 0.0
+    currency: str = "XOF"
+
+
+@dataclass
+class Run:
+    """One student's month under one policy, as it goes."""
+
+    habit: Habit
+    policy: Policy
+    setup: Setup
+    student: Student
+    rng: random.Random  # the student's reactions to the bot's messages
+    contact: Contact = field(default_factory=Contact)
+    taught: int = 0
+    reviews: int = 0
+    back: bool = False  # a drop-out wrote again after dropping out
+    resumed: bool = False
+
+    def study(self, now: datetime) -> StudyTime | None:
+        return StudyTime(send_hour(self.contact.hour(now)), TZ) if self.policy.study_hours else None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reviews: int
+    nudges: int
+    templates: int
+    right: float
+    back: bool
+    sends: tuple[Send, ...]
+
+
+def ask(run: Run, item: Item, now: datetime) -> None:
+    correct = student_answer(run.student, item, days_of(now), run.setup.memory)
+    run.contact.stamps.append(now)
+    study = None if correct else run.study(now)
+    item.card, due = next_review(item.card, correct, now, study)
+    item.due = days_of(due)
+
+
+def review_round(run: Run, now: datetime) -> datetime:
+    """A round of the items due now, one answer a minute; returns when it ends."""
+    run.contact.stamps.append(now)
+    for item in due_now(run.student.items[:run.taught], days_of(now), ROUND_SIZE):
+        now += timedelta(minutes=1)
+        ask(run, item, now)
+        run.reviews += 1
+    return now
+
+
+def visit(run: Run, at: datetime) -> datetime:
+    """The student's own visit: their question, the offer on a session's first message, new quizzes."""
+    last = run.contact.last_inbound
+    first = last is None or at - last >= timedelta(seconds=run.setup.learning.session_idle_s)
+    run.contact.stamps.append(at)
+    due = due_now(run.student.items[:run.taught], days_of(at), 1)
+    end = at
+    if first and due and run.rng.random() < run.setup.reach.offer_take:
+        end = review_round(run, at + timedelta(minutes=2))
+    new = run.student.items[run.taught:run.taught + run.setup.new]
+    for item, minutes in zip(new, VISIT_MINUTES, strict=False):
+        end = max(end, at + timedelta(minutes=minutes))
+        ask(run, item, end)
+    run.taught += len(new)
+    return end
+
+
+def message(run: Run, kind: str, at: datetime) -> datetime:
+    """The bot sends a nudge or a template at `at`; the student may act on it at once."""
+    last = run.contact.last_inbound
+    assert last is not None  # neither goes to a student who never wrote
+    run.contact.sent.append(Send(kind=kind, at=at, last_inbound=last))
+    reach = run.setup.reach
+    take = reach.nudge_take if kind == NUDGE else reach.template_take
+    if not free(run.habit, at):
+        take *= reach.busy
+    if run.rng.random() >= take:
+        return at
+    if run.habit.stops_after is not None and days_of(at) >= run.habit.stops_after and not run.back:
+        run.back, run.resumed = True, run.rng.random() < reach.resume
+    return review_round(run, at + timedelta(minutes=5))
+
+
+def month(setup: Setup, habit: Habit, index: int, policy: Policy) -> Outcome:
+    """One student's month; the same student and the same visits under every policy."""
+    key = f"{setup.seed}:{habit.name}:{index}"
+    student, _ = new_student(MonthSetup(seed=hash_seed(key), memory=setup.memory, learning=setup.learning), 0)
+    own = visits(habit, setup.days, student.truth.active, random.Random(f"{key}:visits"))
+    fresh_cards(student.items)
+    run = Run(habit=habit, policy=policy, setup=setup, student=student, rng=random.Random(f"{key}:reach"))
+    now, end = START, START + timedelta(days=setup.days)
+    for planned in [*own, None]:
+        until = end if planned is None else planned.at
+        while (send := next_send(run.contact, student.items[:run.taught], now, until, policy,
+                                 setup.learning)) is not None:
+            now = message(run, send[0], send[1]) + timedelta(seconds=1)
+        if planned is not None and (not planned.after_stop or run.resumed):
+            now = visit(run, max(planned.at, now)) + timedelta(seconds=1)
+    probe = days_of(end) + 19 / 24
+    items = student.items[:run.taught]
+    right = sum(probe_right(student, item, probe, setup.memory) for item in items) / max(len(items), 1)
+    sends = tuple(run.contact.sent)
+    return Outcome(reviews=run.reviews, nudges=sum(s.kind == NUDGE for s in sends),
+                   templates=len(sends) - sum(s.kind == NUDGE for s in sends), right=right,
+                   back=run.back, sends=sends)
+
+
+def fresh_cards(items: list[Item]) -> None:
+    """A new FSRS card on each item, as `next_review(None, ...)` makes one, but with a fixed id:
+    fsrs waits a millisecond after each card it numbers by the clock."""
+    for item in items:
+        item.card = NEW_CARD
+
+
+def hash_seed(key: str) -> int:
+    return random.Random(key).randrange(2**31)
