@@ -34,6 +34,7 @@ import phonenumbers
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot import accounts
 from bot.channel.context import Incoming
 from bot.channel.locale import default_locale, locale_for
 from bot.learning.quiz_types import normalise
@@ -292,22 +293,26 @@ def _who(student_phone: str | None, language: str) -> str:
     return f"{who} ({masked})" if masked else who
 
 
-def invitation_text(student_phone: str | None, code: str, language: str) -> str:
-    """The SMS to a number not linked yet: fixed text, the requester's masked number, the code."""
+def invitation_text(student_phone: str | None, code: str, language: str, *, consent: bool = False) -> str:
+    """The SMS to a number not linked yet: fixed text, the requester's masked number, the code.
+    `consent` (CONSENT_MODE): the parent is told that OUI also lets the child use the tutor."""
     days = CODE_TTL.days
     if language == "en":
+        also = " Your YES also gives your consent to their use of Deblo, a school tutor." if consent else ""
         return (f"Deblo: {_who(student_phone, language)} asks to add you as a parent to follow their "
-                f"schoolwork progress. To accept, reply YES {code}; to refuse, NO {code} "
+                f"schoolwork progress.{also} To accept, reply YES {code}; to refuse, NO {code} "
                 f"(code valid {days} days). Without an answer, nothing more will be sent to you.")
+    also = " Votre OUI vaut aussi accord pour son usage de Deblo, un tuteur scolaire." if consent else ""
     return (f"Deblo : {_who(student_phone, language)} demande à vous ajouter comme parent pour suivre ses "
-            f"progrès scolaires. Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
+            f"progrès scolaires.{also} Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
             f"(code valable {days} jours). Sans réponse, rien d'autre ne vous sera envoyé.")
 
 
 async def _ask_parent(msg: Incoming, parent: User, phone: str, code: str) -> SendResult:
     from bot.channel.outbound import send_to_number
 
-    text = invitation_text(msg.user.phone, code, parent.language)
+    consent = msg.services.settings.safety.consent_mode != "none"
+    text = invitation_text(msg.user.phone, code, parent.language, consent=consent)
     return await send_to_number(msg.services, phone, text=text, channel="sms", kind="parent_confirm")
 
 
@@ -413,6 +418,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
     msg.user.parent_code_failures = 0
     if confirm:
         await become_parent(msg)
+        await _record_consent(msg, link.student_id, now)
     student = await msg.db.get(User, link.student_id)
     await msg.db.commit()
     who = _who(student.phone if student else None, msg.lang)
@@ -432,6 +438,18 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
         await _tell_student(msg, student, confirm)
 
 
+async def _record_consent(msg: Incoming, student_id: int, now: datetime) -> None:
+    """With CONSENT_MODE, the parent's OUI to this request is their consent: who (their number, read
+    from the sender Twilio signed for, never from the text), when and on which channel."""
+    if msg.services.settings.safety.consent_mode == "none":
+        return
+    who = msg.user.phone or f"user {msg.user.id}"
+    recorded = await accounts.record_consent(msg.db, student_id, given_by=who, given_by_id=msg.user.id,
+                                             channel=msg.channel, now=now)
+    log.info("consent recorded" if recorded else "consent already on record",
+             extra={"user_id": msg.user.id, "student_id": student_id, "channel": msg.channel})
+
+
 async def become_parent(msg: Incoming) -> None:
     """A confirmed link makes a parent, as choosing 2 Parent in the profile menu does (role
     "parent", mode "child", the signup credits once): MENU then lists ENFANTS and the profile menu
@@ -444,7 +462,11 @@ async def become_parent(msg: Incoming) -> None:
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:
     from bot.channel.outbound import send_to_user
 
-    if confirmed:
+    if confirmed and msg.services.settings.safety.consent_mode != "none":
+        text = fr_en(student.language, "✅ Ton parent a donné son accord : on peut continuer ! Il recevra "
+                     "tes progrès chaque semaine.",
+                     "✅ Your parent gave their consent: we can go on! They'll get your weekly progress.")
+    elif confirmed:
         text = fr_en(student.language, "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine.",
                      "✅ Your parent confirmed: they'll get your weekly progress.")
     else:

@@ -4,6 +4,7 @@ Import from here: `from bot.storage.models import User`."""
 from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
+from bot.storage.models.consent import Consent
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
 from bot.storage.models.school import (
@@ -52,6 +53,7 @@ __all__ = [
     "Base",
     "Cohort",
     "CohortMember",
+    "Consent",
     "Conversation",
     "CreditEntry",
     "Erasure",
