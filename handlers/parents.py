@@ -295,14 +295,15 @@ def _who(student_phone: str | None, language: str) -> str:
 
 def invitation_text(student_phone: str | None, code: str, language: str, *, consent: bool = False) -> str:
     """The SMS to a number not linked yet: fixed text, the requester's masked number, the code.
-    `consent` (CONSENT_MODE): the parent is told that OUI also lets the child use the tutor."""
+    `consent` (CONSENT_MODE): the parent is told that OUI also lets the child use the tutor (in
+    words short enough for the SMS to stay one message)."""
     days = CODE_TTL.days
     if language == "en":
-        also = " Your YES also gives your consent to their use of Deblo, a school tutor." if consent else ""
+        also = " Your YES also lets them use Deblo." if consent else ""
         return (f"Deblo: {_who(student_phone, language)} asks to add you as a parent to follow their "
                 f"schoolwork progress.{also} To accept, reply YES {code}; to refuse, NO {code} "
                 f"(code valid {days} days). Without an answer, nothing more will be sent to you.")
-    also = " Votre OUI vaut aussi accord pour son usage de Deblo, un tuteur scolaire." if consent else ""
+    also = " Votre OUI l'autorise aussi à utiliser Deblo." if consent else ""
     return (f"Deblo : {_who(student_phone, language)} demande à vous ajouter comme parent pour suivre ses "
             f"progrès scolaires.{also} Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
             f"(code valable {days} jours). Sans réponse, rien d'autre ne vous sera envoyé.")
