@@ -15,6 +15,7 @@ from sqlalchemy import select
 from bot import accounts, safety
 from bot.channel.context import Incoming
 from bot.storage.models import ParentLink
+from handlers.parents import answerable
 from handlers.safety import DISTRESS
 
 
@@ -25,7 +26,7 @@ async def handle(msg: Incoming) -> bool:
     if DISTRESS in msg.extra:
         return True  # the caring reply and the helpline were this message's answer
     pending = await msg.db.scalar(select(ParentLink.id).where(ParentLink.student_id == msg.user.id,
-                                                              ParentLink.status == "pending").limit(1))
+                                                              answerable()).limit(1))
     # Sends write in their own sessions (SQLite has one writer): what the pipeline wrote goes first.
     await msg.db.commit()
     await msg.reply(consent_needed_text(msg, waiting=pending is not None), kind="notice")

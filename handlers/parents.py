@@ -27,11 +27,12 @@ import math
 import re
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import phonenumbers
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot import accounts
@@ -97,8 +98,10 @@ def _region_of(phone: str | None) -> str:
 
 
 async def handle(msg: Incoming) -> bool:
-    # During onboarding "PARENT" is the answer to the profile menu, not this command.
-    command = _COMMAND.match(msg.text) if msg.user.onboarding_step is None else None
+    # During onboarding "PARENT" is the answer to the profile menu, not this command; a student the
+    # school or operator enrolled ("new", mode child) has no menu to answer and may need a parent's OUI.
+    step, user = msg.user.onboarding_step, msg.user
+    command = _COMMAND.match(msg.text) if step is None or (step == "new" and user.mode == "child") else None
     if command:
         # Committed first: sends record rows in their own sessions (SQLite has one writer).
         await msg.db.commit()
@@ -158,6 +161,10 @@ async def _link_or_retry(msg: Incoming, phone: str) -> None:
             if link.status == "pending" and not known.opted_out and stale:
                 await _invite(msg, link, known, phone)
                 return
+            if link.status == "confirmed" and not known.opted_out and await _consent_lacking(msg):
+                # Linked by the school (or before CONSENT_MODE): the parent's own OUI is asked for.
+                await _invite(msg, link, known, phone)
+                return
             await msg.reply(_existing_link_text(msg, link.status, known.opted_out))
             return
         if known.opted_out:
@@ -181,6 +188,19 @@ async def _link_or_retry(msg: Incoming, phone: str) -> None:
     await _invite(msg, link, parent, phone)
 
 
+def answerable() -> ColumnElement[bool]:
+    """The requests a parent's OUI or NON may settle: pending ones, and confirmed ones whose consent
+    was asked (they carry a code until it is answered)."""
+    asked = and_(ParentLink.status == "confirmed", ParentLink.code.is_not(None))
+    return or_(ParentLink.status == "pending", asked)
+
+
+async def _consent_lacking(msg: Incoming) -> bool:
+    """A child who needs a consent and has none: their parent already linked is asked for it."""
+    safety = msg.services.settings.safety
+    return await accounts.consent_missing(msg.db, replace(safety, consent_grace_messages=0), msg.user)
+
+
 def _code_valid(link: ParentLink, now: datetime) -> bool:
     return bool(link.code) and link.code_expires_at is not None and link.code_expires_at > now
 
@@ -189,7 +209,7 @@ async def _issue_code(msg: Incoming, link: ParentLink, now: datetime) -> str:
     """A fresh random code for this request, different from the parent's other pending ones (so
     that one code names one request)."""
     taken = set(await msg.db.scalars(
-        select(ParentLink.code).where(ParentLink.parent_id == link.parent_id, ParentLink.status == "pending",
+        select(ParentLink.code).where(ParentLink.parent_id == link.parent_id, answerable(),
                                       ParentLink.id != link.id, ParentLink.code.is_not(None))
     ))
     code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
@@ -326,7 +346,7 @@ async def answer_request(msg: Incoming, *, confirm: bool, code: str | None = Non
     Only a code confirms or refuses, and one code names one request."""
     links = list((
         await msg.db.scalars(
-            select(ParentLink).where(ParentLink.parent_id == msg.user.id, ParentLink.status == "pending")
+            select(ParentLink).where(ParentLink.parent_id == msg.user.id, answerable())
             .order_by(ParentLink.id)
         )
     ).all())
@@ -407,7 +427,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
     """Confirms or refuses the one request the code names."""
     result = await msg.db.execute(
         update(ParentLink)
-        .where(ParentLink.id == link.id, ParentLink.status == "pending", ParentLink.code == link.code)
+        .where(ParentLink.id == link.id, answerable(), ParentLink.code == link.code)
         .values(status="confirmed" if confirm else "refused", confirmed_at=now if confirm else None,
                 code=None, code_expires_at=None)
     )

@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
+from bot.config import ConfigError, load_settings
 from bot.storage.models import Consent, User
 from tests.support.console import console, users
-from tests.support.pedagogy import OTHER, PARENT, STUDENT, confirm, latest_code, say
+from tests.support.pedagogy import OTHER, PARENT, STUDENT, confirm, latest_code, link_status, say
 from tests.support.safety import DISTRESS
 
 ASKED = "il me faut l'accord d'un parent"
@@ -135,15 +137,28 @@ async def test_school_import_records_the_schools_consent(make_harness: Any, tmp_
     assert "consent:     by school 'Lycée Moderne', class '6e A' on " in shown.out and "(school)" in shown.out
 
 
-async def test_an_import_in_parent_mode_is_no_consent(make_harness: Any, tmp_path: Path) -> None:
+async def test_a_parent_the_school_linked_is_asked_for_their_own_oui(make_harness: Any,
+                                                                    tmp_path: Path) -> None:
+    """In parent mode a class import is no consent, and its confirmed link no dead end: PARENT with
+    that parent's number asks them for their OUI, which records the consent."""
     h = await make_harness(CONSENT_MODE="parent", CONSENT_GRACE_MESSAGES="0")
     assert (await console(h, "cohorts", "create", "6e A")).code == 0
     roster = tmp_path / "class.csv"
-    roster.write_text(f"phone,name,level,parent_phone\n{STUDENT},Awa,6e,\n", encoding="utf-8")
+    roster.write_text(f"phone,name,level,parent_phone\n{STUDENT},Awa,6e,{PARENT}\n", encoding="utf-8")
     assert (await console(h, "cohorts", "import", "6e A", str(roster))).code == 0
-    assert await consents(h) == []
+    assert await consents(h) == [] and await link_status(h) == "confirmed"
     [asked] = await say(h, STUDENT, "Bonjour")
     assert ASKED in asked
+    [sent] = await say(h, STUDENT, f"PARENT {PARENT}")
+    assert "J'ai envoyé un SMS" in sent, sent
+    assert "Votre OUI l'autorise aussi" in (await h.texts_to(PARENT))[-1]
+    [waiting] = await say(h, STUDENT, "Alors ?")
+    assert WAITING in waiting and await link_status(h) == "confirmed"  # still followed meanwhile
+    await say(h, OTHER, f"OUI {await latest_code(h)}", channel="sms")
+    assert await consents(h) == []
+    await confirm(h, channel="sms")
+    assert [c[2:] for c in await consents(h)] == [(PARENT, "sms")] and await link_status(h) == "confirmed"
+    assert await tutored(h, STUDENT)
 
 
 async def test_show_export_and_forgetting_the_parent(make_harness: Any) -> None:
@@ -177,3 +192,20 @@ async def test_english_child_is_told_in_english(make_harness: Any) -> None:
     await h.make_user(STUDENT, mode="child", language="en")
     [asked] = await say(h, STUDENT, "Hello")
     assert "I need a parent's consent" in asked and "PARENT +225" in asked, asked
+
+
+@pytest.mark.parametrize(("env", "said"), [
+    ({"CONSENT_MODE": "always"}, "CONSENT_MODE must be none, parent or school, got 'always'"),
+    ({"CONSENT_GRACE_MESSAGES": "-1"}, "CONSENT_GRACE_MESSAGES must be 0 or more, got '-1'"),
+    ({"CONSENT_GRACE_MESSAGES": "vingt"}, "CONSENT_GRACE_MESSAGES must be a whole number, got 'vingt'"),
+])
+def test_a_bad_setting_is_named(env: dict[str, str], said: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(env)
+    assert str(raised.value) == said
+
+
+def test_the_settings_read_case_blind_with_their_defaults() -> None:
+    assert load_settings({}).safety.consent_mode == "none"
+    read = load_settings({"CONSENT_MODE": "School", "CONSENT_GRACE_MESSAGES": "5"}).safety
+    assert (read.consent_mode, read.consent_grace_messages) == ("school", 5)
