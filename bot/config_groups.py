@@ -243,6 +243,11 @@ class Safety:
     moderation_api_key: str = field(default="", repr=False)  # "" : LLM_API_KEY
     moderation_model: str = "omni-moderation-latest"
     moderation_timeout_s: float = 3.0
+    # A minor's consent to be tutored (bot.accounts.consent): none, a parent's OUI, or the school's
+    # class import; a child without it is tutored for CONSENT_GRACE_MESSAGES messages, then answered
+    # with the helpline and how to get it only.
+    consent_mode: str = "none"
+    consent_grace_messages: int = 20
 
     def helpline(self, country: str | None) -> str | None:
         return dict(self.safety_helplines).get(country or "")
@@ -268,6 +273,8 @@ class SafetyEnvironment(BaseSettings):
     moderation_model: str = "omni-moderation-latest"
     # Past this the message is judged by the phrase list alone: the child's answer does not wait.
     moderation_timeout_s: float = Field(3.0, gt=0, le=30)
+    consent_mode: Annotated[Literal["none", "parent", "school"], LOWERED] = "none"
+    consent_grace_messages: int = Field(20, ge=0, le=10_000)
 
     def safety(self) -> Safety:
         return Safety(**{f.name: getattr(self, f.name) for f in fields(Safety)})

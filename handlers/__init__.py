@@ -3,7 +3,8 @@
 Order matters: opt-out keywords come before everything (a user who said STOP hears nothing more),
 then a child's distress (answered first, then passed on), then a conversation a person of the
 school holds (the tutor stays quiet),
-a parent's confirmation and the answer to a pending menu (quiz, credit packs) before commands,
+a parent's confirmation, then a child without the consent CONSENT_MODE asks for (told how to
+get it, nothing more), and the answer to a pending menu (quiz, credit packs) before commands,
 commands before onboarding, and the agent turn takes whatever is left.
 """
 
@@ -21,6 +22,7 @@ def chain() -> list[Handler]:
         account,
         buttons,
         commands,
+        consent,
         credits_choice,
         email_commands,
         hold,
@@ -49,14 +51,13 @@ def chain() -> list[Handler]:
         # message then goes on down the chain (the tutor still answers it).
         safety.handle,
         hold.handle,  # a person of the school holds this child's conversation: nothing answers for them
-        # Files that waited for this message (WhatsApp's window was closed) go out first; the
-        # message then goes on down the chain.
-        waiting_files.handle,
+        waiting_files.handle,  # files kept while WhatsApp's window was closed; the message goes on
         # A tapped button or list item: its number for the pending menu, or « no longer valid ».
         buttons.handle,
         # Before parents: OUI confirms the user's own deletion request when one is pending.
         account.handle,
         parents.handle,
+        consent.handle,  # a child lacking CONSENT_MODE's consent: how to get it, the helpline, nothing more
         quiz_answer.handle,
         credits_choice.handle,
         level.handle,  # CLASSE / LEVEL and the pending class menu

@@ -27,13 +27,15 @@ import math
 import re
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import phonenumbers
-from sqlalchemy import func, select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot import accounts
 from bot.channel.context import Incoming
 from bot.channel.locale import default_locale, locale_for
 from bot.learning.quiz_types import normalise
@@ -96,8 +98,10 @@ def _region_of(phone: str | None) -> str:
 
 
 async def handle(msg: Incoming) -> bool:
-    # During onboarding "PARENT" is the answer to the profile menu, not this command.
-    command = _COMMAND.match(msg.text) if msg.user.onboarding_step is None else None
+    # During onboarding "PARENT" is the answer to the profile menu, not this command; a student the
+    # school or operator enrolled ("new", mode child) has no menu to answer and may need a parent's OUI.
+    step, user = msg.user.onboarding_step, msg.user
+    command = _COMMAND.match(msg.text) if step is None or (step == "new" and user.mode == "child") else None
     if command:
         # Committed first: sends record rows in their own sessions (SQLite has one writer).
         await msg.db.commit()
@@ -157,6 +161,10 @@ async def _link_or_retry(msg: Incoming, phone: str) -> None:
             if link.status == "pending" and not known.opted_out and stale:
                 await _invite(msg, link, known, phone)
                 return
+            if link.status == "confirmed" and not known.opted_out and await _consent_lacking(msg):
+                # Linked by the school (or before CONSENT_MODE): the parent's own OUI is asked for.
+                await _invite(msg, link, known, phone)
+                return
             await msg.reply(_existing_link_text(msg, link.status, known.opted_out))
             return
         if known.opted_out:
@@ -180,6 +188,19 @@ async def _link_or_retry(msg: Incoming, phone: str) -> None:
     await _invite(msg, link, parent, phone)
 
 
+def answerable() -> ColumnElement[bool]:
+    """The requests a parent's OUI or NON may settle: pending ones, and confirmed ones whose consent
+    was asked (they carry a code until it is answered)."""
+    asked = and_(ParentLink.status == "confirmed", ParentLink.code.is_not(None))
+    return or_(ParentLink.status == "pending", asked)
+
+
+async def _consent_lacking(msg: Incoming) -> bool:
+    """A child who needs a consent and has none: their parent already linked is asked for it."""
+    safety = msg.services.settings.safety
+    return await accounts.consent_missing(msg.db, replace(safety, consent_grace_messages=0), msg.user)
+
+
 def _code_valid(link: ParentLink, now: datetime) -> bool:
     return bool(link.code) and link.code_expires_at is not None and link.code_expires_at > now
 
@@ -188,7 +209,7 @@ async def _issue_code(msg: Incoming, link: ParentLink, now: datetime) -> str:
     """A fresh random code for this request, different from the parent's other pending ones (so
     that one code names one request)."""
     taken = set(await msg.db.scalars(
-        select(ParentLink.code).where(ParentLink.parent_id == link.parent_id, ParentLink.status == "pending",
+        select(ParentLink.code).where(ParentLink.parent_id == link.parent_id, answerable(),
                                       ParentLink.id != link.id, ParentLink.code.is_not(None))
     ))
     code = f"{secrets.randbelow(10**CODE_DIGITS):0{CODE_DIGITS}d}"
@@ -292,22 +313,27 @@ def _who(student_phone: str | None, language: str) -> str:
     return f"{who} ({masked})" if masked else who
 
 
-def invitation_text(student_phone: str | None, code: str, language: str) -> str:
-    """The SMS to a number not linked yet: fixed text, the requester's masked number, the code."""
+def invitation_text(student_phone: str | None, code: str, language: str, *, consent: bool = False) -> str:
+    """The SMS to a number not linked yet: fixed text, the requester's masked number, the code.
+    `consent` (CONSENT_MODE): the parent is told that OUI also lets the child use the tutor (in
+    words short enough for the SMS to stay one message)."""
     days = CODE_TTL.days
     if language == "en":
+        also = " Your YES also lets them use Deblo." if consent else ""
         return (f"Deblo: {_who(student_phone, language)} asks to add you as a parent to follow their "
-                f"schoolwork progress. To accept, reply YES {code}; to refuse, NO {code} "
+                f"schoolwork progress.{also} To accept, reply YES {code}; to refuse, NO {code} "
                 f"(code valid {days} days). Without an answer, nothing more will be sent to you.")
+    also = " Votre OUI l'autorise aussi à utiliser Deblo." if consent else ""
     return (f"Deblo : {_who(student_phone, language)} demande à vous ajouter comme parent pour suivre ses "
-            f"progrès scolaires. Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
+            f"progrès scolaires.{also} Pour accepter, répondez OUI {code} ; pour refuser, NON {code} "
             f"(code valable {days} jours). Sans réponse, rien d'autre ne vous sera envoyé.")
 
 
 async def _ask_parent(msg: Incoming, parent: User, phone: str, code: str) -> SendResult:
     from bot.channel.outbound import send_to_number
 
-    text = invitation_text(msg.user.phone, code, parent.language)
+    consent = msg.services.settings.safety.consent_mode != "none"
+    text = invitation_text(msg.user.phone, code, parent.language, consent=consent)
     return await send_to_number(msg.services, phone, text=text, channel="sms", kind="parent_confirm")
 
 
@@ -320,7 +346,7 @@ async def answer_request(msg: Incoming, *, confirm: bool, code: str | None = Non
     Only a code confirms or refuses, and one code names one request."""
     links = list((
         await msg.db.scalars(
-            select(ParentLink).where(ParentLink.parent_id == msg.user.id, ParentLink.status == "pending")
+            select(ParentLink).where(ParentLink.parent_id == msg.user.id, answerable())
             .order_by(ParentLink.id)
         )
     ).all())
@@ -401,7 +427,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
     """Confirms or refuses the one request the code names."""
     result = await msg.db.execute(
         update(ParentLink)
-        .where(ParentLink.id == link.id, ParentLink.status == "pending", ParentLink.code == link.code)
+        .where(ParentLink.id == link.id, answerable(), ParentLink.code == link.code)
         .values(status="confirmed" if confirm else "refused", confirmed_at=now if confirm else None,
                 code=None, code_expires_at=None)
     )
@@ -413,6 +439,7 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
     msg.user.parent_code_failures = 0
     if confirm:
         await become_parent(msg)
+        await _record_consent(msg, link.student_id, now)
     student = await msg.db.get(User, link.student_id)
     await msg.db.commit()
     who = _who(student.phone if student else None, msg.lang)
@@ -432,6 +459,18 @@ async def _settle(msg: Incoming, link: ParentLink, confirm: bool, now: datetime)
         await _tell_student(msg, student, confirm)
 
 
+async def _record_consent(msg: Incoming, student_id: int, now: datetime) -> None:
+    """With CONSENT_MODE, the parent's OUI to this request is their consent: who (their number, read
+    from the sender Twilio signed for, never from the text), when and on which channel."""
+    if msg.services.settings.safety.consent_mode == "none":
+        return
+    who = msg.user.phone or f"user {msg.user.id}"
+    recorded = await accounts.record_consent(msg.db, student_id, given_by=who, given_by_id=msg.user.id,
+                                             channel=msg.channel, now=now)
+    log.info("consent recorded" if recorded else "consent already on record",
+             extra={"user_id": msg.user.id, "student_id": student_id, "channel": msg.channel})
+
+
 async def become_parent(msg: Incoming) -> None:
     """A confirmed link makes a parent, as choosing 2 Parent in the profile menu does (role
     "parent", mode "child", the signup credits once): MENU then lists ENFANTS and the profile menu
@@ -444,7 +483,11 @@ async def become_parent(msg: Incoming) -> None:
 async def _tell_student(msg: Incoming, student: User, confirmed: bool) -> None:
     from bot.channel.outbound import send_to_user
 
-    if confirmed:
+    if confirmed and msg.services.settings.safety.consent_mode != "none":
+        text = fr_en(student.language, "✅ Ton parent a donné son accord : on peut continuer ! Il recevra "
+                     "tes progrès chaque semaine.",
+                     "✅ Your parent gave their consent: we can go on! They'll get your weekly progress.")
+    elif confirmed:
         text = fr_en(student.language, "✅ Ton parent a confirmé : il recevra tes progrès chaque semaine.",
                      "✅ Your parent confirmed: they'll get your weekly progress.")
     else:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from fsrs import Card
 
@@ -42,7 +43,7 @@ from bench.learning.student import answer as student_answer
 from bot.config_groups import Learning
 from bot.learning import ROUND_SIZE, StudyTime, next_review, send_hour
 
-NEW_CARD = Card(card_id=1).to_dict()
+NEW_CARD: dict[str, Any] = dict(Card(card_id=1).to_dict())
 
 
 @dataclass(frozen=True)

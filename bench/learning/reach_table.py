@@ -12,7 +12,6 @@ half of the drop-outs.
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 
 from bench.learning.habits import HABITS, Habit
@@ -20,8 +19,7 @@ from bench.learning.reach import Outcome, Reach, Setup, month
 from bench.learning.reach import __doc__ as REACH_DOC
 from bench.learning.sends import POLICIES, Policy
 from bench.learning.student import Memory
-from bot.config import Environment
-from bot.config_groups import CostsEnvironment, LearningEnvironment
+from bot.config import load_settings
 
 COLUMNS = ("habit", "policy", "reviews/wk", "nudges/wk", "right at d{days}", "templates/mo",
            "cost/mo", "back")
@@ -93,16 +91,15 @@ def parse(argv: list[str] | None = None) -> Setup:
     for name in ("offer_take", "nudge_take", "template_take", "busy", "resume"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(reach, name),
                             help="assumed, not measured")
-    costs = CostsEnvironment().costs()
+    settings = load_settings()  # as the bot reads them: the environment over .env, defaults otherwise
+    costs = settings.costs
     parser.add_argument("--template-price", type=float,
                         default=costs.cost_per_template_message + costs.cost_per_whatsapp_message)
     args = vars(parser.parse_args(argv))
     taken = Reach(**{name: args.pop(name) for name in ("offer_take", "nudge_take", "template_take", "busy",
                                                         "resume")})
-    # As bot.config reads it; Environment() itself would want the whole deployment's variables.
-    currency = os.environ.get("PAYMENT_CURRENCY", str(Environment.model_fields["payment_currency"].default))
-    return Setup(reach=taken, memory=Memory(), learning=LearningEnvironment().learning(),
-                 currency=currency.upper(), **args)
+    return Setup(reach=taken, memory=Memory(), learning=settings.learning,
+                 currency=settings.payment_currency.upper(), **args)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,6 +40,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql.elements import ColumnElement
 
+from bot.accounts.consent import consent_missing, consent_shown, consent_text, record_consent
 from bot.accounts.errors import AccountBusy, AccountError, AccountsError
 from bot.accounts.outside import (
     ForgetReport,
@@ -55,9 +56,9 @@ from bot.storage.db import rowcount
 from bot.storage.models import Base, OutboundMessage, ParentLink, User
 
 __all__ = ["DELIVERY_HINTS", "ERASED_STEP", "KEPT_FOR_ACCOUNTING", "MAX_DEPTH", "MODES", "PHONE_COLUMNS",
-           "REDACTED", "AccountBusy", "AccountError", "AccountsError", "ForgetReport", "deletion_request_key",
-           "describe", "describe_text", "enrol", "export", "find_user", "forget", "forget_number",
-           "identifiers", "role_for", "unaddress"]
+           "REDACTED", "AccountBusy", "AccountError", "AccountsError", "ForgetReport", "consent_missing",
+           "consent_shown", "deletion_request_key", "describe", "describe_text", "enrol", "export",
+           "find_user", "forget", "forget_number", "identifiers", "record_consent", "role_for", "unaddress"]
 
 log = logging.getLogger("bot.accounts")
 
@@ -242,6 +243,7 @@ async def describe(db: AsyncSession, user: User) -> dict[str, Any]:
         "email": user.email, "email_verified": bool(user.email_verified),
         "parents": await _links(db, user.id, parents=True),
         "children": await _links(db, user.id, parents=False),
+        "consent": await consent_shown(db, user.id),  # CONSENT_MODE: who gave it, when, how
         "data": await _counts(db, user.id),
         "profile": profile,
     }
@@ -277,6 +279,7 @@ def describe_text(info: dict[str, Any]) -> str:
                                                     else ""),
         f"  parents:     {_links_text(info['parents'])}",
         f"  children:    {_links_text(info['children'])}",
+        f"  consent:     {consent_text(info['consent'])}",
         "  data:        " + (", ".join(f"{n} {name}" for name, n in info["data"].items()) or "none"),
     ]
     return "\n".join(lines)

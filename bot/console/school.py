@@ -147,7 +147,8 @@ async def _import(services: Any, name: str, rows: list[Any], school: str | None)
                 cohort = await find_cohort(db, name)
                 if cohort is None:
                     return _not_found(f"no class named {name!r} (cohorts create {name!r} first)")
-                report = await enrol_roster(db, services, cohort.id, rows, now)
+                who = f"school {school.strip()!r}, class {name!r}" if school else f"school, class {name!r}"
+                report = await enrol_roster(db, services, cohort.id, rows, now, school=who)
                 await db.commit()
             break
         except IntegrityError:
@@ -174,6 +175,8 @@ def _import_text(name: str, report: Any, sent: list[Any], signup_credits: int) -
              f"{report.linked} parent link(s) confirmed"]
     if report.credited:
         parts.append(f"signup credits +{signup_credits} for {report.credited}")
+    if report.consented:
+        parts.append(f"the school's consent recorded for {report.consented}")
     ok = sum(1 for s in sent if s.sent)
     parts.append(f"parents' SMS: {ok} sent" + (f", {len(sent) - ok} not sent" if len(sent) > ok else ""))
     return f"{head}; " + ", ".join(parts)

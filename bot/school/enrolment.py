@@ -60,12 +60,14 @@ class ImportReport:
     named: int = 0
     levelled: int = 0
     linked: int = 0  # parent links confirmed by this import
+    consented: int = 0  # the school's consent recorded for a student (CONSENT_MODE=school)
     not_linked: list[str] = field(default_factory=list)  # « line 4: +225…: refused the follow-up »
     notices: dict[str, ParentNotice] = field(default_factory=dict)  # by the parent's number
 
     @property
     def changed(self) -> bool:
-        return bool(self.enrolled or self.joined or self.named or self.levelled or self.linked)
+        return bool(self.enrolled or self.joined or self.named or self.levelled or self.linked
+                    or self.consented)
 
 
 async def make_parent(db: AsyncSession, user: User, signup_credits: int) -> None:
@@ -148,10 +150,12 @@ async def _link(db: AsyncSession, services: Services, row: RosterRow, student: U
 
 
 async def enrol_roster(db: AsyncSession, services: Services, cohort_id: int, rows: list[RosterRow],
-                       now: datetime) -> ImportReport:
+                       now: datetime, *, school: str = "") -> ImportReport:
     """Writes the checked rows in the caller's transaction (the caller commits, or rolls back and
-    nothing at all is changed)."""
+    nothing at all is changed). With CONSENT_MODE=school the import is the school's consent for
+    each student: recorded with `school` (who imported, as `users show` says it)."""
     report = ImportReport(rows=len(rows))
+    consent_by = school if services.settings.safety.consent_mode == "school" else ""
     members = set(await db.scalars(select(CohortMember.user_id).where(CohortMember.cohort_id == cohort_id)))
     for row in rows:
         student = await _student(db, services, row, now, report)
@@ -161,6 +165,9 @@ async def enrol_roster(db: AsyncSession, services: Services, cohort_id: int, row
             report.joined += 1
         if row.parent_phone:
             await _link(db, services, row, student, now, report)
+        if consent_by and await accounts.record_consent(db, student.id, given_by=consent_by, channel="school",
+                                                        now=now):
+            report.consented += 1
     await db.flush()
     return report
 
