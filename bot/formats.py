@@ -19,11 +19,11 @@ from bot.texts import fr_en
 
 __all__ = ["csv_time", "day", "money", "number", "when"]
 
-_DAYS = {"fr": ("lun.", "mar.", "mer.", "jeu.", "ven.", "sam.", "dim."),
-         "en": ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")}
-_MONTHS = {"fr": ("janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.",
-                  "nov.", "déc."),
-           "en": ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")}
+_DAYS = (("lun.", "mar.", "mer.", "jeu.", "ven.", "sam.", "dim."),
+         ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"))
+_MONTHS = (("janv.", "févr.", "mars", "avr.", "mai", "juin", "juil.", "août", "sept.", "oct.", "nov.",
+            "déc."),
+           ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
 THIN = "\u202f"  # narrow no-break space: French thousands, and before « FCFA » so it never wraps alone
 # A currency shown by its everyday name; the CFA francs of West and Central Africa are « FCFA ».
 _SHOWN = {"XOF": "FCFA", "XAF": "FCFA"}
@@ -36,16 +36,12 @@ def _local(at: datetime, zone_name: str | None) -> datetime:
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(zone(zone_name))
 
 
-def _lang(language: str | None) -> str:
-    return fr_en(language, "fr", "en")
-
-
 def day(at: date | datetime, language: str | None, zone_name: str | None = None, *, year: bool = True) -> str:
     """« mar. 10 mars 2026 » / « Tue 10 Mar 2026 » (a datetime's day in the zone)."""
     if isinstance(at, datetime):
         at = _local(at, zone_name).date()
-    lang = _lang(language)
-    shown = f"{_DAYS[lang][at.weekday()]} {at.day} {_MONTHS[lang][at.month - 1]}"
+    days, months = fr_en(language, _DAYS[0], _DAYS[1]), fr_en(language, _MONTHS[0], _MONTHS[1])
+    shown = f"{days[at.weekday()]} {at.day} {months[at.month - 1]}"
     return f"{shown} {at.year}" if year else shown
 
 
@@ -67,9 +63,7 @@ def number(value: float, language: str | None, decimals: int = 0) -> str:
     """« 12 500 » (narrow no-break spaces, « 1 234,50 » with decimals) / « 12,500 », « 1,234.50 »."""
     # Half up, as a person rounds (34.50 FCFA is 35), not Python's half to even.
     text = f"{Decimal(str(value)).quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP):,}"
-    if _lang(language) == "en":
-        return text
-    return text.replace(",", THIN).replace(".", ",")
+    return fr_en(language, text.replace(",", THIN).replace(".", ","), text)
 
 
 def money(amount: float, currency: str, language: str | None) -> str:
