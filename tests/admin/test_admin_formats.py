@@ -14,7 +14,7 @@ from sqlalchemy import insert
 
 from bot import formats
 from bot.storage.models import Conversation, QuizItem, SkillMastery, TurnRecord
-from tests.support.admin import logged_in, make_cohort, make_operator
+from tests.support.admin import add_flag, logged_in, make_cohort, make_operator
 from tests.support.harness import Harness
 
 EN = {"Accept-Language": "en-GB,en;q=0.9"}
@@ -42,6 +42,8 @@ async def test_the_dashboard_shows_moments_in_the_schools_zone(
     wrote = datetime(2026, 3, 10, 4, 0, tzinfo=UTC)
     awa = await h.make_user("+2250700000461", display_name="Awa", last_inbound_at=wrote)
     await make_cohort(h, "Tle D", [awa])
+    h.clock.now = datetime(2026, 3, 10, 4, 5, tzinfo=UTC)
+    flag_id = await add_flag(h, awa.id, "je veux plus vivre")  # 5 minutes before the clock: 04:00 UTC
     await make_operator(h, "admin@ecole.ci")
     admin = await logged_in(h, "admin@ecole.ci")
     try:
@@ -53,6 +55,10 @@ async def test_the_dashboard_shows_moments_in_the_schools_zone(
         assert "<td>Tue 10 Mar 2026, 05:00</td>" in page.split('id="roster"')[1]
         _, page, _ = await admin.get(f"/admin/students/{awa.id}")
         assert "<td>mar. 10 mars 2026, 05:00</td>" in page and "UTC" not in page
+        _, page, _ = await admin.get("/admin/flags")
+        assert "— mar. 10 mars 2026, 05:00</p>" in page and "UTC" not in page
+        _, page, _ = await admin.get(f"/admin/flags/{flag_id}", headers=EN)
+        assert "<td>Tue 10 Mar 2026, 05:00</td>" in page and "UTC" not in page
         _, body, _ = await admin.get("/admin/cohorts/Tle%20D/roster.csv")
         rows = list(csv.reader(io.StringIO(body.lstrip("\ufeff")), delimiter=";"))
         assert rows[1][4] == "10/03/2026 05:00"
