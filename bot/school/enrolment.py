@@ -23,6 +23,7 @@ from bot.billing import credits
 from bot.channel.keywords import stop_line
 from bot.channel.locale import default_locale, locale_for
 from bot.school.roster_file import RosterRow
+from bot.school.sheets import problem_at
 from bot.services import Services
 from bot.storage.models import CohortMember, ParentLink, User
 from bot.texts import fr_en
@@ -123,14 +124,17 @@ async def _parent(db: AsyncSession, services: Services, phone: str, student: Use
 async def _link(db: AsyncSession, services: Services, row: RosterRow, student: User, now: datetime,
                 report: ImportReport) -> None:
     assert row.parent_phone is not None
+    lang = services.settings.default_language  # the report is the operator's
     parent = await _parent(db, services, row.parent_phone, student, now)
     link = await db.scalar(select(ParentLink).where(ParentLink.student_id == student.id,
                                                     ParentLink.parent_id == parent.id))
     if link is not None and link.status == "confirmed":
         return
     if link is not None and link.status != "pending":
-        report.not_linked.append(f"line {row.line}: {row.parent_phone} {link.status} the follow-up of "
-                                 f"{row.phone} earlier; not linked again")
+        did = fr_en(lang, "a refusé" if link.status == "refused" else "a arrêté", link.status)
+        report.not_linked.append(problem_at(
+            lang, row.line, f"{row.parent_phone} {did} le suivi de {row.phone} : pas relié de nouveau",
+            f"{row.parent_phone} {did} the follow-up of {row.phone} earlier; not linked again"))
         return
     if link is None:
         link = ParentLink(student_id=student.id, parent_id=parent.id, created_at=now)
@@ -141,7 +145,9 @@ async def _link(db: AsyncSession, services: Services, row: RosterRow, student: U
     await db.flush()
     report.linked += 1
     if parent.opted_out:
-        report.not_linked.append(f"line {row.line}: {row.parent_phone} sent STOP: linked, but sent nothing")
+        report.not_linked.append(problem_at(
+            lang, row.line, f"{row.parent_phone} a envoyé STOP : relié, mais rien ne lui est envoyé",
+            f"{row.parent_phone} sent STOP: linked, but sent nothing"))
         return
     notice = report.notices.setdefault(row.parent_phone,
                                        ParentNotice(row.parent_phone, parent.language or "fr"))

@@ -18,6 +18,7 @@ from bot.channel.email import normalize_address
 from bot.school.errors import SchoolError
 from bot.storage.db import rowcount
 from bot.storage.models import Cohort, Operator, OperatorCohort
+from bot.texts import fr_en
 
 __all__ = ["PASSWORD_MAX", "PASSWORD_MIN", "ROLES", "OperatorError", "OperatorView", "add_operator",
            "list_operators", "operator_cohorts", "password_problem", "remove_operator", "role_problem",
@@ -46,34 +47,47 @@ def valid_email(raw: str) -> str | None:
     return address.lower() if address else None
 
 
-def role_problem(role: str, cohorts: list[str]) -> str | None:
+def role_problem(role: str, cohorts: list[str], language: str) -> str | None:
+    """What is wrong with the role and classes asked, in the operator's language; None when nothing."""
     if role not in ROLES:
-        return f"--role must be one of {', '.join(ROLES)}, got {role!r}"
+        return fr_en(language, f"--role vaut {' ou '.join(ROLES)}, pas {role!r}",
+                     f"--role must be one of {', '.join(ROLES)}, got {role!r}")
     if role == "teacher" and not cohorts:
-        return "a teacher sees only their classes: give at least one --cohort NAME"
+        return fr_en(language, "un enseignant ne voit que ses classes : donnez au moins un --cohort NOM",
+                     "a teacher sees only their classes: give at least one --cohort NAME")
     if role == "admin" and cohorts:
-        return "an admin sees every class: --cohort is for teachers"
+        return fr_en(language,
+                     "un administrateur voit toutes les classes : --cohort est pour les enseignants",
+                     "an admin sees every class: --cohort is for teachers")
     return None
 
 
-def password_problem(password: str) -> str | None:
+def password_problem(password: str, language: str) -> str | None:
     if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
-        return f"the password must be {PASSWORD_MIN} to {PASSWORD_MAX} characters, got {len(password)}"
+        return fr_en(language,
+                     f"le mot de passe fait de {PASSWORD_MIN} à {PASSWORD_MAX} caractères, "
+                     f"pas {len(password)}",
+                     f"the password must be {PASSWORD_MIN} to {PASSWORD_MAX} characters, got {len(password)}")
     if any(ord(c) < 32 or ord(c) == 127 for c in password):
-        return "the password must not contain control characters"
+        return fr_en(language, "le mot de passe ne contient pas de caractère de contrôle",
+                     "the password must not contain control characters")
     return None
 
 
 async def add_operator(db: AsyncSession, email: str, role: str, cohort_names: list[str],
-                       password_hash: str, now: datetime) -> Operator:
-    """Adds the operator (the caller commits); OperatorError if the e-mail exists or a class does not."""
+                       password_hash: str, now: datetime, language: str) -> Operator:
+    """Adds the operator (the caller commits); OperatorError, in the operator's language, if the e-mail
+    exists or a class does not."""
     if await db.scalar(select(Operator.id).where(Operator.email == email)) is not None:
-        raise OperatorError(f"{email} is already an operator (operators remove {email} first)")
+        raise OperatorError(fr_en(language, f"{email} a déjà un accès (operators remove {email} d'abord)",
+                                  f"{email} is already an operator (operators remove {email} first)"))
     wanted = list(dict.fromkeys(cohort_names))
     found = {c.name: c for c in await db.scalars(select(Cohort).where(Cohort.name.in_(wanted)))}
     missing = [name for name in wanted if name not in found]
     if missing:
-        raise OperatorError(f"no class named {missing[0]!r} (cohorts list shows them; cohorts create NAME)")
+        raise OperatorError(fr_en(
+            language, f"aucune classe nommée {missing[0]!r} (cohorts list les montre ; cohorts create NOM)",
+            f"no class named {missing[0]!r} (cohorts list shows them; cohorts create NAME)"))
     operator = Operator(email=email, role=role, password_hash=password_hash, created_at=now)
     db.add(operator)
     await db.flush()
@@ -101,9 +115,10 @@ async def list_operators(db: AsyncSession) -> list[OperatorView]:
             for o in await db.scalars(select(Operator).order_by(Operator.email))]
 
 
-async def remove_operator(db: AsyncSession, email: str) -> None:
+async def remove_operator(db: AsyncSession, email: str, language: str) -> None:
     """Removes the operator; their classes and sessions go with them (ON DELETE CASCADE, which SQLite
     enforces too: bot.storage.db turns its foreign keys on). OperatorError if unknown."""
     result = await db.execute(delete(Operator).where(Operator.email == email))
     if rowcount(result) != 1:
-        raise OperatorError(f"no operator with the e-mail {email}")
+        raise OperatorError(fr_en(language, f"aucun accès avec l'adresse {email}",
+                                  f"no operator with the e-mail {email}"))

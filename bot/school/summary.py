@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.email import EmailError, build_message, send_message, sender_address, smtp_configured
 from bot.config_groups import Learning
+from bot.formats import day
 from bot.learning.progress import latest_summary_slot
 from bot.periodic import Job
 from bot.render import render
@@ -64,10 +65,12 @@ def _pct(p: float) -> str:
     return f"{round(100 * p)} %"
 
 
-def summary_text(summaries: list[ClassSummary], language: str, now: datetime) -> tuple[str, str]:
+def summary_text(summaries: list[ClassSummary], language: str, now: datetime, zone: str) -> tuple[str, str]:
     """The e-mail's subject and plain text (bot/templates/email/teacher_summary.*.txt; bot.channel.email
-    makes the HTML of it)."""
-    start, end = (now - timedelta(days=QUIET_DAYS)).strftime("%d/%m"), now.strftime("%d/%m")
+    makes the HTML of it); the week's days in the school's time zone (« du lun. 2 mars au lun. 9 mars
+    2026 »)."""
+    start = day(now - timedelta(days=QUIET_DAYS), language, zone, year=False)
+    end = day(now, language, zone)
     names = ", ".join(s.cohort for s in summaries)
     subject = fr_en(language, f"Deblo : la semaine de vos classes ({names})",
                     f"Deblo: your classes' week ({names})")
@@ -106,7 +109,7 @@ async def _send_one(services: Services, operator_id: int, now: datetime) -> bool
         email = operator.email
     if not summaries:
         return False
-    subject, text = summary_text(summaries, settings.default_language, now)
+    subject, text = summary_text(summaries, settings.default_language, now, settings.default_timezone)
     message = build_message(from_addr=sender_address(settings), to=[email], subject=subject, body=text)
     await send_message(settings, message)
     return True

@@ -129,3 +129,27 @@ async def test_the_operator_sets_the_level(harness: Any) -> None:
     code, out, err = await users(h, "set-level", "07", "4e")
     assert code == 2 and "not a phone number" in err
     assert await level_of(h) == ("CM2", True)
+
+
+@pytest.mark.parametrize(("typed", "level"), [("CLASSE Terminale D", "Tle"), ("classe Tle C", "Tle"),
+                                              ("CLASSE 6ème 3", "6e"), ("LEVEL terminale d", "Tle")])
+async def test_classe_takes_a_class_with_its_section(harness: Any, typed: str, level: str) -> None:
+    """As a school names its classes (« Terminale D », « 6ème 3 »): the level is read, the section
+    dropped, by the one parser the class lists also use."""
+    h = harness
+    await h.make_user(STUDENT, mode="child", school_level="1re")
+    [set_] = await say(h, STUDENT, typed)
+    assert set_ == f"C'est noté : classe {level}. J'adapte mes explications à ton niveau."
+    assert await level_of(h) == (level, True)
+    assert h.llm.requests == []
+
+
+async def test_the_operator_sets_a_level_with_its_section(harness: Any) -> None:
+    h = harness
+    await h.make_user(STUDENT, mode="child", school_level="2nde")
+    code, out, err = await users(h, "set-level", STUDENT, "Tle C")
+    assert code == 0, err
+    assert out.strip() == f"{STUDENT}: class Tle (was 2nde)"
+    code, out, err = await users(h, "set-level", STUDENT, "6ème 3")
+    assert code == 0 and out.strip() == f"{STUDENT}: class 6e (was Tle)", err
+    assert await level_of(h) == ("6e", True)

@@ -4,6 +4,7 @@ e-mail through a real SMTP server (aiosmtpd), once a week per teacher."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -111,6 +112,8 @@ async def test_the_weekly_summary_mails_each_teacher_once(make_harness: Any, smt
     assert mail.rcpt_tos == ["prof@ecole.ci"] and "6e A" in mail.message["Subject"]
     text = mail.message.get_body(("plain",)).get_content()
     assert "Actifs ces 7 derniers jours : 2 sur 4" in text, text
+    # The week's days in the school's zone, in French (the slot is a Monday).
+    assert re.search(r"\(du lun\. \d{1,2} \S+ au lun\. \d{1,2} \S+ 20\d\d\)\.", text), text
     assert "+225…0303 : n'a encore jamais écrit" in text and "Yao : aucun message depuis 9 jours" in text
     assert "Marc : maîtrise en baisse : Fractions" in text
     assert "Fractions : " in text and "1 élève(s) sur 2 à revoir" in text

@@ -125,9 +125,9 @@ async def test_school_import_records_the_schools_consent(make_harness: Any, tmp_
     roster = tmp_path / "class.csv"
     roster.write_text(f"phone,name,level,parent_phone\n{STUDENT},Awa Koné,6e,\n", encoding="utf-8")
     run = await console(h, "cohorts", "import", "6e A", str(roster), "--school", "Lycée Moderne")
-    assert run.code == 0 and "the school's consent recorded for 1" in run.out, run.out + run.err
+    assert run.code == 0 and "consentement de l'école enregistré pour 1" in run.out, run.out + run.err
     again = await console(h, "cohorts", "import", "6e A", str(roster), "--school", "Lycée Moderne")
-    assert again.code == 0 and "nothing changed" in again.out, again.out  # one consent, not two
+    assert again.code == 0 and "rien n'a changé" in again.out, again.out  # one consent, not two
     child = await h.user(STUDENT)
     assert child is not None
     assert await consents(h) == [(child.id, None, "school 'Lycée Moderne', class '6e A'", "school")]

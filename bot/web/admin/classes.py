@@ -5,6 +5,7 @@ student outside the viewer's scope is None (the page answers 404, as for one tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -143,14 +144,16 @@ async def class_view(db: AsyncSession, cohort: Cohort, now: datetime) -> ClassVi
                      [r for r in at_risk if r.quiet or r.fell])
 
 
-async def results_rows(db: AsyncSession, cohort_id: int) -> list[list[str]]:
-    """One CSV row per checked or reported result of the class's students, oldest first."""
+async def results_rows(db: AsyncSession, cohort_id: int,
+                       shown: Callable[[datetime], str]) -> list[list[str]]:
+    """One CSV row per checked or reported result of the class's students, oldest first: each moment
+    as `shown` writes it, the skill as written (its key only when no words were kept)."""
     r = ExerciseResult
     rows = (await db.execute(select(r.user_id, User.display_name, r.created_at, r.subject, r.skill, r.topic,
                                     r.correct, r.source, r.verified).join(
         CohortMember, CohortMember.user_id == r.user_id).join(User, User.id == r.user_id)
         .where(CohortMember.cohort_id == cohort_id).order_by(r.created_at, r.id))).all()
-    return [[str(user_id), name or "", at.isoformat(timespec="seconds"), subject, skill or topic,
+    return [[str(user_id), name or "", shown(at), subject, topic or skill,
              "1" if correct else "0", source, "1" if verified else "0"]
             for user_id, name, at, subject, skill, topic, correct, source, verified in rows]
 
@@ -195,7 +198,11 @@ async def _weeks(db: AsyncSession, user_id: int, now: datetime) -> list[tuple[st
 async def student_view(db: AsyncSession, user: User, classes: list[str], learning: Learning,
                        now: datetime) -> StudentView:
     items = await due_items(db, user.id, now, 20)
+    skills = await skill_views(db, user.id, learning)
+    # A skill as the student wrote it, accents and all: its key (« theoreme-pythagore ») is never shown.
+    labels = {(s.subject, s.skill): s.label for s in skills}
     return StudentView(
-        student=_student(user), classes=classes, skills=await skill_views(db, user.id, learning),
+        student=_student(user), classes=classes, skills=skills,
         weeks=await _weeks(db, user.id, now), due=await due_count(db, user.id, now),
-        due_items=[(subject_name(canonical_subject(i.subject), "fr"), i.skill, i.due_at) for i in items])
+        due_items=[(subject_name(canonical_subject(i.subject), "fr"),
+                    labels.get((canonical_subject(i.subject), i.skill), ""), i.due_at) for i in items])

@@ -8,7 +8,8 @@ start (the cell's start, and after each `,`, `;` or line break) is defused: an a
 (OWASP's CSV injection advice), and it stays text whichever way the file is split. Every field is
 quoted too. The separator and encoding follow the operator's language (the dashboard's, from the
 browser): `;` and UTF-8 with a byte-order mark for French (what French Excel opens with its
-accents), `,` and plain UTF-8 for English.
+accents), `,` and plain UTF-8 for English. Moments are in the school's time zone, as that
+language's spreadsheet reads a date (« 10/03/2026 09:00 » / « 2026-03-10 09:00 »: bot.formats).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from aiohttp import web
 
+from bot.formats import csv_time
 from bot.texts import fr_en
 from bot.web.admin.classes import Student
 from bot.web.render import PAGE_HEADERS
@@ -37,10 +40,15 @@ _FORMULA_PIECE = re.compile(r"(^|[,;\n])( *[=+\-@\t\r])")
 class Dialect:
     separator: str
     bom: bool
+    language: str
+    zone: str  # the school's time zone, for every moment in the file
+
+    def time(self, at: datetime | None) -> str:
+        return csv_time(at, self.language, self.zone)
 
 
-def dialect_of(lang: str) -> Dialect:
-    return fr_en(lang, Dialect(";", bom=True), Dialect(",", bom=False))
+def dialect_of(lang: str, zone: str) -> Dialect:
+    return fr_en(lang, Dialect(";", True, "fr", zone), Dialect(",", False, "en", zone))
 
 
 def safe_cell(value: str) -> str:
@@ -57,10 +65,9 @@ def csv_text(header: list[str], rows: Iterable[list[str]], dialect: Dialect) -> 
     return out.getvalue()
 
 
-def roster_rows(students: list[Student]) -> list[list[str]]:
-    return [[str(s.user_id), s.name, s.phone, s.level,
-             s.last_active.isoformat(timespec="seconds") if s.last_active else "",
-             s.joined_at.isoformat(timespec="seconds") if s.joined_at else ""] for s in students]
+def roster_rows(students: list[Student], dialect: Dialect) -> list[list[str]]:
+    return [[str(s.user_id), s.name, s.phone, s.level, dialect.time(s.last_active), dialect.time(s.joined_at)]
+            for s in students]
 
 
 def csv_response(filename: str, text: str, dialect: Dialect) -> web.Response:

@@ -40,8 +40,9 @@ def _services(request: web.Request) -> Services:
 
 def _page(request: web.Request, template: str, *, status: int = 200, **context: Any) -> web.Response:
     lang = language_of(request)
+    # Every date in the school's time zone: DEFAULT_TIMEZONE (a deployment serves one school system).
     return html_response(f"admin/{template}", status=status, lang=lang, t=translator(lang),
-                         quote=quote, **context)
+                         zone=_services(request).settings.default_timezone, quote=quote, **context)
 
 
 def _to_login() -> web.Response:
@@ -177,16 +178,16 @@ def _filename(name: str, what: str) -> str:
 async def cohort_csv(request: web.Request, viewer: auth.Viewer) -> web.Response:
     services = _services(request)
     what = request.match_info["what"]
-    dialect = exports.dialect_of(language_of(request))
+    dialect = exports.dialect_of(language_of(request), services.settings.default_timezone)
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
         if cohort is None:
             return _not_found(request, viewer)
         if what == "roster":
             students = await classes.roster(db, cohort.id)
-            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students), dialect)
+            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students, dialect), dialect)
         else:
-            results = await classes.results_rows(db, cohort.id)
+            results = await classes.results_rows(db, cohort.id, dialect.time)
             text = exports.csv_text(exports.RESULTS_HEADER, results, dialect)
     return exports.csv_response(_filename(cohort.name, what), text, dialect)
 
