@@ -24,7 +24,7 @@ from bot.config import Settings
 from bot.storage.models import Cohort, CohortMember, CreditEntry, User
 from bot.texts import fr_en
 
-__all__ = ["FUND_REASON", "MAX_FUND", "DailyCap", "PoolUse", "Standing", "daily_cap", "fund",
+__all__ = ["FUND_REASON", "MAX_FUND", "PACE_DAYS", "DailyCap", "PoolUse", "Standing", "daily_cap", "fund",
            "no_credits_text", "reason_of", "standing", "take", "usage"]
 
 FUND_REASON = "pool_fund"

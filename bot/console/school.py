@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.console.pool import credits_problem, fund, pool_line
 
 __all__ = ["cohorts_command", "operators_command"]
 
@@ -47,6 +48,8 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.cohorts_command != "list" and (problem := _name_problem(args.name)):
         return _usage_error(problem)
     rows = None
+    if args.cohorts_command == "fund" and (problem := credits_problem(args.credits)):
+        return _usage_error(problem)
     if args.cohorts_command == "import":
         if args.school is not None and _name_problem(args.school):
             return _usage_error(f"--school must be 1 to {NAME_MAX} characters, without control characters")
@@ -67,6 +70,8 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
             return await _list(services)
         if args.cohorts_command == "show":
             return await _show(services, name)
+        if args.cohorts_command == "fund":
+            return await fund(services, name, int(args.credits.strip().replace("_", "")))
         return await _import(services, name, rows or [], args.school)
     finally:
         await services.close()
@@ -121,8 +126,10 @@ async def _show(services: Any, name: str) -> int:
         if cohort is None:
             return _not_found(f"no class named {name!r} (cohorts list shows them)")
         students = await roster(db, cohort.id)
+        pool = await pool_line(db, cohort.id, now)
     active = sum(is_active(s, now) for s in students)
     print(f"class {name!r}: {len(students)} student(s), {active} active in the last 7 days")
+    print(pool)
     for s in students:
         last = f"{s.last_activity:%Y-%m-%d %H:%M}" if s.last_activity else "never wrote"
         print(f"  {s.phone or '-'}  {s.name or '-'}  class {s.level or '-'}  last message {last}")
