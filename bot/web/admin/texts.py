@@ -44,7 +44,8 @@ TEXTS: dict[str, tuple[str, str]] = {
                   "par jour, avant ses propres crédits.",
                   "{balance} credits left of {funded} put in; each student uses at most {cap} a day, "
                   "before their own credits."),
-    "pool_pace": ("{spent} crédits utilisés ces 7 derniers jours : environ {days} jours restants à ce rythme.",
+    "pool_pace": ("{spent} crédits utilisés ces 7 derniers jours : environ {days} jours restants à "
+                  "ce rythme.",
                   "{spent} credits used in the last 7 days: about {days} days left at that pace."),
     "pool_idle": ("Aucun crédit utilisé ces 7 derniers jours.", "No credit used in the last 7 days."),
     "pool_week": ("Utilisés (7 jours)", "Used (7 days)"),
