@@ -279,13 +279,29 @@ def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> D
     return DailyTokens(state, key, settings.user_daily_token_limit)
 
 
+# The turn's end when the credits run out and nothing is for sale: the loop's own text says ACHETER.
+NO_SALE_TEXT = {
+    "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qu'il te reste. Envoie **NOUVEAU** "
+    "pour repartir d'une conversation plus courte, qui coûte moins.",
+    "en": "I have to stop here: going on would cost more than the credits you have left. Send **NEW** to "
+    "start a shorter conversation, which costs less.",
+}
+
+
+def credits_notice(settings: Settings) -> dict[str, str] | None:
+    """What a turn ends with when the credits run out: the loop's (ACHETER) when payments are set up
+    (PAYMENT_PROVIDER; ACHETER itself says when they are set up wrong), else NO_SALE_TEXT."""
+    return None if settings.payment_provider else NO_SALE_TEXT
+
+
 def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int,
-                 call_ref: Callable[[], str] | None = None, settle: Any = None) -> Budget:
+                 call_ref: Callable[[], str] | None = None, settle: Any = None,
+                 notice: dict[str, str] | None = None) -> Budget:
     """A budget of `ceiling` tokens (None: no other ceiling) that never goes past `left`, what is
     left of the user's day, and counts what each call used into the day (once per `call_ref()`,
-    the call's own reference, when given)."""
+    the call's own reference, when given); `notice` is said when the credits' ceiling is reached."""
     if daily is None:
-        return Budget(ceiling, spend, settle=settle)
+        return Budget(ceiling, spend, notice, settle=settle)
 
     async def spend_today(tokens: int) -> None:
         if spend is not None:
@@ -294,7 +310,7 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
     # When the day runs out first, the turn ends saying so rather than speaking of credits.
     first = ceiling is None or left < ceiling
-    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else None, settle)
+    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else notice, settle)
 
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
@@ -318,7 +334,8 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
     async def settle() -> None:
         await commit_writes(db)
 
-    return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle)
+    return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle,
+                        notice=credits_notice(settings))
 
 
 async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings: Settings,
@@ -343,7 +360,7 @@ async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings:
         async with sessions() as db:
             await meter.spend(db, tokens)
 
-    return within_today(meter.ceiling_tokens, spend, daily, left, call_ref)
+    return within_today(meter.ceiling_tokens, spend, daily, left, call_ref, notice=credits_notice(settings))
 
 
 async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:
