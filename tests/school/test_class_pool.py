@@ -5,6 +5,7 @@ a way of paying that is not set up."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select
@@ -167,8 +168,12 @@ async def test_an_admin_funds_a_class_on_its_page_once_per_form(harness: Harness
             status, page, _ = await admin.post("/admin/cohorts/6e%20A/fund",
                                                {**form, "nonce": _nonce(page), "credits": bad})
             assert status == 422 and "nombre entier" in page, bad
+        await ask(h)  # Awa spends 10 credits of the pool
         status, page, _ = await teacher.get("/admin/cohorts/6e%20A")
-        assert status == 200 and "500 crédits restants" in page and 'id="fund"' not in page
+        assert status == 200 and "490 crédits restants sur 500" in page and 'id="fund"' not in page
+        assert "10 crédits utilisés ces 7 derniers jours : environ 343 jours restants" in page  # 490 / (10/7)
+        [row] = re.findall(r'<table id="pool-use">.*?<tbody>\s*(<tr>.*?</tr>)', page, re.S)
+        assert "Awa Koné" in row and row.count("<td>10</td>") == 2, row
         refused = await teacher.post("/admin/cohorts/6e%20A/fund",
                                      {"csrf_token": csrf_of(page), "nonce": "n" * 24, "credits": "100"})
         assert refused[0] == 404
@@ -183,8 +188,6 @@ async def test_an_admin_funds_a_class_on_its_page_once_per_form(harness: Harness
 
 
 def _nonce(page: str) -> str:
-    import re
-
     found = re.search(r'name="nonce" value="([^"]+)"', page)
     assert found, "no nonce in the page"
     return found.group(1)
