@@ -126,10 +126,10 @@ async def _show(services: Any, name: str) -> int:
         if cohort is None:
             return _not_found(f"no class named {name!r} (cohorts list shows them)")
         students = await roster(db, cohort.id)
-        pool = await pool_line(db, cohort.id, now)
+        pool_text = await pool_line(db, cohort.id, now)
     active = sum(is_active(s, now) for s in students)
     print(f"class {name!r}: {len(students)} student(s), {active} active in the last 7 days")
-    print(pool)
+    print(pool_text)
     for s in students:
         last = f"{s.last_activity:%Y-%m-%d %H:%M}" if s.last_activity else "never wrote"
         print(f"  {s.phone or '-'}  {s.name or '-'}  class {s.level or '-'}  last message {last}")
