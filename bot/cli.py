@@ -366,11 +366,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     """`cohorts …` and `operators …` (bot.console.school runs them)."""
-    cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list")
+    cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list, fund")
     cohorts_sub = cohorts_parser.add_subparsers(dest="cohorts_command", required=True)
     cohorts_sub.add_parser("create", help="a new class").add_argument("name")
     cohorts_sub.add_parser("list", help="every class, its students and teachers")
     cohorts_sub.add_parser("show", help="a class's roster: level and last activity").add_argument("name")
+    funded = cohorts_sub.add_parser("fund", help="put credits in a class's pool, spent by its students first")
+    funded.add_argument("name")
+    funded.add_argument("credits", help="a whole number of credits")
     imported = cohorts_sub.add_parser(
         "import", help="enrol a class list (CSV or XLSX): phone,name,level,parent_phone or French names")
     imported.add_argument("name")

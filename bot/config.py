@@ -141,6 +141,7 @@ class Settings:
     payment_currency: str
     payment_timeout_s: float
     turn_overdraft_credits: int
+    class_pool_daily_cap: int  # credits a student may take from their class's pool a day
     llm_max_retries: int
     llm_retry_base_s: float
     llm_max_tokens: int
@@ -318,8 +319,10 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     tokens_per_credit: int = 2000
     # How far below zero a turn may take a balance: a turn stops calling the model before it would.
     turn_overdraft_credits: int = Field(5, ge=0)
+    # A class's pool (bot.billing.pool): what one student may take from it per day of their zone.
+    class_pool_daily_cap: int = Field(40, ge=0)
     guest_daily_messages: int = 10
-    notice_interval_s: int = Field(3600, ge=0)  # at most one "no credits" notice per user per interval
+    notice_interval_s: int = Field(3600, ge=0)  # at most one guests' limit notice per user per interval
     bonus_max_awards_per_day: int = 3
     bonus_max_credits_per_day: int = 10
     quiz_ttl_s: int = 3600

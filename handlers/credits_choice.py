@@ -6,7 +6,7 @@ import re
 
 from unidecode import unidecode
 
-from bot.billing import payments
+from bot.billing import payments, pool
 from bot.billing.payments.provider import PaymentError
 from bot.channel import menus
 from bot.channel.context import Incoming
@@ -15,17 +15,25 @@ _SHOW = re.compile(r"^(acheter|acheter des credits|acheter credits|buy|buy credi
 _NUMBER = re.compile(r"^#?\s*(\d{1,2})\s*[.)]?$")
 
 
+async def _not_offered(msg: Incoming) -> str:
+    """ACHETER with no payments set up: said plainly, with what a class's student can do instead."""
+    place = await pool.standing(msg.db, msg.user.id, pool.daily_cap(msg.services.settings, msg.user,
+                                                                    msg.services.clock))
+    if place.in_class:
+        return msg.t("L'achat de crédits n'est pas proposé ici. Quand les crédits de ta classe sont épuisés, "
+                     "demande à ton enseignant de les recharger.",
+                     "Buying credits is not offered here. When your class's credits are used up, ask your "
+                     "teacher to top them up.")
+    return msg.t("L'achat de crédits n'est pas disponible pour le moment.",
+                 "Buying credits is not available right now.")
+
+
 async def handle(msg: Incoming) -> bool:
     text = re.sub(r"\s+", " ", unidecode(msg.text).strip().lower()).rstrip("!.")
     if _SHOW.match(text):
         reason = payments.unavailable_reason(msg.services.settings)
         if reason:
-            await msg.reply(
-                msg.t(
-                    "L'achat de crédits n'est pas disponible pour le moment.",
-                    "Buying credits is not available right now.",
-                )
-            )
+            await msg.reply(await _not_offered(msg))
         else:
             await msg.reply(menu=await payments.show_menu(msg.services, msg.conversation.id, msg.lang))
         return True

@@ -25,7 +25,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.loop import Budget
-from bot.clock import zone
+from bot.billing import pool
+from bot.clock import Clock, zone
 from bot.config import Settings
 from bot.storage.db import commit_writes
 from bot.storage.models import CreditEntry, InboundMessage, User
@@ -100,19 +101,33 @@ def turn_cost(total_tokens: int, tokens_per_credit: int) -> int:
 
 
 async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str | None, *,
-                overdraft: int, detail: dict[str, Any] | None = None) -> tuple[int, int | None]:
+                overdraft: int, detail: dict[str, Any] | None = None,
+                pool_cap: pool.DailyCap | None = None) -> tuple[int, int | None]:
     """The one way what a turn spends reaches the ledger (its tokens, the images the model saw, the
-    audio heard, the speech spoken): `due` credits under `reason`, once per `ref`, taking the
-    balance below zero down to `-overdraft` and not further. What cannot be taken is logged (with
-    `detail`) and not asked again. Returns (credits taken, new balance or None)."""
+    audio heard, the speech spoken): `due` credits under `reason`, once per `ref`, first from the
+    student's class pool within `pool_cap` (bot.billing.pool), then from the balance, below zero
+    down to `-overdraft` and not further. What cannot be taken is logged (with `detail`) and not
+    asked again. Returns (credits taken, new balance or None)."""
     if due <= 0:
         return 0, None
-    if ref is not None and await _applied(db, reason, ref):
+    if ref is not None and any([await _applied(db, r, ref) for r in (reason, pool.reason_of(reason))]):
         return 0, None  # already charged (a replay): neither taken again nor logged as cut
     # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
     # (a background job and a new message's turn) read the balance one after the other.
     current = int(await db.scalar(
         select(User.credit_balance).where(User.id == user_id).with_for_update()) or 0)
+    # A student of a funded class spends the class's pool first, within the day's cap.
+    from_pool = await pool.take(db, user_id, due, reason, ref, pool_cap) if pool_cap is not None else 0
+    if from_pool == due:
+        return from_pool, current
+    taken, new_balance = await _debit_own(db, user_id, due - from_pool, reason, ref, current, overdraft,
+                                          detail)
+    return from_pool + taken, new_balance
+
+
+async def _debit_own(db: AsyncSession, user_id: int, due: int, reason: str, ref: str | None, current: int,
+                     overdraft: int, detail: dict[str, Any] | None) -> tuple[int, int | None]:
+    """`debit`'s part from the user's own balance, whose row it holds (`current`)."""
     taken = min(due, max(0, current + max(0, overdraft)))
     if taken < due:
         log.warning(
@@ -135,27 +150,30 @@ async def charge_turn(
     *,
     overdraft: int = 0,
     already_charged: int = 0,
+    pool_cap: pool.DailyCap | None = None,
 ) -> tuple[int, int | None]:
     """Charges what a turn's model calls spent beyond `already_charged` (reason `usage`): (credits
     charged, new balance or None), through `debit` and its floor. The turn's budget stops the turn
     before the floor, so a charge cut there means a model call used far more than estimated."""
     due = turn_cost(total_tokens, tokens_per_credit) - already_charged
-    return await debit(db, user_id, due, "usage", ref, overdraft=overdraft, detail={"tokens": total_tokens})
+    return await debit(db, user_id, due, "usage", ref, overdraft=overdraft, detail={"tokens": total_tokens},
+                       pool_cap=pool_cap)
 
 
 async def charge_media(db: AsyncSession, user: User, settings: Settings, reason: str, due: int,
-                       ref: str, daily: DailyTokens | None) -> int:
+                       ref: str, daily: DailyTokens | None, clock: Clock) -> int:
     """Charges a turn's media (`image_input`, `audio_input`, `speech_output`): `due` credits through
-    `debit`, down to the same floor as the tokens (`-TURN_OVERDRAFT_CREDITS`); guests are not
-    charged. The media count into the user's day (`daily`) as `due` x TOKENS_PER_CREDIT tokens,
-    guests' too, once per `ref`. Returns the credits taken."""
+    `debit` (a class's pool first), down to the same floor as the tokens (`-TURN_OVERDRAFT_CREDITS`);
+    guests are not charged. The media count into the user's day (`daily`) as `due` x
+    TOKENS_PER_CREDIT tokens, guests' too, once per `ref`. Returns the credits taken."""
     if due <= 0:
         return 0
     if daily is not None:
         await daily.add(due * max(1, settings.tokens_per_credit), ref)
     if (user.mode or "guest") == "guest":
         return 0
-    taken, _ = await debit(db, user.id, due, reason, ref, overdraft=max(0, settings.turn_overdraft_credits))
+    taken, _ = await debit(db, user.id, due, reason, ref, overdraft=max(0, settings.turn_overdraft_credits),
+                           pool_cap=pool.daily_cap(settings, user, clock))
     return taken
 
 
@@ -176,6 +194,7 @@ class TurnMeter:
     ref_for: Callable[[int], str | None]
     tokens: int = 0  # what the turn spent so far (a resumed job starts with the direct part's)
     charged: int = 0  # credits asked for so far
+    pool_cap: pool.DailyCap | None = None  # a student of a funded class spends its pool first
 
     async def spend(self, db: AsyncSession, tokens: int, *, commit: bool = True) -> None:
         """Charges what the turn spent beyond what was charged. Without `commit` the charge is left
@@ -185,7 +204,7 @@ class TurnMeter:
         if cost <= self.charged:
             return
         await charge_turn(db, self.user_id, self.tokens, self.tokens_per_credit, self.ref_for(cost),
-                          overdraft=self.overdraft, already_charged=self.charged)
+                          overdraft=self.overdraft, already_charged=self.charged, pool_cap=self.pool_cap)
         # What could not be taken (the overdraft floor) is not asked again at the next call.
         self.charged = cost
         if commit:
@@ -195,14 +214,17 @@ class TurnMeter:
 
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
-                     ref_for: Callable[[int], str | None], spent_tokens: int = 0) -> TurnMeter:
-    """A meter for a turn that has already spent `spent_tokens` (and was charged for them)."""
+                     ref_for: Callable[[int], str | None], spent_tokens: int = 0,
+                     pool_cap: pool.DailyCap | None = None) -> TurnMeter:
+    """A meter for a turn that has already spent `spent_tokens` (and was charged for them); what it
+    may spend counts what the student may still take from their class's pool today."""
     current = await balance(db, user_id)
+    from_pool = (await pool.standing(db, user_id, pool_cap)).left if pool_cap is not None else 0
     per = max(1, settings.tokens_per_credit)
     overdraft = max(0, settings.turn_overdraft_credits)
-    ceiling = spent_tokens + max(0, current + overdraft) * per
+    ceiling = spent_tokens + (from_pool + max(0, current + overdraft)) * per
     charged = turn_cost(spent_tokens, per) if spent_tokens > 0 else 0
-    return TurnMeter(user_id, per, overdraft, ceiling, ref_for, spent_tokens, charged)
+    return TurnMeter(user_id, per, overdraft, ceiling, ref_for, spent_tokens, charged, pool_cap)
 
 
 DAILY_LIMIT_TEXT = {
@@ -257,13 +279,29 @@ def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> D
     return DailyTokens(state, key, settings.user_daily_token_limit)
 
 
+# The turn's end when the credits run out and nothing is for sale: the loop's own text says ACHETER.
+NO_SALE_TEXT = {
+    "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qu'il te reste. Envoie **NOUVEAU** "
+    "pour repartir d'une conversation plus courte, qui coûte moins.",
+    "en": "I have to stop here: going on would cost more than the credits you have left. Send **NEW** to "
+    "start a shorter conversation, which costs less.",
+}
+
+
+def credits_notice(settings: Settings) -> dict[str, str] | None:
+    """What a turn ends with when the credits run out: the loop's (ACHETER) when payments are set up
+    (PAYMENT_PROVIDER; ACHETER itself says when they are set up wrong), else NO_SALE_TEXT."""
+    return None if settings.payment_provider else NO_SALE_TEXT
+
+
 def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, left: int,
-                 call_ref: Callable[[], str] | None = None, settle: Any = None) -> Budget:
+                 call_ref: Callable[[], str] | None = None, settle: Any = None,
+                 notice: dict[str, str] | None = None) -> Budget:
     """A budget of `ceiling` tokens (None: no other ceiling) that never goes past `left`, what is
     left of the user's day, and counts what each call used into the day (once per `call_ref()`,
-    the call's own reference, when given)."""
+    the call's own reference, when given); `notice` is said when the credits' ceiling is reached."""
     if daily is None:
-        return Budget(ceiling, spend, settle=settle)
+        return Budget(ceiling, spend, notice, settle=settle)
 
     async def spend_today(tokens: int) -> None:
         if spend is not None:
@@ -272,11 +310,11 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
     # When the day runs out first, the turn ends saying so rather than speaking of credits.
     first = ceiling is None or left < ceiling
-    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else None, settle)
+    return Budget(left if first else ceiling, spend_today, DAILY_LIMIT_TEXT if first else notice, settle)
 
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
-                      settings: Settings, daily: DailyTokens | None = None) -> Budget | None:
+                      settings: Settings, daily: DailyTokens | None, clock: Clock) -> Budget | None:
     """The budget of a message's turn, charged to the ledger in `db` as the turn spends, within what
     is left of the user's day (`daily`). Guests are served within their daily allowance and not
     charged: without a daily ceiling their budget is None. A call's charge is committed with what
@@ -287,7 +325,8 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
         return None if daily is None else within_today(None, None, daily, left)
     # The attempt keeps the refs of a re-run apart from those of the run it replaces.
     base = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
-    meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None)
+    meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None,
+                             pool_cap=pool.daily_cap(settings, user, clock))
 
     async def spend(tokens: int) -> None:
         await meter.spend(db, tokens, commit=False)
@@ -295,12 +334,13 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
     async def settle() -> None:
         await commit_writes(db)
 
-    return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle)
+    return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle,
+                        notice=credits_notice(settings))
 
 
 async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings: Settings,
                      daily: DailyTokens | None, job_id: int, spent_tokens: int,
-                     model_calls: Callable[[], int]) -> Budget | None:
+                     model_calls: Callable[[], int], clock: Clock) -> Budget | None:
     """The budget of a background job going on from a turn that spent `spent_tokens`: the same
     meter as a message's turn, each charge in a session of its own and named by the job's model
     call (`model_calls()`, the calls made so far, this one included), so that a step replayed after
@@ -313,13 +353,14 @@ async def job_budget(sessions: Callable[[], AsyncSession], user: User, settings:
     if (user.mode or "guest") == "guest":
         return None if daily is None else within_today(None, None, daily, left, call_ref)
     async with sessions() as db:
-        meter = await open_meter(db, user.id, settings, lambda _cost: call_ref(), spent_tokens)
+        meter = await open_meter(db, user.id, settings, lambda _cost: call_ref(), spent_tokens,
+                                 pool.daily_cap(settings, user, clock))
 
     async def spend(tokens: int) -> None:
         async with sessions() as db:
             await meter.spend(db, tokens)
 
-    return within_today(meter.ceiling_tokens, spend, daily, left, call_ref)
+    return within_today(meter.ceiling_tokens, spend, daily, left, call_ref, notice=credits_notice(settings))
 
 
 async def guest_message_allowed(state: Any, user_id: int, day: str, limit: int) -> bool:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.console.pool import credits_problem, fund, pool_line
 from bot.formats import when
 from bot.texts import fr_en
 
@@ -57,6 +58,8 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     if args.cohorts_command != "list" and (problem := _name_problem(lang, args.name)):
         return _usage_error(lang, problem)
     rows = None
+    if args.cohorts_command == "fund" and (problem := credits_problem(lang, args.credits)):
+        return _usage_error(lang, problem)
     if args.cohorts_command == "import":
         if args.school is not None and _name_problem(lang, args.school):
             return _usage_error(lang, fr_en(
@@ -84,6 +87,8 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
             return await _list(services)
         if args.cohorts_command == "show":
             return await _show(services, name)
+        if args.cohorts_command == "fund":
+            return await fund(services, lang, name, int(args.credits.strip().replace("_", "")))
         return await _import(services, name, rows or [], args.school)
     finally:
         await services.close()
@@ -145,9 +150,11 @@ async def _show(services: Any, name: str) -> int:
             return _not_found(lang, fr_en(lang, f"aucune classe nommée {name!r} (cohorts list les montre)",
                                           f"no class named {name!r} (cohorts list shows them)"))
         students = await roster(db, cohort.id)
+        pool_text = await pool_line(db, lang, cohort.id, now)
     active = sum(is_active(s, now) for s in students)
     print(fr_en(lang, f"classe {name!r} : {len(students)} élève(s), {active} actif(s) ces 7 derniers jours",
                 f"class {name!r}: {len(students)} student(s), {active} active in the last 7 days"))
+    print(pool_text)
     for s in students:
         last = (when(s.last_activity, lang, settings.default_timezone) if s.last_activity
                 else fr_en(lang, "n'a jamais écrit", "never wrote"))

@@ -240,7 +240,8 @@ async def _charge(msg: Incoming, reason: str, due: int, ref: str) -> int:
     into the user's day (bot.billing.credits.charge_media); what was taken."""
     services = msg.services
     daily = credits.daily_tokens(services.state, services.settings, msg.user, services.clock())
-    return await credits.charge_media(msg.db, msg.user, services.settings, reason, due, ref, daily)
+    return await credits.charge_media(msg.db, msg.user, services.settings, reason, due, ref, daily,
+                                      services.clock)
 
 
 async def hear(msg: Incoming) -> None:

@@ -89,7 +89,7 @@ async def _charge_photos(msg: Incoming, seen: dict[str, Any]) -> None:
     if due and msg.inbound is not None:
         ref = f"image:{msg.inbound.id}:{msg.inbound.attempts}"
         taken = await credits.charge_media(msg.db, msg.user, msg.services.settings, "image_input", due, ref,
-                                           gate.daily(msg))
+                                           gate.daily(msg), msg.services.clock)
         if (msg.user.mode or "guest") != "guest":
             usage["image_credits"] = taken
 
@@ -225,7 +225,8 @@ def _start_state(msg: Incoming, messages: list[dict[str, Any]], offered: list[To
 async def _open(msg: Incoming, side: _DirectTurn) -> None:
     """The turn's budget and side-effect keys, read before the turn starts."""
     db, user = msg.db, msg.user
-    side.budget = await credits.turn_budget(db, user, msg.inbound, msg.services.settings, gate.daily(msg))
+    side.budget = await credits.turn_budget(db, user, msg.inbound, msg.services.settings, gate.daily(msg),
+                                            msg.services.clock)
     side.effects = await for_turn(db, msg.services.sessions, user_id=user.id,
                                   conversation_id=side.conversation_id, inbound_id=side.inbound_id,
                                   clock=msg.services.clock)

@@ -1,9 +1,10 @@
 """May this message be served by the model: credits, the guests' allowance, the day's tokens.
 
-A refusal is told with a notice at most once per NOTICE_INTERVAL_S per user and kind (the
-guests' allowance, no credits), and once a day past USER_DAILY_TOKEN_LIMIT: someone who keeps
-writing is not sent (and the operator not billed for) the same text at every message. The
-messages themselves are kept as received either way.
+The guests' allowance is told at most once per NOTICE_INTERVAL_S per user, and once a day past
+USER_DAILY_TOKEN_LIMIT: someone who keeps writing is not sent (and the operator not billed for) the
+same text at every message. No credits left (their own, and what their class's pool gives them
+today: bot.billing.pool) is answered at every message with the same short text saying what they
+can do: silence there read as a broken bot. The messages themselves are kept as received either way.
 
 A child who said distress (bot.safety.gentle: a flag open or raised within a day) is answered
 without credits and past the guests' allowance, and told nothing about either: a caring answer
@@ -17,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bot import metrics, safety
-from bot.billing import credits
+from bot.billing import credits, payments, pool
 from bot.channel.context import Incoming
 from handlers.profile_menu import profile_menu
 
@@ -92,18 +93,14 @@ async def can_serve(msg: Incoming) -> bool:
             return False
         return await _within_daily_tokens(msg)
     if await credits.balance(msg.db, msg.user.id) <= 0:
-        await _notice(
-            msg,
-            "no_credits",
-            msg.t(
-                "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. "
-                "Pour en obtenir, envoie **ACHETER** : tu verras les offres "
-                "et tu pourras payer par Mobile Money.",
-                "You have no credits left, so I can't answer this message. "
-                "To get more, send **BUY**: you'll see the packs and can pay by Mobile Money.",
-            ),
-        )
-        return False
+        cap = pool.daily_cap(settings, msg.user, msg.services.clock)
+        place = await pool.standing(msg.db, msg.user.id, cap)
+        if place.left <= 0:
+            # Every message gets this short answer, never silence: a child who writes again and
+            # hears nothing thinks the bot broke (NOTICE_INTERVAL_S spaces the guests' notice only).
+            can_buy = payments.unavailable_reason(settings) is None
+            await msg.reply(pool.no_credits_text(place, can_buy, msg.lang), kind="notice")
+            return False
     return await _within_daily_tokens(msg)
 
 

@@ -223,7 +223,8 @@ class _JobTurn:
         settings, state = self.services.settings, self.state
         daily = credits.daily_tokens(self.services.state, settings, self.user, self.services.clock())
         self.budget = await credits.job_budget(self.services.sessions, self.user, settings, daily,
-                                               self.job.id, state.charged_tokens, lambda: state.model_calls)
+                                               self.job.id, state.charged_tokens, lambda: state.model_calls,
+                                               self.services.clock)
 
     async def on_event(self, event: LoopEvent) -> None:
         if isinstance(event, StepStarted):

@@ -148,6 +148,7 @@ async def test_turn_stops_at_balance_plus_overdraft_and_the_user_is_told(make_ha
     assert len(tool_results(h.llm.requests[1])) == 20  # 8 run, 12 told they were not
     texts = await h.texts_to(PHONE)
     assert "continuer coûterait plus que les crédits" in texts[-1]
+    assert "ACHETER" not in texts[-1]  # no PAYMENT_PROVIDER: nothing to buy is offered
     # 12,000 tokens spent = 6 credits; 3 + an overdraft of 2 could be taken: the balance is -2.
     assert await balance_and_usage(h, user.id) == (-2, [-3, -2])
     async with h.services.sessions() as db:

@@ -300,7 +300,7 @@ async def test_a_turns_budget_never_exceeds_what_is_left_today(make_harness: Any
         daily = credits.daily_tokens(h.services.state, h.settings, user, h.clock())
         assert daily is not None and daily.key.endswith(credits.token_day(h.settings, user, h.clock()))
         await daily.add(4000)
-        budget = await credits.turn_budget(db, user, None, h.settings, daily)
+        budget = await credits.turn_budget(db, user, None, h.settings, daily, h.clock)
         assert budget is not None and budget.tokens == 5000 and budget.notice == credits.DAILY_LIMIT_TEXT
         assert budget.spend is not None
         await budget.spend(3000)  # charged to the ledger and counted into the day
@@ -309,9 +309,9 @@ async def test_a_turns_budget_never_exceeds_what_is_left_today(make_harness: Any
         db.add(guest)
         await db.flush()
         theirs = credits.daily_tokens(h.services.state, h.settings, guest, h.clock())
-        guest_budget = await credits.turn_budget(db, guest, None, h.settings, theirs)
+        guest_budget = await credits.turn_budget(db, guest, None, h.settings, theirs, h.clock)
         assert guest_budget is not None and guest_budget.tokens == 9000
-        assert await credits.turn_budget(db, guest, None, h.settings, None) is None
+        assert await credits.turn_budget(db, guest, None, h.settings, None, h.clock) is None
 
     # A turn whose first call takes most of the day ends saying so, not speaking of credits.
     await h.services.state.kv_delete(daily.key)

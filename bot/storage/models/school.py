@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, ForeignKey, Index, String, Text
+from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.storage.models.base import PK, Base, utcnow
@@ -21,6 +21,9 @@ class Cohort(Base):
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(100), unique=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # The credits a school put in for the class (`cohorts fund`), spent by its students before
+    # their own; every change is a ledger row (bot.billing.pool).
+    pool_balance: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class CohortMember(Base):

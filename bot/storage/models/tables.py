@@ -243,12 +243,16 @@ class CreditEntry(Base):
     """The credit ledger: every change of a balance is a row with its reason."""
 
     __tablename__ = "credit_entries"
-    __table_args__ = (UniqueConstraint("reason", "ref", name="uq_credit_reason_ref"),)
+    __table_args__ = (UniqueConstraint("reason", "ref", name="uq_credit_reason_ref"),
+                      Index("ix_credit_entries_cohort", "cohort_id", "created_at"))
 
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # A row of a class's pool (`cohort_id` set, `balance_after` the pool's) names the student who
+    # spent from it, and no one when the school funded it (bot.billing.pool).
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    cohort_id: Mapped[int | None] = mapped_column(ForeignKey("cohorts.id", ondelete="CASCADE"))
     delta: Mapped[int] = mapped_column(Integer)
-    reason: Mapped[str] = mapped_column(String(32))  # signup | usage | ai_bonus | purchase | ...
+    reason: Mapped[str] = mapped_column(String(32))  # signup | usage | ai_bonus | purchase | pool_* ...
     ref: Mapped[str | None] = mapped_column(String(128))  # idempotency reference, e.g. payment id
     note: Mapped[str | None] = mapped_column(String(200))  # why, in words (an operator's --reason)
     balance_after: Mapped[int] = mapped_column(Integer)

@@ -24,7 +24,7 @@ from bot.channel.malformed import read_form
 from bot.learning import subject_name
 from bot.safety import open_line
 from bot.services import Services
-from bot.web.admin import auth, classes, exports, flags, follow_up, queries, throttle
+from bot.web.admin import auth, classes, exports, flags, follow_up, funding, queries, throttle
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
 from bot.web.admin.texts import language_of, translator
 from bot.web.clients import client_of
@@ -159,15 +159,42 @@ async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Respon
                  currency=services.settings.payment_currency)
 
 
-@signed_in
-async def cohort_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
+async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int = 200, notice: str = "",
+                       fund_form: dict[str, str] | None = None) -> web.Response:
+    """The class's page; with `fund_form`, an admin's funding form applied first (once per nonce)."""
     services = _services(request)
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
         if cohort is None:
             return _not_found(request, viewer)
+        if fund_form is not None:
+            funded = await funding.fund(db, services, cohort, fund_form, viewer.email)
+            await db.commit()
+            status, notice = funded.status, funded.notice
         view = await classes.class_view(db, cohort, services.clock())
-    return _page(request, "cohort.html", viewer=viewer, view=view)
+        pool_use = await funding.pool_use(db, cohort, services)
+    return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use,
+                 notice=notice, nonce=secrets.token_urlsafe(24),
+                 daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND)
+
+
+@signed_in
+async def cohort_page(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    return await _cohort_page(request, viewer)
+
+
+@signed_in
+async def cohort_fund(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    """An admin puts credits in the class's pool; a teacher gets 404, as for a page not theirs."""
+    if not viewer.is_admin:
+        return _not_found(request, viewer)
+    wait_s = await throttle.take_action(_services(request).state, "fund", viewer.operator_id)
+    if wait_s:
+        logs.warning_sampled(log, "dashboard funding throttled", {"operator_id": viewer.operator_id})
+        resp = await _cohort_page(request, viewer, status=429, notice="throttled")
+        resp.headers["Retry-After"] = str(math.ceil(wait_s))
+        return resp
+    return await _cohort_page(request, viewer, fund_form=posted(request))
 
 
 def _filename(name: str, what: str) -> str:
@@ -326,6 +353,7 @@ ROUTES = [
     web.post(f"/admin/flags/{ID}/take", flag_take),
     web.post(f"/admin/flags/{ID}/release", flag_release),
     web.get("/admin/cohorts/{name}", cohort_page),
+    web.post("/admin/cohorts/{name}/fund", cohort_fund),
     web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
     web.get(f"/admin/students/{ID}", student_page),
 ]

@@ -88,3 +88,20 @@ async def logged_in(state: State, email: str, client: str) -> None:
     for key in (pair.key, pair.gate):
         await state.kv_delete(key)
     await state.incr(client_count.key, WINDOW_S, amount=-1)
+
+
+# --- what an operator does: at most so many of one action per window ----------------------------
+
+ACTION_WINDOW_S = 10 * 60.0
+ACTION_LIMITS = {"fund": 10}  # a class's pool funded: a few per class list, never a loop of clicks
+
+
+async def take_action(state: State, what: str, operator_id: int) -> float:
+    """Counts one `what` by an operator; 0 when it may go on, else the seconds to wait (at most the
+    window: the count expires ACTION_WINDOW_S after the first action it holds). A refused action is
+    given back, so that waiting is enough."""
+    key = f"admin:action:{what}:{operator_id}"
+    if await state.incr(key, ACTION_WINDOW_S) <= ACTION_LIMITS[what]:
+        return 0.0
+    await state.incr(key, ACTION_WINDOW_S, amount=-1)
+    return ACTION_WINDOW_S
