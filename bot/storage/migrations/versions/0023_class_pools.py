@@ -1,8 +1,8 @@
 """cohorts.pool_balance and credit_entries.cohort_id: a class's pool of credits, funded by the school
 and spent by its students first, every change a row of the ledger (user_id empty on a funding)
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0023
+Revises: 0022
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0020"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
