@@ -47,6 +47,10 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     name = args.name.strip() if getattr(args, "name", None) is not None else ""
     if args.cohorts_command != "list" and (problem := _name_problem(args.name)):
         return _usage_error(problem)
+    if args.cohorts_command == "items":
+        from bot.console.class_items import items_command
+
+        return await items_command(settings, args, name)
     rows = None
     if args.cohorts_command == "import":
         if args.school is not None and _name_problem(args.school):
