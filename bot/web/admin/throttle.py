@@ -88,3 +88,16 @@ async def logged_in(state: State, email: str, client: str) -> None:
     for key in (pair.key, pair.gate):
         await state.kv_delete(key)
     await state.incr(client_count.key, WINDOW_S, amount=-1)
+
+
+# A class's items files sent from the dashboard, per operator: each is read and checked whole, so a
+# script sending them in a loop would hold a worker; a person correcting a file sends a few.
+UPLOADS_FREE = 20
+UPLOADS_WINDOW_S = 10 * 60.0
+
+
+async def take_upload(state: State, operator_id: int) -> float:
+    """0 when the operator may send one more file now, else the seconds to wait (at most the
+    window: its count started with its first file)."""
+    sent = await state.incr(f"admin:upload:{operator_id}", UPLOADS_WINDOW_S)
+    return 0.0 if sent <= UPLOADS_FREE else UPLOADS_WINDOW_S
