@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from bot.cli_items import add_items_parser
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
@@ -377,7 +378,7 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     imported.add_argument("file", type=Path)
     imported.add_argument("--school", default=None,
                           help="the school's name, as parents' SMS say who linked them")
-    _items_parsers(cohorts_sub)
+    add_items_parser(cohorts_sub)
     operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
     operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
     add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")
@@ -389,19 +390,6 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
                      help="read the password from stdin (else a random one is printed once)")
     operators_sub.add_parser("list", help="every operator, role and classes")
     operators_sub.add_parser("remove", help="remove an operator (their sessions end)").add_argument("email")
-
-
-def _items_parsers(cohorts_sub: argparse._SubParsersAction[_Parser]) -> None:
-    """`cohorts items …`: a class's own questions (bot.console.class_items runs them)."""
-    items = cohorts_sub.add_parser("items", help="a class's own questions: import a file, list them")
-    items_sub = items.add_subparsers(dest="items_command", required=True)
-    imported = items_sub.add_parser(
-        "import", help="add questions (CSV or XLSX): question,choix_1..choix_4,bonne_reponse,explication,"
-        "matiere,notion or English names")
-    imported.add_argument("name")
-    imported.add_argument("file", type=Path)
-    listed = items_sub.add_parser("list", help="the class's questions counted per subject and skill")
-    listed.add_argument("name")
 
 
 def tune_gc() -> None:

@@ -97,7 +97,8 @@ async def test_a_question_left_unanswered_comes_back_and_others_never_see_the_ba
     [none] = await say(h, OTHER, "REVISION")
     assert none.startswith("Tu n'as pas encore de questions à revoir"), none
     async with h.services.sessions() as db:
-        other_results = list(await db.scalars(select(ExerciseResult).where(ExerciseResult.user_id != user.id)))
+        other_results = list(await db.scalars(
+            select(ExerciseResult).where(ExerciseResult.user_id != user.id)))
     assert other_results == []
 
 

@@ -1,4 +1,5 @@
-"""The dashboard's login throttle: it slows down whoever guesses, and never locks the owner out.
+"""The dashboard's login throttle: it slows down whoever guesses, and never locks the owner out;
+and the count of files an operator sends (`take_upload`, at the end).
 
 Failed logins are counted per (e-mail, client) and per client (bot.web.clients: behind
 TRUSTED_PROXIES, the browser's own address), never per e-mail alone. A stranger's guesses slow down
