@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.inbound import clean_text
 from bot.learning import SUBJECTS, known_subject, skill_of
-from bot.school.sheets import SheetError, line_label, read_table
+from bot.school.sheets import SheetError, in_line_order, line_label, read_table, too_many_rows
 from bot.storage.models import ClassItem
 from bot.texts import fr_en
 
@@ -204,23 +204,16 @@ def read_items(data: bytes, filename: str, language: str | None = "fr") -> list[
         table = read_table(data, filename, COLUMNS, REQUIRED, language)
     except SheetError as exc:
         raise ItemsError(exc.problems, language) from None
-    if len(table.rows) > MAX_ROWS:
-        raise ItemsError([f"{line_label(language, table.rows[MAX_ROWS][0])}: " + fr_en(
-            language, f"plus de {MAX_ROWS} questions : coupez le fichier en plusieurs",
-            f"more than {MAX_ROWS} questions: split the file")], language)
+    if too_many := too_many_rows(table, MAX_ROWS, language, "questions", "questions"):
+        raise ItemsError([too_many], language)
     problems = list(table.problems)
     rows = [row for line, cells in table.rows if (row := _row(line, cells, language, problems))]
     if not table.rows and not problems:
         problems.append(f"{line_label(language, 2)}: " + fr_en(language, "le fichier n'a aucune question",
                                                                "the file has no question rows"))
     if problems:
-        raise ItemsError(sorted(problems, key=_line_of), language)
+        raise ItemsError(in_line_order(problems), language)
     return rows
-
-
-def _line_of(problem: str) -> int:
-    found = re.match(r"(?:line|ligne) (\d+)", problem)
-    return int(found.group(1)) if found else 0
 
 
 async def add_items(db: AsyncSession, cohort_id: int, rows: list[ItemRow], now: datetime) -> tuple[int, int]:
