@@ -156,6 +156,14 @@ def test_the_reading_rules() -> None:
     with pytest.raises(ItemsError) as twice:
         read_items(b"question,option_1,option_2,answer,subject,skill\nQ?,a,A,1,Maths,x\n", "q.csv", "en")
     assert "line 2: two choices are the same" in str(twice.value)
+    long_texts = ("question,option_1,option_2,answer,explanation,subject,skill\n"
+                  f"Q?,{'a' * 201},b,b,{'e' * 1501},Maths,{'s' * 201}\n").encode()
+    with pytest.raises(ItemsError) as long:
+        read_items(long_texts, "q.csv", "en")
+    assert str(long.value).splitlines() == [
+        "line 2: the explanation is longer than 1500 characters",
+        "line 2: the skill is longer than 200 characters",
+        "line 2: a choice is longer than 200 characters"]
 
 
 def test_a_damaged_workbook_is_refused() -> None:
