@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from bot.cli_items import add_items_parser
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
@@ -380,6 +381,7 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     imported.add_argument("file", type=Path)
     imported.add_argument("--school", default=None,
                           help="the school's name, as parents' SMS say who linked them")
+    add_items_parser(cohorts_sub)
     operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
     operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
     add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")

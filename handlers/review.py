@@ -19,12 +19,13 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import select
 
-from bot import safety
+from bot import safety, school
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import expired_menu_kind, get_menu, set_menu
 from bot.learning import (
     REVIEW_KIND,
+    ROUND_SIZE,
     Round,
     has_items,
     item_topic,
@@ -144,6 +145,9 @@ async def _hand_over(msg: Incoming, item_id: int) -> None:
 async def _start(msg: Incoming) -> None:
     now = msg.services.clock()
     items, due = await pick_items(msg.db, msg.user.id, now)
+    # Room left in the round: the class's own questions the student has not answered yet.
+    new = await school.bank_fill(msg.db, msg.user.id, ROUND_SIZE - len(items), now, msg.conversation.id)
+    items += new
     handed = await _to_hand_over(msg, now)
     if not items and handed is not None:
         await _hand_over(msg, handed)
@@ -166,7 +170,8 @@ async def _start(msg: Incoming) -> None:
     current = new_round(msg.user.id, msg.conversation.id, items, now, reteach=handed)
     ttl_s = msg.services.settings.quiz_ttl_s
     quiz = item_quiz(items[0], msg.conversation.id, now, ttl_s)
-    text = f"{round_intro(len(items), due, msg.lang)}\n\n{render_question(msg, quiz, 1, len(items))}"
+    intro = round_intro(len(items), due, msg.lang, len(new))
+    text = f"{intro}\n\n{render_question(msg, quiz, 1, len(items))}"
     menu_id = await set_menu(msg.services, msg.conversation.id, REVIEW_KIND, current.to_menu(), ttl_s,
                              db=msg.db)
     await msg.db.commit()

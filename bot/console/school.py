@@ -57,6 +57,10 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     name = args.name.strip() if getattr(args, "name", None) is not None else ""
     if args.cohorts_command != "list" and (problem := _name_problem(lang, args.name)):
         return _usage_error(lang, problem)
+    if args.cohorts_command == "items":
+        from bot.console.class_items import items_command
+
+        return await items_command(settings, args, name)
     rows = None
     if args.cohorts_command == "fund" and (problem := credits_problem(lang, args.credits)):
         return _usage_error(lang, problem)

@@ -105,16 +105,27 @@ async def item_topic(db: AsyncSession, item: QuizItem) -> str:
     return label or item.skill
 
 
-def round_intro(count: int, due: bool, language: str) -> str:
-    many = count > 1
+def _plural(count: int) -> str:
+    return "s" if count > 1 else ""
+
+
+def round_intro(count: int, due: bool, language: str, new: int = 0) -> str:
+    """The round's first line; `new` of the `count` questions are the class's, never answered yet
+    (they come last)."""
+    old, s, ns = count - new, _plural(count - new), _plural(new)
+    fresh_fr = f"{new} nouvelle{ns} question{ns} de ta classe"
+    fresh_en = f"{new} new question{ns} from your class"
+    if not old:
+        return fr_en(language, f"{fresh_fr} pour t'entraîner. C'est parti !",
+                     f"{fresh_en} to practise. Here we go!")
+    then_fr, then_en = (f", puis {fresh_fr}", f", then {fresh_en}") if new else ("", "")
     if due:
-        return fr_en(language, f"{count} question{'s' if many else ''} à revoir. C'est parti !",
-                     f"{count} question{'s' if many else ''} to review. Here we go!")
+        return fr_en(language, f"{old} question{s} à revoir{then_fr}. C'est parti !",
+                     f"{old} question{s} to review{then_en}. Here we go!")
     return fr_en(language,
-                 f"Rien n'est à revoir aujourd'hui : reprenons {'les' if many else 'la'} {count} "
-                 f"question{'s' if many else ''} manquée{'s' if many else ''} en dernier.",
-                 f"Nothing is due today: let's retry the {count} question{'s' if many else ''} "
-                 "you missed last.")
+                 f"Rien n'est à revoir aujourd'hui : reprenons {'les' if old > 1 else 'la'} {old} "
+                 f"question{s} manquée{s} en dernier{then_fr}.",
+                 f"Nothing is due today: let's retry the {old} question{s} you missed last{then_en}.")
 
 
 def score_line(right: int, total: int, language: str) -> str:

@@ -4,6 +4,9 @@
 - `bank`: a class's own questions as its students meet them (`student_copy`, `bank_items`);
 - `sheets`: a school's CSV or XLSX file read under French or English headers (`read_table`);
 - `roster_file`: a class list read and checked whole (`read_roster`);
+- `items_file`: a teacher's questions read and checked whole, then added to the class's bank
+  (`read_items`, `add_items`, `bank_counts`); `bank_review` fills a student's review round with
+  them (`bank_fill`);
 - `enrolment`: a checked list written in one transaction, and the parents' one SMS;
 - `classes`: a class as its teacher sees it (roster, at risk, skills to work on), for the weekly
   summary and the dashboard;
@@ -14,6 +17,7 @@
 from __future__ import annotations
 
 from bot.school.bank import bank_items, student_copy
+from bot.school.bank_review import bank_fill
 from bot.school.classes import (
     FELL_BY,
     QUIET_DAYS,
@@ -31,6 +35,7 @@ from bot.school.classes import (
 )
 from bot.school.enrolment import ImportReport, enrol_roster, linked_text, make_parent, notify_parents
 from bot.school.errors import SchoolError
+from bot.school.items_file import ItemRow, ItemsError, add_items, bank_counts, read_items
 from bot.school.operators import (
     ROLES,
     OperatorError,
@@ -62,6 +67,8 @@ __all__ = [
     "ClassSummary",
     "FallenSkill",
     "ImportReport",
+    "ItemRow",
+    "ItemsError",
     "OperatorError",
     "OperatorView",
     "RosterError",
@@ -70,8 +77,11 @@ __all__ = [
     "SheetError",
     "Student",
     "Table",
+    "add_items",
     "add_operator",
     "at_risk",
+    "bank_counts",
+    "bank_fill",
     "bank_items",
     "bkt_before",
     "class_summary",
@@ -90,6 +100,7 @@ __all__ = [
     "operator_cohorts",
     "problem_at",
     "random_password",
+    "read_items",
     "read_roster",
     "read_table",
     "remove_operator",

@@ -26,7 +26,7 @@ import phonenumbers
 from bot.channel.inbound import clean_text
 from bot.channel.locale import FRENCH_ZONES
 from bot.learning import LEVELS, parse_level
-from bot.school.sheets import SheetError, line_label, read_table
+from bot.school.sheets import SheetError, in_line_order, line_label, read_table, too_many_rows
 from bot.texts import fr_en
 
 __all__ = ["COLUMNS", "HEADER", "MAX_ROWS", "NAME_MAX", "RosterError", "RosterRow", "import_level",
@@ -165,10 +165,8 @@ def read_roster(data: bytes, region: str | None, language: str | None = "fr",
         table = read_table(data, filename, COLUMNS, ("phone",), language)
     except SheetError as exc:
         raise RosterError(exc.problems, language) from None
-    if len(table.rows) > MAX_ROWS:
-        raise RosterError([f"{line_label(language, table.rows[MAX_ROWS][0])}: " + fr_en(
-            language, f"plus de {MAX_ROWS} élèves : coupez le fichier en plusieurs",
-            f"more than {MAX_ROWS} students: split the file")], language)
+    if too_many := too_many_rows(table, MAX_ROWS, language, "élèves", "students"):
+        raise RosterError([too_many], language)
     problems = list(table.problems)
     rows = [row for line, cells in table.rows if (row := _row(line, cells, region, language, problems))]
     if not table.rows and not problems:
@@ -176,10 +174,5 @@ def read_roster(data: bytes, region: str | None, language: str | None = "fr",
                                                                "the file has no student rows"))
     _cross_checks(rows, language, problems)
     if problems:
-        raise RosterError(sorted(problems, key=_line_of), language)
+        raise RosterError(in_line_order(problems), language)
     return rows
-
-
-def _line_of(problem: str) -> int:
-    found = re.match(r"(?:line|ligne) (\d+)", problem)
-    return int(found.group(1)) if found else 0

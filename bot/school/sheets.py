@@ -28,7 +28,8 @@ from datetime import date, datetime
 from bot.school.errors import SchoolError
 from bot.texts import fr_en
 
-__all__ = ["MAX_REPORTED", "SheetError", "Table", "fold_header", "line_label", "problem_at", "read_table"]
+__all__ = ["MAX_REPORTED", "SheetError", "Table", "fold_header", "in_line_order", "line_label", "problem_at",
+           "read_table", "too_many_rows"]
 
 MAX_REPORTED = 50  # problems listed; the rest counted
 _UNDEFINED_1252 = frozenset(b"\x81\x8d\x8f\x90\x9d")
@@ -66,6 +67,26 @@ def line_label(language: str | None, line: int) -> str:
 def problem_at(language: str | None, line: int, fr: str, en: str) -> str:
     """« ligne N : … » or « line N: … », as every problem of a file is said."""
     return f"{line_label(language, line)}: {fr_en(language, fr, en)}"
+
+
+def in_line_order(problems: list[str]) -> list[str]:
+    """A file's problems in the order of the lines they name (« ligne N : … »); stable, so a line's
+    own problems keep their order."""
+    def line_of(problem: str) -> int:
+        found = re.match(r"(?:line|ligne) (\d+)", problem)
+        return int(found.group(1)) if found else 0
+
+    return sorted(problems, key=line_of)
+
+
+def too_many_rows(table: Table, limit: int, language: str | None, what_fr: str, what_en: str) -> str | None:
+    """The problem of a file with more than `limit` rows (« plus de 5000 élèves »), named at the
+    first row past it; None within it."""
+    if len(table.rows) <= limit:
+        return None
+    return problem_at(language, table.rows[limit][0],
+                      f"plus de {limit} {what_fr} : coupez le fichier en plusieurs",
+                      f"more than {limit} {what_en}: split the file")
 
 
 def fold_header(text: str) -> str:

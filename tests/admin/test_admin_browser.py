@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, FilePayload, Page, async_playwright, expect
 
 from bot.storage.models import Conversation, InboundMessage, Message, OutboundMessage
 from tests.support.admin import (
@@ -29,6 +29,8 @@ CHROMIUM = "/usr/bin/chromium"
 SKILLS = ["Fractions", "Décimaux", "Proportionnalité", "Équations", "Géométrie plane", "Périmètres",
           "Aires", "Conjugaison", "Accords du participe passé", "Lecture", "Orthographe", "Vocabulaire"]
 WIDTHS = (360, 1280)
+ITEMS = ("Question;Choix 1;Choix 2;Bonne réponse;Matière;Notion\r\n"
+         "Combien font 3 × 4 ?;7;12;2;Maths;Fractions\r\n").encode("cp1252")
 
 
 
@@ -128,6 +130,14 @@ async def test_the_dashboard_reads_well_at_360_and_1280_px(harness: Harness, bro
             last = await heat.locator("thead th").last.bounding_box()
             assert last is not None and last["x"] + last["width"] <= width
         await _look(page, "cohort", width)
+        # A teacher's questions sent from the class page; the page that answers.
+        await page.get_by_label("Fichier de questions (CSV ou XLSX)").set_input_files(
+            files=FilePayload(name="questions.csv", mimeType="text/csv", buffer=ITEMS))
+        await page.get_by_role("button", name="Ajouter les questions").click()
+        first_time = width == WIDTHS[0]
+        added = f"{int(first_time)} question(s) ajoutée(s), {int(not first_time)} déjà là."
+        await expect(page.locator("#added")).to_have_text(added)
+        await _look(page, "items", width)
 
         await page.goto(h.base_url + f"/admin/students/{first}")
         await expect(page.locator("#skills tbody tr")).to_have_count(12)

@@ -119,6 +119,15 @@ class Client:
         async with self.session.post(self.h.base_url + path, data=form, allow_redirects=False) as resp:
             return resp.status, await resp.text(), resp
 
+    async def post_file(self, path: str, fields: dict[str, str], filename: str, data: bytes) -> Answer:
+        """A multipart form, as a page's file input sends it (the file as `file`)."""
+        form = aiohttp.FormData()
+        for name, value in fields.items():
+            form.add_field(name, value)
+        form.add_field("file", data, filename=filename, content_type="text/csv")
+        async with self.session.post(self.h.base_url + path, data=form, allow_redirects=False) as resp:
+            return resp.status, await resp.text(), resp
+
     async def try_login(self, email: str, password: str = PASSWORD) -> Answer:
         _status, page, _resp = await self.get("/admin/login")
         form = {"email": email, "password": password, "csrf_token": csrf_of(page)}

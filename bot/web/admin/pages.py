@@ -19,12 +19,12 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from bot import logs, safety
+from bot import logs, safety, school
 from bot.channel.malformed import read_form
 from bot.learning import subject_name
 from bot.safety import open_line
 from bot.services import Services
-from bot.web.admin import auth, classes, exports, flags, follow_up, funding, queries, throttle
+from bot.web.admin import auth, classes, exports, flags, follow_up, funding, queries, throttle, uploads
 from bot.web.admin.dashboard_charts import messages_chart, results_chart
 from bot.web.admin.texts import language_of, translator
 from bot.web.clients import client_of
@@ -63,6 +63,16 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ViewerHandler = Callable[[web.Request, auth.Viewer], Awaitable[web.StreamResponse]]
 SIGNED_IN = "signed_in"  # the attribute that marks a handler behind the hook (tests/admin checks it)
 FORM = web.RequestKey("admin_form", dict[str, str])  # the form the hook read (a body is read once)
+FILES = web.RequestKey("admin_files", dict[str, uploads.Upload])  # and a multipart form's files
+
+
+async def _posted_form(request: web.Request) -> dict[str, str]:
+    """A POST's form: urlencoded, or multipart when the page sends a file (its files kept in FILES)."""
+    if request.content_type != uploads.MULTIPART:
+        request[FILES] = {}
+        return await _form(request)
+    form, request[FILES] = await uploads.read_multipart(request)
+    return form
 
 
 def signed_in(handler: ViewerHandler) -> Handler:
@@ -75,7 +85,7 @@ def signed_in(handler: ViewerHandler) -> Handler:
         viewer = await auth.viewer_of(_services(request), request)
         if viewer is None:
             return _to_login()
-        form = await _form(request) if request.method == "POST" else {}
+        form = await _posted_form(request) if request.method == "POST" else {}
         if request.method == "POST" and not auth.csrf_ok(viewer, form.get("csrf_token", "")):
             return _page(request, "message.html", status=403, viewer=None, title_key="forbidden")
         request[FORM] = form
@@ -173,8 +183,9 @@ async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int
             status, notice = funded.status, funded.notice
         view = await classes.class_view(db, cohort, services.clock())
         pool_use = await funding.pool_use(db, cohort, services)
+        bank = await school.bank_counts(db, cohort.id)
     return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use,
-                 notice=notice, nonce=secrets.token_urlsafe(24),
+                 notice=notice, nonce=secrets.token_urlsafe(24), bank=bank,
                  daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND)
 
 
@@ -236,6 +247,25 @@ async def student_page(request: web.Request, viewer: auth.Viewer) -> web.Respons
 def posted(request: web.Request) -> dict[str, str]:
     """The form of a POST, as the hook read it."""
     return request[FORM]
+
+
+@signed_in
+async def cohort_items(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    """A teacher's questions file for the class: the problems by line (nothing stored), or how many
+    were added; at most throttle.UPLOADS_FREE files per operator in UPLOADS_WINDOW_S."""
+    services = _services(request)
+    async with services.sessions() as db:
+        cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
+        if cohort is None:
+            return _not_found(request, viewer)
+    wait_s = await throttle.take_action(services.state, "items", viewer.operator_id)
+    if wait_s:
+        resp = _page(request, "items.html", status=429, viewer=viewer, cohort=cohort, result=None)
+        resp.headers["Retry-After"] = str(math.ceil(wait_s))
+        return resp
+    result = await uploads.import_items(services, cohort, request[FILES].get("file"), language_of(request))
+    return _page(request, "items.html", status=422 if result.problems else 200, viewer=viewer, cohort=cohort,
+                 result=result)
 
 
 @signed_in
@@ -355,5 +385,6 @@ ROUTES = [
     web.get("/admin/cohorts/{name}", cohort_page),
     web.post("/admin/cohorts/{name}/fund", cohort_fund),
     web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
+    web.post("/admin/cohorts/{name}/items", cohort_items),
     web.get(f"/admin/students/{ID}", student_page),
 ]

@@ -97,6 +97,25 @@ TEXTS: dict[str, tuple[str, str]] = {
     "nobody": ("Personne pour l'instant.", "Nobody for now."),
     "export_roster": ("Exporter la liste (CSV)", "Export the roster (CSV)"),
     "export_results": ("Exporter les résultats (CSV)", "Export the results (CSV)"),
+    "items": ("Questions de la classe", "The class's questions"),
+    "items_count": ("Questions", "Questions"),
+    "items_none": ("Pas encore de questions : envoyez un fichier.", "No question yet: send a file."),
+    "items_file": ("Fichier de questions (CSV ou XLSX)", "Questions file (CSV or XLSX)"),
+    "items_send": ("Ajouter les questions", "Add the questions"),
+    "items_help": ("Une question par ligne ; colonnes : question, choix_1 à choix_4 (2 à 4 remplis ; "
+                   "« Vrai » et « Faux » pour un vrai-faux), bonne_reponse (le numéro du bon choix ou son "
+                   "texte), explication, matiere, notion. Les questions déjà là ne sont pas ajoutées deux "
+                   "fois.",
+                   "One question per row; columns: question, option_1 to option_4 (2 to 4 filled; “True” "
+                   "and “False” for a true-or-false item), answer (the right option's number or its text), "
+                   "explanation, subject, skill. Questions already there are not added twice."),
+    "items_refused": ("Le fichier n'a pas été importé, rien n'a changé :",
+                      "The file was not imported, nothing changed:"),
+    "items_added": ("{added} question(s) ajoutée(s), {already} déjà là.",
+                    "{added} question(s) added, {already} already there."),
+    "items_throttled": ("Trop de fichiers envoyés : réessayez dans 10 minutes.",
+                        "Too many files sent: try again in 10 minutes."),
+    "items_back": ("Retour à la classe", "Back to the class"),
     "student": ("Élève", "Student"),
     "skills": ("Maîtrise par compétence", "Mastery by skill"),
     "subject": ("Matière", "Subject"),

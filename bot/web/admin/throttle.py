@@ -1,4 +1,5 @@
-"""The dashboard's login throttle: it slows down whoever guesses, and never locks the owner out.
+"""The dashboard's login throttle: it slows down whoever guesses, and never locks the owner out;
+and the count of files an operator sends (`take_upload`, at the end).
 
 Failed logins are counted per (e-mail, client) and per client (bot.web.clients: behind
 TRUSTED_PROXIES, the browser's own address), never per e-mail alone. A stranger's guesses slow down
@@ -93,7 +94,12 @@ async def logged_in(state: State, email: str, client: str) -> None:
 # --- what an operator does: at most so many of one action per window ----------------------------
 
 ACTION_WINDOW_S = 10 * 60.0
-ACTION_LIMITS = {"fund": 10}  # a class's pool funded: a few per class list, never a loop of clicks
+ACTION_LIMITS = {
+    "fund": 10,  # a class's pool funded: a few per class list, never a loop of clicks
+    # A class's items files: each is read and checked whole, so a script sending them in a loop
+    # would hold a worker; a person correcting a file sends a few.
+    "items": 20,
+}
 
 
 async def take_action(state: State, what: str, operator_id: int) -> float:
