@@ -19,6 +19,7 @@ Handler = Callable[[Incoming], Awaitable[bool]]
 def chain() -> list[Handler]:
     from handlers import (
         account,
+        assignment,
         buttons,
         commands,
         credits_choice,
@@ -70,6 +71,9 @@ def chain() -> list[Handler]:
         task_commands.handle,
         timezone.handle,  # FUSEAU / TIMEZONE
         email_commands.handle,
+        # DEVOIR: a teacher's assignment, started as a round; an assignment nobody could tell the
+        # student of is told before their message is answered.
+        assignment.handle,
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
         session_start.handle,  # a session's first message: the answer, then the offers

@@ -74,6 +74,13 @@ CATALOGUE: tuple[Command, ...] = (
         "Starts a round of questions seen before, when they are due. REVIEW OFF stops the review "
         "reminders, REVIEW ON brings them back."),
        ("REVISION", "REVIEW"), "REVISIONS", "REVIEWS", "REVISER"),
+    _c("DEVOIR", "HOMEWORK", _STUDENT,
+       ("les devoirs de ta classe", "your class's homework"),
+       ("Montre les devoirs que ton professeur a donnés et lance le premier à faire : ses questions "
+        "une à une, corrigées tout de suite.",
+        "Shows the homework your teacher set and starts the first one due: its questions one by one, "
+        "checked at once."),
+       ("DEVOIR", "HOMEWORK"), "DEVOIRS"),
     _c("CLASSE", "LEVEL", _STUDENT,
        ("ta classe", "your class"),
        ("CLASSE seul montre ta classe et la liste ; CLASSE suivi d'une classe la change.",

@@ -47,6 +47,10 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
     name = args.name.strip() if getattr(args, "name", None) is not None else ""
     if args.cohorts_command != "list" and (problem := _name_problem(args.name)):
         return _usage_error(problem)
+    if args.cohorts_command == "assign":
+        from bot.console.assign import assign_command
+
+        return await assign_command(settings, args)
     rows = None
     if args.cohorts_command == "import":
         if args.school is not None and _name_problem(args.school):
@@ -71,7 +75,7 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
         if args.cohorts_command == "list":
             return await _list(services)
         if args.cohorts_command == "show":
-            return await _show(services, name)
+            return await _show(services, name, settings.default_language)
         return await _import(services, name, rows or [], args.school)
     finally:
         await services.close()
@@ -117,7 +121,8 @@ async def _list(services: Any) -> int:
     return 0
 
 
-async def _show(services: Any, name: str) -> int:
+async def _show(services: Any, name: str, language: str) -> int:
+    from bot.console.assign import assignment_lines
     from bot.school.classes import find_cohort, is_active, roster
 
     now = services.clock()
@@ -126,11 +131,14 @@ async def _show(services: Any, name: str) -> int:
         if cohort is None:
             return _not_found(f"no class named {name!r} (cohorts list shows them)")
         students = await roster(db, cohort.id)
+        homework = await assignment_lines(db, cohort.id, {s.user_id: s.shown() for s in students}, language)
     active = sum(is_active(s, now) for s in students)
     print(f"class {name!r}: {len(students)} student(s), {active} active in the last 7 days")
     for s in students:
         last = f"{s.last_activity:%Y-%m-%d %H:%M}" if s.last_activity else "never wrote"
         print(f"  {s.phone or '-'}  {s.name or '-'}  class {s.level or '-'}  last message {last}")
+    for line in homework:
+        print(line)
     return 0
 
 
