@@ -127,7 +127,8 @@ async def assign(db: AsyncSession, cohort: Cohort, *, skill: str, questions: int
                        created_at=now)
     db.add(found)
     await db.flush()
-    for user_id in await db.scalars(select(CohortMember.user_id).where(CohortMember.cohort_id == cohort.id)):
+    members = list(await db.scalars(select(CohortMember.user_id).where(CohortMember.cohort_id == cohort.id)))
+    for user_id in members:
         db.add(AssignmentWork(assignment_id=found.id, user_id=user_id, asked=0, correct=0))
         await plan(db, now, key=f"{NOTICE}:{found.id}:{user_id}", kind=NOTICE, user_id=user_id, slot_at=now)
     await db.flush()

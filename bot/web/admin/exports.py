@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from bot.school import ClassAssignment
 from bot.texts import fr_en
 from bot.web.admin.classes import Student
 from bot.web.render import PAGE_HEADERS
@@ -61,6 +62,17 @@ def roster_rows(students: list[Student]) -> list[list[str]]:
     return [[str(s.user_id), s.name, s.phone, s.level,
              s.last_active.isoformat(timespec="seconds") if s.last_active else "",
              s.joined_at.isoformat(timespec="seconds") if s.joined_at else ""] for s in students]
+
+
+def with_homework(rows: list[list[str]], students: list[Student],
+                  homework: list[ClassAssignment]) -> tuple[list[str], list[list[str]]]:
+    """The roster with a column per assignment, the oldest first (« homework 3: fractions (mar. 10
+    mars) »): each student's right/asked once finished, else how far they are."""
+    ordered = sorted(homework, key=lambda a: a.id)
+    header = [*ROSTER_HEADER, *(f"homework {a.id}: {a.skill_label}" + (f" ({a.due})" if a.due else "")
+                                for a in ordered)]
+    return header, [[*row, *(a.scores.get(s.user_id, "") for a in ordered)] for row, s in zip(rows, students,
+                                                                                              strict=True)]
 
 
 def csv_response(filename: str, text: str, dialect: Dialect) -> web.Response:

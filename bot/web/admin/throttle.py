@@ -27,6 +27,7 @@ CLIENT_FREE = 20  # a school behind one address, several people mistyping: a gue
 FIRST_DELAY_S = 1.0
 MAX_DELAY_S = 15 * 60.0
 WINDOW_S = 60 * 60.0
+POST_FREE = 10  # a teacher's actions that send to a class (homework), in WINDOW_S, before any wait
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,14 @@ async def logged_in(state: State, email: str, client: str) -> None:
     for key in (pair.key, pair.gate):
         await state.kv_delete(key)
     await state.incr(client_count.key, WINDOW_S, amount=-1)
+
+
+async def take_post(state: State, operator_id: int, action: str) -> float:
+    """Counts one of an operator's posts that send to students (an assignment to a class); 0 when
+    it may go on, else the seconds to wait (and it is given back). The same doubling waits as the
+    login's, per operator and action: a stolen session or a stuck button cannot text a class all day."""
+    count = Count(f"admin:post:{action}:{operator_id}", POST_FREE)
+    wait = await _wait_for(state, count, await state.incr(count.key, WINDOW_S))
+    if wait:
+        await state.incr(count.key, WINDOW_S, amount=-1)
+    return wait

@@ -1,0 +1,125 @@
+"""A teacher's assignment (`cohorts assign`) as the students meet it: every student of the class told
+(WhatsApp inside the window with a « Commencer » button, an SMS student by SMS, outside the window
+ASSIGNMENT_TEMPLATE_SID through Twilio's Content API, or told on their next message when there is
+none, never claimed sent), the questions from the class's bank asked through the webhook and checked
+with no model call, and the scores in `cohorts show`. Bad requests change nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.learning import due_text
+from bot.storage.models import (
+    AssignmentWork,
+    ExerciseResult,
+    QuizItem,
+    ScheduledSend,
+    SkillMastery,
+)
+from tests.support.assignments import (
+    APPROVED,
+    BANK,
+    BY_SMS,
+    INSIDE,
+    OUTSIDE,
+    TEMPLATE,
+    a_class,
+    assign,
+    due_day,
+    works,
+)
+from tests.support.console import console
+from tests.support.pedagogy import say
+from tests.support.study import buttons, tap
+
+
+async def test_every_student_is_told_on_their_channel_and_answers_without_the_model(
+        make_harness: Any) -> None:
+    h = await make_harness(ASSIGNMENT_TEMPLATE_SID=TEMPLATE)
+    h.twilio.approve(TEMPLATE, APPROVED)
+    _, ids = await a_class(h)
+    run = await assign(h)
+    assert "3 student(s)" in run.out or "3 élève(s)" in run.out, run.out
+    assert not h.twilio.sent  # the console never waited on Twilio: the job sends
+    await h.run_jobs("assignment_notices")
+    line = f"Devoir : 2 questions sur Les fractions, avant le {due_text(due_day(), 'fr')}"
+    [inside] = h.twilio.to(INSIDE)
+    assert h.twilio.shown(inside) == f"📚 {line}" and buttons(inside) == [("Commencer", "devoir:1")]
+    [sms] = h.twilio.to(BY_SMS)
+    assert sms["To"] == BY_SMS and sms["Body"] == f"{line}. Écris DEVOIR pour commencer."
+    [outside] = h.twilio.to(OUTSIDE)
+    assert outside["ContentSid"] == TEMPLATE and json.loads(outside["ContentVariables"]) == {
+        "1": "Les fractions", "2": "2", "3": due_text(due_day(), "fr")}
+    told = await works(h)
+    assert {uid: told[uid].notified_by for uid in ids.values()} == {
+        ids[INSIDE]: "whatsapp", ids[BY_SMS]: "sms", ids[OUTSIDE]: "template"}
+    await h.run_jobs("assignment_notices")  # once each
+    assert len(h.twilio.sent) == 3
+    calls = len(h.llm.requests)
+    [first] = await tap(h, INSIDE, "devoir:1", "Commencer")
+    assert "Devoir 1/2" in first and BANK[0][0] in first, first
+    [second] = await say(h, INSIDE, "1")
+    assert second.startswith("✅") and "Devoir 2/2" in second and BANK[1][0] in second, second
+    [done] = await say(h, INSIDE, "Faux")
+    assert "Devoir terminé : 2/2" in done, done
+    [started] = await say(h, BY_SMS, "DEVOIR", channel="sms")
+    assert "Devoir 1/2" in started and "Les fractions" in started
+    [wrong] = await say(h, BY_SMS, "2", channel="sms")
+    assert wrong.startswith("❌") or "Devoir 2/2" in wrong, wrong
+    [over] = await say(h, BY_SMS, "2", channel="sms")
+    assert "Devoir terminé : 1/2" in over, over
+    assert len(h.llm.requests) == calls  # checked on the server: no model call
+    scores = await works(h)
+    assert [(scores[ids[p]].correct, scores[ids[p]].asked, scores[ids[p]].finished_at is not None)
+            for p in (INSIDE, BY_SMS, OUTSIDE)] == [(2, 2, True), (1, 2, True), (0, 0, False)]
+    async with h.services.sessions() as db:
+        results = list(await db.scalars(select(ExerciseResult).where(ExerciseResult.user_id == ids[INSIDE])))
+        items = list(await db.scalars(select(QuizItem).where(QuizItem.user_id == ids[INSIDE])))
+        [mastery] = list(await db.scalars(select(SkillMastery).where(SkillMastery.user_id == ids[INSIDE])))
+    assert [(r.source, r.correct, r.verified) for r in results] == [("assignment", True, True)] * 2
+    assert all(i.class_item_id is not None and i.due_at is not None for i in items) and len(items) == 2
+    assert (mastery.subject, mastery.answers, mastery.correct) == ("Mathématiques", 2, 2)
+    shown = await console(h, "cohorts", "show", "6e A")
+    assert shown.code == 0 and "2/3 finished" in shown.out, shown.out
+    assert "Awa Koné  2/2" in shown.out and "Yao Koné  1/2" in shown.out
+    assert "Ama Bamba  not started" in shown.out
+
+
+async def test_without_a_template_nothing_is_claimed_and_they_are_told_when_they_write(harness: Any) -> None:
+    h = harness
+    _, ids = await a_class(h)
+    await assign(h)
+    await h.run_jobs("assignment_notices")
+    assert not h.twilio.to(OUTSIDE)
+    async with h.services.sessions() as db:
+        row = await db.scalar(select(ScheduledSend).where(ScheduledSend.user_id == ids[OUTSIDE]))
+    assert row is not None and row.status == "skipped"
+    assert (await works(h))[ids[OUTSIDE]].notified_at is None  # never claimed sent
+    h.llm.push_text("Bonjour Ama !")
+    notice, answer = await say(h, OUTSIDE, "Bonjour")
+    assert notice.startswith("📚 Devoir : 2 questions sur Les fractions") and answer == "Bonjour Ama !"
+    [sent_notice, _] = h.twilio.to(OUTSIDE)
+    assert buttons(sent_notice) == [("Commencer", "devoir:1")]
+    assert (await works(h))[ids[OUTSIDE]].notified_by == "reply"
+    h.llm.push_text("Encore ?")
+    assert await say(h, OUTSIDE, "Et toi ?") == ["Encore ?"]  # told once
+
+
+async def test_a_bad_request_is_one_line_and_changes_nothing(harness: Any) -> None:
+    h = harness
+    await a_class(h)
+    cases = [(("--skill", "fractions"), "Nope", 1, "no class named"),
+             (("--skill", "   "), "6e A", 2, "skill is empty"),
+             (("--skill", "fractions", "--questions", "0"), "6e A", 2, "1 to 20"),
+             (("--skill", "fractions", "--questions", "21"), "6e A", 2, "1 to 20"),
+             (("--skill", "fractions", "--due", "10/03/2026"), "6e A", 2, "invalid date"),
+             (("--skill", "fractions", "--due", "2020-01-01"), "6e A", 2, "in the past")]
+    for args, name, code, said in cases:
+        run = await console(h, "cohorts", "assign", name, *args)
+        assert run.code == code and said in run.err and len(run.err.strip().splitlines()) == 1, (args, run)
+    async with h.services.sessions() as db:
+        assert not list(await db.scalars(select(AssignmentWork)))
+        assert not list(await db.scalars(select(ScheduledSend)))
