@@ -1,15 +1,18 @@
 """Homework from the dashboard's class page: the form (its CSRF token, the class's teacher or an admin
 only, a clear line for a bad one and nothing stored, throttled), the scores per student on the page
-and in the roster's CSV export, and the parent's ENFANTS."""
+and in the roster's CSV export, and the parent's ENFANTS and weekly SMS."""
 
 from __future__ import annotations
 
 import csv
 import io
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select
 
+from bot.channel import formatting
+from bot.learning.progress import latest_summary_slot, send_weekly_summaries
 from bot.storage.models import Assignment, AssignmentWork, ParentLink, ScheduledSend
 from tests.support.admin import csrf_of, logged_in, make_cohort, make_operator
 from tests.support.assignments import INSIDE, a_class, due_day
@@ -38,7 +41,7 @@ async def test_the_form_is_the_teachers_and_says_what_is_wrong(harness: Any) -> 
     teacher, stranger = await logged_in(h, "prof@ecole.ci"), await logged_in(h, "autre@ecole.ci")
     try:
         status, page, _ = await teacher.get(PAGE)
-        assert status == 200 and 'id="assign"' in page and "Aucun devoir pour l'instant." in page
+        assert status == 200 and 'id="assign"' in page and "Aucun devoir pour l&#39;instant." in page
         token = csrf_of(page)
         assert (await teacher.post(PAGE + "/assign", GOOD))[0] == 403  # no token
         assert (await teacher.post(PAGE + "/assign", {**GOOD, "csrf_token": "x" * 43}))[0] == 403
@@ -75,7 +78,7 @@ async def test_assigning_is_throttled_per_operator(harness: Any) -> None:
             status, body, _ = await teacher.post(PAGE + "/assign", {**GOOD, "csrf_token": token})
             statuses.append(status)
             if status == 429:
-                assert "Trop de devoirs donnés d'un coup" in body
+                assert "Trop de devoirs donnés d&#39;un coup" in body
                 break
         assert statuses[:10] == [303] * 10 and statuses[-1] == 429
         assert (await stored(h))[0] == len(statuses) - 1  # the refused one stored nothing
@@ -114,5 +117,13 @@ async def test_scores_on_the_page_in_the_export_and_for_the_parent(harness: Any)
                                                       "Ama Bamba": "pas commencé"}
     finally:
         await admin.close()
-    [children] = await say(h, PARENT, "ENFANTS")
+    children = "\n".join(await say(h, PARENT, "ENFANTS"))
     assert "Devoirs : Les fractions 2/2." in children, children
+    # The weekly SMS, at the next slot after the link was confirmed.
+    settings = h.settings
+    h.clock.now = latest_summary_slot(h.clock() + timedelta(days=7), settings.parent_summary_weekday,
+                                      settings.parent_summary_hour, settings.default_timezone)
+    before = len(await h.texts_to(PARENT))
+    assert await send_weekly_summaries(h.services, h.clock()) == 1
+    [weekly] = (await h.texts_to(PARENT))[before:]
+    assert "Devoirs : Les fractions 2/2." in weekly and formatting.is_gsm7(weekly), weekly
