@@ -378,11 +378,8 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     imported.add_argument("file", type=Path)
     imported.add_argument("--school", default=None,
                           help="the school's name, as parents' SMS say who linked them")
-    assigned = cohorts_sub.add_parser("assign", help="homework: N questions on one skill to every student")
-    assigned.add_argument("name")
-    assigned.add_argument("--skill", required=True, help="the skill (notion), as the students read it")
-    assigned.add_argument("--questions", type=int, default=5, help="1 to 20 (default 5)")
-    assigned.add_argument("--due", default=None, metavar="AAAA-MM-JJ", help="the day it is due")
+    from bot.console.assign import assign_parser
+    assign_parser(cohorts_sub)
     operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
     operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
     add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")

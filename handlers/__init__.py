@@ -50,9 +50,7 @@ def chain() -> list[Handler]:
         # message then goes on down the chain (the tutor still answers it).
         safety.handle,
         hold.handle,  # a person of the school holds this child's conversation: nothing answers for them
-        # Files that waited for this message (WhatsApp's window was closed) go out first; the
-        # message then goes on down the chain.
-        waiting_files.handle,
+        waiting_files.handle,  # files kept while WhatsApp's window was closed go first, then on down
         # A tapped button or list item: its number for the pending menu, or « no longer valid ».
         buttons.handle,
         # Before parents: OUI confirms the user's own deletion request when one is pending.
@@ -71,9 +69,7 @@ def chain() -> list[Handler]:
         task_commands.handle,
         timezone.handle,  # FUSEAU / TIMEZONE
         email_commands.handle,
-        # DEVOIR: a teacher's assignment, started as a round; an assignment nobody could tell the
-        # student of is told before their message is answered.
-        assignment.handle,
+        assignment.handle,  # DEVOIR; an assignment not told yet is told before the message is answered
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
         session_start.handle,  # a session's first message: the answer, then the offers

@@ -12,7 +12,16 @@ from typing import Any
 from bot.config import Settings
 from bot.texts import fr_en
 
-__all__ = ["assign_command", "assignment_lines"]
+__all__ = ["assign_command", "assign_parser", "assignment_lines"]
+
+
+def assign_parser(cohorts: Any) -> None:
+    """`cohorts assign`'s arguments (bot/cli.py builds the rest of the command line)."""
+    assigned = cohorts.add_parser("assign", help="homework: N questions on one skill to every student")
+    assigned.add_argument("name")
+    assigned.add_argument("--skill", required=True, help="the skill (notion), as the students read it")
+    assigned.add_argument("--questions", type=int, default=5, help="1 to 20 (default 5)")
+    assigned.add_argument("--due", default=None, metavar="AAAA-MM-JJ", help="the day it is due")
 
 
 async def assign_command(settings: Settings, args: argparse.Namespace) -> int:
