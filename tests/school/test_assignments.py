@@ -11,9 +11,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.learning import due_text
+from bot.learning import due_text, skill_key
 from bot.storage.models import (
     AssignmentWork,
+    Cohort,
+    CohortMember,
     ExerciseResult,
     QuizItem,
     ScheduledSend,
@@ -123,3 +125,35 @@ async def test_a_bad_request_is_one_line_and_changes_nothing(harness: Any) -> No
     async with h.services.sessions() as db:
         assert not list(await db.scalars(select(AssignmentWork)))
         assert not list(await db.scalars(select(ScheduledSend)))
+
+
+async def test_the_students_own_questions_top_up_a_small_bank(harness: Any) -> None:
+    h = harness
+    _, ids = await a_class(h)
+    async with h.services.sessions() as db:  # a quiz the tutor asked Awa on the skill, kept for review
+        db.add(QuizItem(user_id=ids[INSIDE], quiz_id="own1", quiz_type="mcq", question="Que vaut 2/4 ?",
+                        options=["1/2", "1/4"], correct_index=0, subject="Mathématiques",
+                        skill=skill_key("Les fractions"), answers=1, lapses=0, created_at=h.clock()))
+        await db.commit()
+    run = await console(h, "cohorts", "assign", "6e A", "--skill", "Les fractions", "--questions", "5")
+    assert run.code == 0, run.err
+    calls = len(h.llm.requests)
+    [first] = await say(h, INSIDE, "DEVOIR")
+    assert "Devoir 1/3" in first and BANK[0][0] in first  # the bank's two, then her own one
+    await say(h, INSIDE, "1")
+    [third] = await say(h, INSIDE, "2")
+    assert "Devoir 3/3" in third and "Que vaut 2/4 ?" in third, third
+    [done] = await say(h, INSIDE, "1")
+    assert "Devoir terminé : 3/3" in done and len(h.llm.requests) == calls
+    # A class with no bank on the skill and a student with no question on it: told so, nothing started.
+    alone = await h.make_user("+2250700000038")
+    async with h.services.sessions() as db:
+        cohort = Cohort(name="6e B", created_at=h.clock())
+        db.add(cohort)
+        await db.flush()
+        db.add(CohortMember(cohort_id=cohort.id, user_id=alone.id, joined_at=h.clock()))
+        await db.commit()
+    assert (await console(h, "cohorts", "assign", "6e B", "--skill", "La géométrie")).code == 0
+    [none] = await say(h, "+2250700000038", "DEVOIR")
+    assert "5 questions sur La géométrie" in none and "Pas encore de questions sur La géométrie" in none
+    assert (await works(h))[alone.id].started_at is None and len(h.llm.requests) == calls
