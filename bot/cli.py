@@ -65,10 +65,11 @@ def registered_jobs() -> list[Job]:
     from bot.library import index_jobs
     from bot.pipeline.retention import retention_jobs
     from bot.safety import escalation_jobs
-    from bot.school import teacher_summary_jobs
+    from bot.school import assignment_jobs, teacher_summary_jobs
 
     return [*weekly_summary_jobs(), *teacher_summary_jobs(), *reminder_jobs(), *nudge_jobs(),
-            *reengage_jobs(), *weekly_note_jobs(), *retention_jobs(), *index_jobs(), *escalation_jobs()]
+            *reengage_jobs(), *weekly_note_jobs(), *retention_jobs(), *index_jobs(), *escalation_jobs(),
+            *assignment_jobs()]
 
 
 def registered_routes() -> list[web.AbstractRouteDef]:
@@ -382,6 +383,8 @@ def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
     imported.add_argument("--school", default=None,
                           help="the school's name, as parents' SMS say who linked them")
     add_items_parser(cohorts_sub)
+    from bot.console.assign import assign_parser
+    assign_parser(cohorts_sub)
     operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
     operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
     add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")

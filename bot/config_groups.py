@@ -61,6 +61,9 @@ class Learning:
     reengage_after_s: int = 172800
     review_template_sid: str = ""
     reengage_max_per_week: int = 2
+    # A teacher's assignment told outside the window (bot.school.assignments): an approved template
+    # with {{1}} the skill, {{2}} the number of questions, {{3}} the due date ("" : told when they write).
+    assignment_template_sid: str = ""
     sms_reengage: bool = False
     # Bayesian Knowledge Tracing: P(known) before any answer, P(learning) at each answer, P(right
     # answer while not knowing) and P(wrong answer while knowing), and the P(known) that is "mastered".
@@ -86,6 +89,7 @@ class LearningEnvironment(BaseSettings):
     reengage_after_s: int = Field(172800, ge=86400)
     review_template_sid: str = ""
     reengage_max_per_week: int = Field(2, ge=0, le=7)
+    assignment_template_sid: str = ""
     sms_reengage: bool = False
     bkt_p_init: float = Field(0.2, gt=0, lt=1)
     bkt_p_learn: float = Field(0.15, gt=0, lt=1)

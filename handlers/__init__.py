@@ -20,6 +20,7 @@ Handler = Callable[[Incoming], Awaitable[bool]]
 def chain() -> list[Handler]:
     from handlers import (
         account,
+        assignment,
         buttons,
         commands,
         consent,
@@ -71,6 +72,7 @@ def chain() -> list[Handler]:
         task_commands.handle,
         timezone.handle,  # FUSEAU / TIMEZONE
         email_commands.handle,
+        assignment.handle,  # DEVOIR; an assignment not told yet is told before the message is answered
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
         session_start.handle,  # a session's first message: the answer, then the offers

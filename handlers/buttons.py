@@ -6,6 +6,8 @@ one, the message's text becomes that number and goes on down the chain, so the m
 a menu no longer pending (answered, replaced or expired) gets a clear reply and nothing else: it
 never answers a newer menu, and never reaches the model. A bare « Réponse 2 » (a list item's short
 title) counts as « 2 ». A tap on a help list (AIDE / MENU) explains its command (handlers.help).
+« Commencer » on a teacher's assignment (`devoir:1`, no pending menu either) is DEVOIR
+(handlers.assignment).
 The review reminders' buttons (bot.learning.NUDGE_MENU, no pending menu: a reminder may be tapped
 days later): « Réviser » is REVISION, a round starts (handlers.review); « Plus tard » is answered.
 """
@@ -18,6 +20,7 @@ from bot.channel.buttons import tapped
 from bot.channel.context import Incoming
 from bot.channel.menus import get_menu
 from bot.learning import NUDGE_MENU
+from bot.school import ASSIGNMENT_MENU
 from handlers import help
 
 # A list item's short title (« Réponse 2 », bot.channel.buttons), should a list reply come with its
@@ -39,6 +42,9 @@ async def handle(msg: Incoming) -> bool:
         return True
     if menu_id == NUDGE_MENU:
         return await _reminder_tap(msg, number)
+    if menu_id == ASSIGNMENT_MENU:  # « Commencer » on an assignment's notice: DEVOIR, however late
+        msg.text = "DEVOIR"
+        return False
     menu = await get_menu(msg.services, msg.conversation.id, db=msg.db)
     if menu is not None and (menu.get("menu_id") == menu_id or menu.get("last_inbound") == msg.inbound.id):
         # A retried delivery of a tap already answered finds the next question pending: the menu's

@@ -70,10 +70,13 @@ CATALOGUE: tuple[Command, ...] = (
     _c("REVISION", "REVIEW", _STUDENT,
        ("réviser tes quiz", "review your quizzes"),
        ("Lance une série de questions déjà vues, à l'heure où il faut les revoir. REVISION NON arrête "
-        "les rappels de révision, REVISION OUI les remet.",
+        "les rappels de révision, REVISION OUI les remet. DEVOIR montre les devoirs donnés par ton "
+        "professeur et lance le premier à faire.",
         "Starts a round of questions seen before, when they are due. REVIEW OFF stops the review "
-        "reminders, REVIEW ON brings them back."),
-       ("REVISION", "REVIEW"), "REVISIONS", "REVIEWS", "REVISER"),
+        "reminders, REVIEW ON brings them back. HOMEWORK shows the homework your teacher set and "
+        "starts the first one due."),
+       # DEVOIR (handlers/assignment.py) is explained here: AIDE's SMS pages (3 of 2 segments) are full.
+       ("REVISION", "REVIEW"), "REVISIONS", "REVIEWS", "REVISER", "DEVOIR", "DEVOIRS", "HOMEWORK"),
     _c("CLASSE", "LEVEL", _STUDENT,
        ("ta classe", "your class"),
        ("CLASSE seul montre ta classe et la liste ; CLASSE suivi d'une classe la change.",

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from bot import safety
 from bot.channel.context import Incoming
 from bot.channel.links import progress_page_url, short_name
-from bot.learning import answer_streak, due_count, skill_views
+from bot.learning import answer_streak, due_count, homework_line, skill_views
 from bot.learning.progress import format_progress, struggles, student_name, subject_stats
 from bot.learning.progress_chart import progress_data, progress_png
 from bot.learning.quiz_types import normalise
@@ -98,6 +98,8 @@ async def children_progress(msg: Incoming) -> None:
         weak = await struggles(msg.db, msg.services.settings.learning, child.id)
         name = student_name(child, msg.lang)
         text = format_progress(stats, msg.lang, name=name, work_on=weak, compact=sms)
+        homework = await homework_line(msg.db, child.id, now, msg.lang)  # the teachers' assignments
+        text = f"{text}\n{homework}" if homework else text
         # Distress flags stay out of a parent's view unless the operator chose (SAFETY_TELL_PARENTS).
         note = await safety.parent_note(msg.db, msg.services.settings, child.id, msg.lang)
         parts.append((child, f"{text}\n{note}" if note else text, name))

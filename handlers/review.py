@@ -97,8 +97,9 @@ def item_quiz(item: QuizItem, conversation_id: int, asked_at: datetime, ttl_s: f
                 asked_at=asked_at, expires_at=asked_at + timedelta(seconds=ttl_s))
 
 
-def render_question(msg: Incoming, quiz: Quiz, position: int, total: int) -> str:
-    head = msg.t(f"Révision {position}/{total}", f"Review {position}/{total}")
+def render_question(msg: Incoming, quiz: Quiz, position: int, total: int, homework: bool = False) -> str:
+    head = (msg.t(f"Devoir {position}/{total}", f"Homework {position}/{total}") if homework
+            else msg.t(f"Révision {position}/{total}", f"Review {position}/{total}"))
     menu = render_quiz(quiz, msg.channel, msg.lang)
     return f"📚 {head}\n{menu}" if msg.channel == "whatsapp" else f"{head}\n{menu}"
 
@@ -210,11 +211,14 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     await record_checked(msg.db, services.settings.learning, user_id=msg.user.id,
                          conversation_id=msg.conversation.id, item=item, subject=item.subject,
                          topic=await item_topic(msg.db, item), correct=correct,
-                         seconds=max(0.0, (now - current.asked_at).total_seconds()), source="review", now=now,
+                         seconds=max(0.0, (now - current.asked_at).total_seconds()),
+                         source="review" if current.assignment is None else "assignment", now=now,
                          chosen=chosen)
     msg.db.add(Message(conversation_id=msg.conversation.id, role="note", content=review_note(quiz, chosen),
                        inbound_id=msg.inbound.id, created_at=now))
     following = current.answered(correct, msg.inbound.id, "", now)
+    if current.assignment is not None:  # the teacher's assignment: its score, in the same transaction
+        await school.answered(msg.db, current.assignment, msg.user.id, correct, following.done, now)
     after, question = await _next(msg, following, now)
     reply = f"{render_verdict(quiz, chosen, msg.lang, msg.channel)}\n\n{after}"
     following = replace(following, last_reply=reply)
@@ -233,14 +237,14 @@ async def _answer(msg: Incoming, current: Round) -> bool:
 
 async def _next(msg: Incoming, following: Round, now: datetime) -> tuple[str, Quiz | None]:
     """The next question and its quiz, or the round's score once it is over (and None)."""
-    total = len(following.items)
+    total, homework = len(following.items), following.assignment is not None
     if following.done:
-        return score_line(following.right, total, msg.lang), None
+        return score_line(following.right, total, msg.lang, homework), None
     item = await msg.db.get(QuizItem, following.item_id)
     if item is None:
-        return score_line(following.right, total, msg.lang), None
+        return score_line(following.right, total, msg.lang, homework), None
     quiz = item_quiz(item, msg.conversation.id, now, msg.services.settings.quiz_ttl_s)
-    return render_question(msg, quiz, following.index + 1, total), quiz
+    return render_question(msg, quiz, following.index + 1, total, homework), quiz
 
 
 async def _noted(msg: Incoming) -> bool:

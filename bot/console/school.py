@@ -61,6 +61,10 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
         from bot.console.class_items import items_command
 
         return await items_command(settings, args, name)
+    if args.cohorts_command == "assign":
+        from bot.console.assign import assign_command
+
+        return await assign_command(settings, args)
     rows = None
     if args.cohorts_command == "fund" and (problem := credits_problem(lang, args.credits)):
         return _usage_error(lang, problem)
@@ -144,6 +148,7 @@ async def _list(services: Any) -> int:
 
 
 async def _show(services: Any, name: str) -> int:
+    from bot.console.assign import assignment_lines
     from bot.school.classes import find_cohort, is_active, roster
 
     now, settings = services.clock(), services.settings
@@ -155,6 +160,7 @@ async def _show(services: Any, name: str) -> int:
                                           f"no class named {name!r} (cohorts list shows them)"))
         students = await roster(db, cohort.id)
         pool_text = await pool_line(db, lang, cohort.id, now)
+        homework = await assignment_lines(db, cohort.id, {s.user_id: s.shown() for s in students}, lang)
     active = sum(is_active(s, now) for s in students)
     print(fr_en(lang, f"classe {name!r} : {len(students)} élève(s), {active} actif(s) ces 7 derniers jours",
                 f"class {name!r}: {len(students)} student(s), {active} active in the last 7 days"))
@@ -165,6 +171,8 @@ async def _show(services: Any, name: str) -> int:
         who = f"  {s.phone or '-'}  {s.name or '-'}  "
         print(who + fr_en(lang, f"classe {s.level or '-'}  dernier message {last}",
                           f"class {s.level or '-'}  last message {last}"))
+    for line in homework:
+        print(line)
     return 0
 
 

@@ -4,6 +4,7 @@ review rounds; what is known of a learner, read back (progress, the prompt's lea
 hour each student studies, the practice nudges and the way back after a silence; an item missed
 again taught again by the model (reteach)."""
 
+from bot.learning.assigned import due_text, homework_line, work_score
 from bot.learning.errors import LearningError
 from bot.learning.items import due_count, due_items, needs_reteach, recently_missed
 from bot.learning.levels import (
@@ -97,8 +98,10 @@ __all__ = [
     "cycle_by_number",
     "due_count",
     "due_items",
+    "due_text",
     "find_item",
     "has_items",
+    "homework_line",
     "is_mastered",
     "item_topic",
     "keep_item",
@@ -147,4 +150,5 @@ __all__ = [
     "subject_name",
     "to_work_on",
     "weekly_note_jobs",
+    "work_score",
 ]

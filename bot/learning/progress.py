@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from bot.channel.keywords import stop_line
 from bot.channel.scheduled import Outgoing, deliver_due, plan
 from bot.config_groups import Learning
+from bot.learning.assigned import homework_line
 from bot.learning.profile import (
     LEARNING,
     MASTERED,
@@ -250,12 +251,13 @@ def latest_summary_slot(now: datetime, weekday: int, hour: int, timezone: str) -
 
 
 def weekly_text(stats: list[SubjectStats], name: str, language: str,
-                struggles: Sequence[SkillView] = ()) -> str:
-    """The parent's weekly SMS: the week's checked answers per subject, the week before, and the
-    skills the student struggles with (checked answers only). Reported results are left out."""
+                struggles: Sequence[SkillView] = (), homework: str = "") -> str:
+    """The parent's weekly SMS: the week's checked answers per subject, the week before, the
+    skills the student struggles with (checked answers only) and the teachers' assignments
+    (bot.learning.assigned). Reported results are left out."""
     week = [s for s in stats if s.last7_total]
+    stop = f"{homework} {stop_line(language)}" if homework else stop_line(language)
     if not week:
-        stop = stop_line(language)
         return fr_en(language,
                      f"Deblo : {name} n'a fait aucun exercice cette semaine. Encouragez-le/la ! {stop}",
                      f"Deblo: {name} did no exercise this week. Give them some encouragement! {stop}")
@@ -278,9 +280,9 @@ def weekly_text(stats: list[SubjectStats], name: str, language: str,
         language,
         f"Deblo : cette semaine, {name} a répondu à {total} question{plural}, "
         f"{_percent(right, total)} % justes"
-        f"{compare}. {parts}.{hard} {stop_line(language)}",
+        f"{compare}. {parts}.{hard} {stop}",
         f"Deblo: this week {name} answered {total} question{plural}, {_percent(right, total)}% right"
-        f"{compare}. {parts}.{hard} {stop_line(language)}",
+        f"{compare}. {parts}.{hard} {stop}",
     )
 
 
@@ -321,7 +323,8 @@ async def _render_summary(services: Services, db: AsyncSession, row: ScheduledSe
     # The week that ended at the slot, however late a retry goes out.
     stats = await subject_stats(db, student.id, row.slot_at)
     weak = await struggles(db, services.settings.learning, student.id)
-    text = weekly_text(stats, student_name(student, parent.language), parent.language, weak)
+    homework = await homework_line(db, student.id, row.slot_at, parent.language)
+    text = weekly_text(stats, student_name(student, parent.language), parent.language, weak, homework)
     return Outgoing(user=parent, text=text, kind="parent_summary")
 
 

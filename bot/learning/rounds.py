@@ -38,6 +38,7 @@ class Round:
     last_inbound: int | None = None
     last_reply: str = ""
     reteach: int | None = None  # the item waiting to be taught again, handed to the model at the end
+    assignment: int | None = None  # the teacher's assignment this round answers (bot.school.assignments)
 
     @property
     def done(self) -> bool:
@@ -51,7 +52,8 @@ class Round:
         return {"round_id": self.round_id, "user_id": self.user_id, "conversation_id": self.conversation_id,
                 "items": list(self.items), "index": self.index, "right": self.right,
                 "asked_at": self.asked_at.isoformat(), "last_inbound": self.last_inbound,
-                "last_reply": self.last_reply, "reteach": self.reteach}
+                "last_reply": self.last_reply, "reteach": self.reteach,
+                "assignment": self.assignment}
 
     def answered(self, correct: bool, inbound_id: int, reply: str, now: datetime) -> Round:
         return replace(self, index=self.index + 1, right=self.right + int(correct), asked_at=now,
@@ -63,14 +65,15 @@ def round_from_menu(menu: dict[str, Any] | None) -> Round | None:
     if menu is None or menu.get("kind") != REVIEW_KIND:
         return None
     try:
-        last, reteach = menu.get("last_inbound"), menu.get("reteach")
+        last, reteach, assignment = menu.get("last_inbound"), menu.get("reteach"), menu.get("assignment")
         return Round(round_id=str(menu["round_id"]), user_id=int(menu["user_id"]),
                      conversation_id=int(menu["conversation_id"]),
                      items=tuple(int(i) for i in menu["items"]), index=int(menu["index"]),
                      right=int(menu["right"]), asked_at=datetime.fromisoformat(menu["asked_at"]),
                      last_inbound=None if last is None else int(last),
                      last_reply=str(menu.get("last_reply", "")),
-                     reteach=None if reteach is None else int(reteach))
+                     reteach=None if reteach is None else int(reteach),
+                     assignment=None if assignment is None else int(assignment))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -90,9 +93,10 @@ async def has_items(db: AsyncSession, user_id: int) -> bool:
 
 
 def new_round(user_id: int, conversation_id: int, items: list[QuizItem], now: datetime,
-              reteach: int | None = None) -> Round:
+              reteach: int | None = None, assignment: int | None = None) -> Round:
     return Round(round_id=secrets.token_hex(6), user_id=user_id, conversation_id=conversation_id,
-                 items=tuple(item.id for item in items), index=0, right=0, asked_at=now, reteach=reteach)
+                 items=tuple(item.id for item in items), index=0, right=0, asked_at=now, reteach=reteach,
+                 assignment=assignment)
 
 
 async def item_topic(db: AsyncSession, item: QuizItem) -> str:
@@ -128,8 +132,8 @@ def round_intro(count: int, due: bool, language: str, new: int = 0) -> str:
                  f"Nothing is due today: let's retry the {old} question{s} you missed last{then_en}.")
 
 
-def score_line(right: int, total: int, language: str) -> str:
-    """« 4/5 — bravo ! »: the round's score and a word for it."""
+def score_line(right: int, total: int, language: str, homework: bool = False) -> str:
+    """« 4/5 — bravo ! »: the round's score and a word for it (a teacher's assignment: « Devoir »)."""
     if right == total:
         word = fr_en(language, "parfait, bravo !", "perfect, well done!")
     elif 2 * right >= total:
@@ -137,5 +141,8 @@ def score_line(right: int, total: int, language: str) -> str:
     else:
         word = fr_en(language, "courage : ces questions reviendront bientôt.",
                      "keep going: these questions will come back soon.")
+    if homework:
+        return fr_en(language, f"Devoir terminé : {right}/{total} — {word}",
+                     f"Homework done: {right}/{total} — {word}")
     return fr_en(language, f"Révision terminée : {right}/{total} — {word}",
                  f"Review done: {right}/{total} — {word}")

@@ -2,6 +2,7 @@
 
 - `passwords`: Argon2id hashes of operators' passwords;
 - `bank`: a class's own questions as its students meet them (`student_copy`, `bank_items`);
+- `assignments`: a teacher's assignment to a class, its notices and each student's work;
 - `sheets`: a school's CSV or XLSX file read under French or English headers (`read_table`);
 - `roster_file`: a class list read and checked whole (`read_roster`);
 - `items_file`: a teacher's questions read and checked whole, then added to the class's bank
@@ -16,6 +17,25 @@
 
 from __future__ import annotations
 
+from bot.school.assignments import (
+    ASSIGNMENT_MENU,
+    QUESTIONS_MAX,
+    AssignmentError,
+    ClassAssignment,
+    answered,
+    assign,
+    assignment_jobs,
+    class_assignments,
+    draw_items,
+    local_today,
+    notice_menu,
+    notice_text,
+    open_work,
+    parse_due,
+    send_assignment_notices,
+    told,
+    untold,
+)
 from bot.school.bank import bank_items, student_copy
 from bot.school.bank_review import bank_fill
 from bot.school.classes import (
@@ -58,11 +78,15 @@ from bot.school.summary import (
 )
 
 __all__ = [
+    "ASSIGNMENT_MENU",
     "DUMMY_HASH",
     "FELL_BY",
+    "QUESTIONS_MAX",
     "QUIET_DAYS",
     "ROLES",
+    "AssignmentError",
     "AtRisk",
+    "ClassAssignment",
     "ClassSkill",
     "ClassSummary",
     "FallenSkill",
@@ -79,12 +103,17 @@ __all__ = [
     "Table",
     "add_items",
     "add_operator",
+    "answered",
+    "assign",
+    "assignment_jobs",
     "at_risk",
     "bank_counts",
     "bank_fill",
     "bank_items",
     "bkt_before",
+    "class_assignments",
     "class_summary",
+    "draw_items",
     "enrol_roster",
     "find_cohort",
     "fold_header",
@@ -93,11 +122,16 @@ __all__ = [
     "is_active",
     "linked_text",
     "list_operators",
+    "local_today",
     "make_parent",
     "mastery_falls",
     "needs_rehash",
+    "notice_menu",
+    "notice_text",
     "notify_parents",
+    "open_work",
     "operator_cohorts",
+    "parse_due",
     "problem_at",
     "random_password",
     "read_items",
@@ -105,11 +139,14 @@ __all__ = [
     "read_table",
     "remove_operator",
     "roster",
+    "send_assignment_notices",
     "send_teacher_summaries",
     "skills_to_work_on",
     "student_copy",
     "summary_text",
     "teacher_summary_jobs",
+    "told",
+    "untold",
     "valid_email",
     "verify_password",
 ]

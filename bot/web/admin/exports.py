@@ -24,6 +24,7 @@ from datetime import datetime
 from aiohttp import web
 
 from bot.formats import csv_time
+from bot.school import ClassAssignment
 from bot.texts import fr_en
 from bot.web.admin.classes import Student
 from bot.web.render import PAGE_HEADERS
@@ -68,6 +69,17 @@ def csv_text(header: list[str], rows: Iterable[list[str]], dialect: Dialect) -> 
 def roster_rows(students: list[Student], dialect: Dialect) -> list[list[str]]:
     return [[str(s.user_id), s.name, s.phone, s.level, dialect.time(s.last_active), dialect.time(s.joined_at)]
             for s in students]
+
+
+def with_homework(rows: list[list[str]], students: list[Student],
+                  homework: list[ClassAssignment]) -> tuple[list[str], list[list[str]]]:
+    """The roster with a column per assignment, the oldest first (« homework 3: fractions (mar. 10
+    mars) »): each student's right/asked once finished, else how far they are."""
+    ordered = sorted(homework, key=lambda a: a.id)
+    header = [*ROSTER_HEADER, *(f"homework {a.id}: {a.skill_label}" + (f" ({a.due})" if a.due else "")
+                                for a in ordered)]
+    return header, [[*row, *(a.scores.get(s.user_id, "") for a in ordered)] for row, s in zip(rows, students,
+                                                                                              strict=True)]
 
 
 def csv_response(filename: str, text: str, dialect: Dialect) -> web.Response:

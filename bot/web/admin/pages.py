@@ -170,8 +170,10 @@ async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Respon
 
 
 async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int = 200, notice: str = "",
-                       fund_form: dict[str, str] | None = None) -> web.Response:
-    """The class's page; with `fund_form`, an admin's funding form applied first (once per nonce)."""
+                       fund_form: dict[str, str] | None = None, problem: str = "",
+                       form: dict[str, str] | None = None) -> web.Response:
+    """The class's page; with `fund_form`, an admin's funding form applied first (once per nonce);
+    `problem` and `form`: an assignment form sent back with what is wrong."""
     services = _services(request)
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
@@ -184,9 +186,11 @@ async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int
         view = await classes.class_view(db, cohort, services.clock())
         pool_use = await funding.pool_use(db, cohort, services)
         bank = await school.bank_counts(db, cohort.id)
+        homework = await school.class_assignments(db, cohort.id, language_of(request))
     return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use,
                  notice=notice, nonce=secrets.token_urlsafe(24), bank=bank,
-                 daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND)
+                 daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND,
+                 homework=homework, problem=problem, form=form or {}, questions_max=school.QUESTIONS_MAX)
 
 
 @signed_in
@@ -208,6 +212,39 @@ async def cohort_fund(request: web.Request, viewer: auth.Viewer) -> web.Response
     return await _cohort_page(request, viewer, fund_form=posted(request))
 
 
+@signed_in
+async def cohort_assign(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    """Homework to the class (bot.school.assignments): the notices go through the scheduled sends;
+    a bad form is the page again with its one line, nothing stored."""
+    services, form, lang = _services(request), posted(request), language_of(request)
+    async with services.sessions() as db:
+        if await classes.cohort_for(db, viewer, request.match_info["name"]) is None:
+            return _not_found(request, viewer)
+    wait_s = await throttle.take_action(services.state, "assign", viewer.operator_id)
+    if wait_s:
+        wait = f"{math.ceil(wait_s)} s" if wait_s < 120 else f"{math.ceil(wait_s / 60)} min"
+        return await _cohort_page(request, viewer, status=429, form=form,
+                                  problem=translator(lang)("assign_throttled").format(wait=wait))
+    now = services.clock()
+    try:
+        questions = int(form.get("questions") or "5")
+    except ValueError:
+        return await _cohort_page(request, viewer, status=400, form=form,
+                                  problem=translator(lang)("not_number"))
+    try:
+        async with services.sessions() as db:
+            cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
+            assert cohort is not None  # looked at above; a class is not renamed under a form
+            today = school.local_today(now, services.settings.default_timezone)
+            due = school.parse_due(form.get("due"), today, lang)
+            await school.assign(db, cohort, skill=form.get("skill", ""), questions=questions, due_on=due,
+                                created_by=viewer.email, now=now, language=lang)
+            await db.commit()
+    except school.AssignmentError as exc:
+        return await _cohort_page(request, viewer, status=400, form=form, problem=str(exc))
+    return web.HTTPSeeOther(f"/admin/cohorts/{quote(request.match_info['name'], safe='')}#assignments")
+
+
 def _filename(name: str, what: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_-]+', '_', name)[:60] or 'class'}-{what}.csv"
 
@@ -221,9 +258,11 @@ async def cohort_csv(request: web.Request, viewer: auth.Viewer) -> web.Response:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
         if cohort is None:
             return _not_found(request, viewer)
-        if what == "roster":
+        if what == "roster":  # with a column per assignment: each student's score
             students = await classes.roster(db, cohort.id)
-            text = exports.csv_text(exports.ROSTER_HEADER, exports.roster_rows(students, dialect), dialect)
+            homework = await school.class_assignments(db, cohort.id, language_of(request))
+            text = exports.csv_text(*exports.with_homework(exports.roster_rows(students, dialect), students,
+                                                           homework), dialect)
         else:
             results = await classes.results_rows(db, cohort.id, dialect.time)
             text = exports.csv_text(exports.RESULTS_HEADER, results, dialect)
@@ -384,6 +423,7 @@ ROUTES = [
     web.post(f"/admin/flags/{ID}/release", flag_release),
     web.get("/admin/cohorts/{name}", cohort_page),
     web.post("/admin/cohorts/{name}/fund", cohort_fund),
+    web.post("/admin/cohorts/{name}/assign", cohort_assign),
     web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
     web.post("/admin/cohorts/{name}/items", cohort_items),
     web.get(f"/admin/students/{ID}", student_page),

@@ -99,6 +99,7 @@ ACTION_LIMITS = {
     # A class's items files: each is read and checked whole, so a script sending them in a loop
     # would hold a worker; a person correcting a file sends a few.
     "items": 20,
+    "assign": 10,  # homework set to a class texts every student: a stuck button must not do it all day
 }
 
 
