@@ -189,7 +189,9 @@ def to_sms(markdown: str) -> str:
     gsm = to_gsm7(plain)
     if gsm == plain:
         return gsm
-    return plain if sms_cost(plain) <= sms_cost(gsm) else gsm
+    # Never more messages either: a page of AIDE or a summary arrives as one SMS, not two.
+    cheaper = sms_cost(plain) <= sms_cost(gsm) and len(sms_parts(plain)) <= len(sms_parts(gsm))
+    return plain if cheaper else gsm
 
 
 def sms_cost(text: str) -> int:

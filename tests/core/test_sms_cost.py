@@ -41,3 +41,13 @@ def test_a_long_answer_is_counted_over_its_parts() -> None:
 def test_the_stop_line_says_the_least_the_rules_need() -> None:
     assert stop_line("fr") == "STOP pour arrêter" and stop_line("en") == "STOP to end"
     assert all(len(stop_line(language)) <= 20 for language in ("fr", "en"))
+
+
+def test_accents_never_cost_one_more_message() -> None:
+    """Cut into parts, text as written can cost as many segments as its transliteration yet arrive
+    as two messages where one would do: the transliteration goes then."""
+    text = ("Deblo t'aide à l'école et au travail. Pose ta question !\nREVISION : réviser tes quiz\n"
+            "CLASSE : ta classe\nPROGRES : tes progrès\nBILAN : ta semaine\nTACHES : tes tâches et rappels\n"
+            "AIDE 2 : la suite")
+    sent = formatting.to_sms(text)
+    assert len(formatting.sms_parts(sent)) == 1 and "taches" in sent, sent
