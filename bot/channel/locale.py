@@ -139,26 +139,33 @@ def region_of_zone(zone: str) -> str | None:
 
 
 @functools.cache
-def _iana() -> tuple[dict[str, str], dict[str, str]]:
-    """(IANA name as `place_key` → name, city as `place_key` → name), built once."""
+def _iana() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """(IANA name as `place_key` → name, city → a zone of zone.tab, city → an old link such as
+    America/Montreal), built once."""
     names = sorted(available_timezones())
     by_name = {place_key(name.replace("/", " / ")).replace("_/_", "/"): name for name in names}
-    by_city: dict[str, str] = {}
+    listed = {zone for zones in country_zones().values() for zone in zones}
+    cities: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for area in reversed(AREAS):  # earlier areas win
         for name in names:
             if name.startswith(area + "/"):
-                by_city[place_key(name.rsplit("/", 1)[1])] = name
-    return by_name, by_city
+                cities[name not in listed][place_key(name.rsplit("/", 1)[1])] = name
+    return by_name, *cities
 
 
 def find_zone(text: str) -> str | None:
-    """The IANA zone `text` names (an IANA name or a city), None when it names none."""
-    by_name, by_city = _iana()
+    """The IANA zone `text` names (an IANA name or a city), None when it names none. A city IANA
+    names a zone after comes first (London is Europe/London, not London, Ontario), then the
+    gazetteer's own names (Montréal is America/Toronto, not the old link America/Montreal), the old
+    links (Calcutta), and the gazetteer's other names."""
+    by_name, by_city, by_link = _iana()
     key = place_key(text)
     if "/" in text or key in ("utc", "gmt"):
         return by_name.get(re.sub(r"_?/_?", "/", key)) or ("UTC" if key in ("utc", "gmt") else None)
     city = find_city(text)
-    return CITIES.get(key) or by_city.get(key) or (city.zone if city is not None else None)
+    own = city.zone if city is not None and place_key(city.name) == key else None
+    other = city.zone if city is not None else None  # one of the city's other names (« Tananarive »)
+    return CITIES.get(key) or by_city.get(key) or own or by_link.get(key) or other
 
 
 def near_city(text: str) -> City | None:
