@@ -79,6 +79,13 @@ async def test_a_french_first_message_keeps_french_and_another_language_keeps_th
     _, welcome = await say(h, BAMENDA, "Hola, necesito ayuda con mis deberes")
     assert welcome.startswith("Welcome to Deblo")
     assert (await h.user(BAMENDA)).language == "en"  # type: ignore[union-attr]
+    assert "Answer in English" in h.llm.requests[1]["messages"][0]["content"]
+    # A Spanish message from a French-speaking number is answered in French, not in Spanish.
+    h.llm.push_text("Bonjour ! De quoi as-tu besoin ?")
+    await say(h, SENEGAL, "Hola, necesito ayuda con mis deberes")
+    assert (await h.user(SENEGAL)).language == "fr"  # type: ignore[union-attr]
+    system = h.llm.requests[2]["messages"][0]["content"]
+    assert "français, même si on t'écrit dans une autre langue" in system
 
 
 async def test_a_number_whose_zone_is_one_of_several_is_offered_fuseau(harness: Harness) -> None:
