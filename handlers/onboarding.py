@@ -1,10 +1,11 @@
 """A new number: its first message answered, with a welcome and a numbered profile menu.
 
 The first message of a new number (`onboarding_step == "new"`) first sets the language it is answered
-in when it is clearly French or English (bot.channel.language), then is answered as a guest turn, then
-the welcome and the menu (1 Élève, 2 Parent, 3 Professionnel) follow: the answer first because it
-is what the person asked for, the menu last because it is what they are expected to answer next,
-and the last message is the one on screen. A first message with nothing to answer (a greeting, a
+in when it is clearly French or English (bot.channel.language; else a later guest message may, until
+one has or LANGUE was used), then is answered as a guest turn, then the welcome and the menu
+(1 Élève, 2 Parent, 3 Professionnel) follow: the answer first because it is what the person asked
+for, the menu last because it is what they are expected to answer next, and the last message is the
+one on screen. A first message with nothing to answer (a greeting, a
 bare « 1 », « 2 » or « 3 » sent before any menu was seen, an emoji) gets only the welcome. A
 number the operator enrolled with a mode before it wrote is answered in that mode, then welcomed
 without the profile question.
@@ -32,6 +33,8 @@ import asyncio
 import re
 from dataclasses import replace
 
+from sqlalchemy import select
+
 from bot import clock, learning
 from bot.billing import credits
 from bot.channel import menus
@@ -40,8 +43,9 @@ from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.language import spoken_language
 from bot.channel.locale import default_locale, locale_for
-from bot.storage.models import User
+from bot.storage.models import InboundMessage, User
 from handlers import turn
+from handlers.commands import LANGUAGE_WORDS
 from handlers.profile_menu import PROFILE_MENU_KIND, PROFILE_NAMES, profile_menu
 
 PROFILES = {
@@ -151,6 +155,26 @@ async def take_language(msg: Incoming) -> None:
         await msg.db.flush()
 
 
+async def later_language(msg: Incoming) -> None:
+    """A guest's message before a profile is chosen decides the language as the first one would,
+    while none of their messages before it was clear enough (« 👋 », a photo, « 1 ») and LANGUE was
+    not used: the choice is made once, by the first clear message, and LANGUE's always stands."""
+    spoken = await asyncio.to_thread(spoken_language, msg.text) if msg.text.strip() else None
+    if spoken not in ("fr", "en") or spoken == msg.user.language:
+        return
+    earlier = (await msg.db.scalars(
+        select(InboundMessage.body).where(InboundMessage.user_id == msg.user.id,
+                                          InboundMessage.id < msg.inbound.id)
+        .order_by(InboundMessage.id).limit(20))).all()
+    for body in earlier:
+        if keyword(body).split(" ")[0] in LANGUAGE_WORDS:
+            return
+        if await asyncio.to_thread(spoken_language, body) in ("fr", "en"):
+            return
+    msg.user.language = spoken
+    await msg.db.flush()
+
+
 async def first_contact(msg: Incoming) -> bool:
     """The answer (unless there is nothing to answer), then the welcome. The step moves on only
     once the welcome went out: a turn that fails leaves it "new", so the next message gets both."""
@@ -214,6 +238,8 @@ async def handle(msg: Incoming) -> bool:
     chooses = user.onboarding_step is not None or (user.mode or "guest") == "guest"
     choice = PROFILES.get(keyword(msg.text)) if chooses else None
     if choice is None:
+        if user.onboarding_step == "profile":
+            await later_language(msg)
         return False  # guest chat until a profile is chosen
     await choose_profile(msg, *choice)
     return True

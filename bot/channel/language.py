@@ -1,7 +1,7 @@
 """The language a message is written in: French, English, another one, or too little to tell.
 
-A new number's first message decides the language it is answered in (handlers/onboarding.py), over
-the country's (bot.channel.locale): a +237 number of Douala writing « Hello, can you help me with my
+A new number's first clear message decides the language it is answered in (handlers/onboarding.py),
+over the country's (bot.channel.locale): a +237 number of Douala writing « Hello, can you help me with my
 homework? » is answered in English. Only French and English are served; a message in another
 language keeps the country's.
 

@@ -88,6 +88,25 @@ async def test_a_french_first_message_keeps_french_and_another_language_keeps_th
     assert "français, même si on t'écrit dans une autre langue" in system
 
 
+async def test_the_first_clear_message_decides_and_langue_stands(harness: Harness) -> None:
+    h = harness
+    [welcome] = await say(h, CAMEROON, "👋")  # too little to tell: the country's French
+    assert welcome.startswith("Bienvenue sur Deblo")
+    h.llm.push_text("Sure, let's look at fractions.")
+    await say(h, CAMEROON, "Can you help me with fractions please?")
+    assert (await h.user(CAMEROON)).language == "en"  # type: ignore[union-attr]
+    # Decided: a French message later does not flip it.
+    h.llm.push_text("OK.")
+    await say(h, CAMEROON, "Explique-moi encore les fractions")
+    assert (await h.user(CAMEROON)).language == "en"  # type: ignore[union-attr]
+    # A guest who chose with LANGUE keeps it whatever they write next.
+    await say(h, SENEGAL, "👋")
+    await say(h, SENEGAL, "LANGUE FR")
+    h.llm.push_text("Bien sûr.")
+    await say(h, SENEGAL, "Can you help me with fractions please?")
+    assert (await h.user(SENEGAL)).language == "fr"  # type: ignore[union-attr]
+
+
 async def test_a_number_whose_zone_is_one_of_several_is_offered_fuseau(harness: Harness) -> None:
     [welcome] = await first_message(harness, DR_CONGO)
     assert "Africa/Kinshasa" in welcome and "FUSEAU" in welcome
