@@ -1,9 +1,11 @@
 """A new number: its first message answered, with a welcome and a numbered profile menu.
 
-The first message of a new number (`onboarding_step == "new"`) is answered as a guest turn, then
-the welcome and the menu (1 Élève, 2 Parent, 3 Professionnel) follow: the answer first because it
-is what the person asked for, the menu last because it is what they are expected to answer next,
-and the last message is the one on screen. A first message with nothing to answer (a greeting, a
+The first message of a new number (`onboarding_step == "new"`) first sets the language it is answered
+in when it is clearly French or English (bot.channel.language; else a later guest message may, until
+one has or LANGUE was used), then is answered as a guest turn, then the welcome and the menu
+(1 Élève, 2 Parent, 3 Professionnel) follow: the answer first because it is what the person asked
+for, the menu last because it is what they are expected to answer next, and the last message is the
+one on screen. A first message with nothing to answer (a greeting, a
 bare « 1 », « 2 » or « 3 » sent before any menu was seen, an emoji) gets only the welcome. A
 number the operator enrolled with a mode before it wrote is answered in that mode, then welcomed
 without the profile question.
@@ -27,17 +29,23 @@ works as before, with or without that menu.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import replace
 
-from bot import learning
+from sqlalchemy import select
+
+from bot import clock, learning
 from bot.billing import credits
 from bot.channel import menus
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
-from bot.storage.models import User
+from bot.channel.language import spoken_language
+from bot.channel.locale import default_locale, locale_for
+from bot.storage.models import InboundMessage, User
 from handlers import turn
+from handlers.commands import LANGUAGE_WORDS
 from handlers.profile_menu import PROFILE_MENU_KIND, PROFILE_NAMES, profile_menu
 
 PROFILES = {
@@ -72,6 +80,19 @@ def _hello(msg: Incoming) -> str:
                  f"Welcome to Deblo, {name}! 👋" if name else "Welcome to Deblo! 👋")
 
 
+def zone_note(msg: Incoming) -> str:
+    """For a number whose zone is one of its country's several, the prefix not telling which (a DR
+    Congo mobile gets Kinshasa's): the zone given, and FUSEAU to change it; else nothing."""
+    place = locale_for(msg.user.phone, default_locale(msg.services.settings))
+    if not place.guessed or msg.user.timezone != place.timezone:
+        return ""
+    now = msg.services.clock().astimezone(clock.zone(place.timezone)).strftime("%H:%M")
+    return msg.t(f"\n\nJe règle tes rappels sur l'heure de {place.timezone} (il est {now}). Pas la "
+                 "bonne ? Envoie FUSEAU et le nom de ta ville.",
+                 f"\n\nI set your reminders to {place.timezone} time (it is {now}). Not yours? Send "
+                 "TIMEZONE and the name of your city.")
+
+
 def welcome(msg: Incoming, answered: bool = False) -> str:
     """The welcome and the profile menu; `answered`: it follows the answer to a first question."""
     gift = msg.services.settings.signup_credits
@@ -81,12 +102,12 @@ def welcome(msg: Incoming, answered: bool = False) -> str:
         more = msg.t("Tu peux aussi me poser une question tout de suite.",
                      "You can also ask me a question right away.")
     return msg.t(
-        f"{_hello(msg)} Je t'aide pour les devoirs, les révisions et le travail.\n\n"
+        f"{_hello(msg)} Je t'aide pour les devoirs, les révisions et le travail.{zone_note(msg)}\n\n"
         "Qui es-tu ? Réponds avec le numéro"
         + (f" ({gift} crédits offerts)" if gift > 0 else "") + " :\n"
         "1 Élève\n2 Parent\n3 Professionnel\n\n"
         f"{more} MENU : toutes les commandes. STOP : ne plus rien recevoir.",
-        f"{_hello(msg)} I help with homework, revision and work.\n\n"
+        f"{_hello(msg)} I help with homework, revision and work.{zone_note(msg)}\n\n"
         "Who are you? Reply with the number" + (f" ({gift} free credits)" if gift > 0 else "") + ":\n"
         "1 Student\n2 Parent\n3 Professional\n\n"
         f"{more} MENU: every command. STOP: receive nothing more.",
@@ -123,11 +144,44 @@ def confirmation(msg: Incoming, role: str, balance: int | None) -> str:
                  "Great. Documents, e-mails, calculations, research: tell me what you need.") + gift
 
 
+async def take_language(msg: Incoming) -> None:
+    """The first message's own language over its country's: « Hello, can you help me? » from a
+    Douala number is answered in English from this message on. Only French and English are served:
+    another language, or too little to tell (« 1 », a photo), keeps the country's. The model loads
+    once per process, in a thread, off the event loop."""
+    spoken = await asyncio.to_thread(spoken_language, msg.text) if msg.text.strip() else None
+    if spoken in ("fr", "en") and spoken != msg.user.language:
+        msg.user.language = spoken
+        await msg.db.flush()
+
+
+async def later_language(msg: Incoming) -> None:
+    """A guest's message before a profile is chosen decides the language as the first one would,
+    while none of their messages before it was clear enough (« 👋 », a photo, « 1 ») and LANGUE was
+    not used: the choice is made once, by the first clear message, and LANGUE's always stands."""
+    spoken = await asyncio.to_thread(spoken_language, msg.text) if msg.text.strip() else None
+    if spoken not in ("fr", "en") or spoken == msg.user.language:
+        return
+    earlier = (await msg.db.scalars(
+        select(InboundMessage.body).where(InboundMessage.user_id == msg.user.id,
+                                          InboundMessage.id < msg.inbound.id)
+        .order_by(InboundMessage.id).limit(20))).all()
+    for body in earlier:
+        if keyword(body).split(" ")[0] in LANGUAGE_WORDS:
+            return
+        if await asyncio.to_thread(spoken_language, body) in ("fr", "en"):
+            return
+    msg.user.language = spoken
+    await msg.db.flush()
+
+
 async def first_contact(msg: Incoming) -> bool:
     """The answer (unless there is nothing to answer), then the welcome. The step moves on only
     once the welcome went out: a turn that fails leaves it "new", so the next message gets both."""
     user = msg.user
     enrolled = (user.mode or "guest") != "guest"
+    if not enrolled:  # an enrolled number's language is the one its school or operator gave
+        await take_language(msg)
     question = not nothing_to_answer(msg)
     if question:
         await turn.handle(msg)
@@ -184,6 +238,8 @@ async def handle(msg: Incoming) -> bool:
     chooses = user.onboarding_step is not None or (user.mode or "guest") == "guest"
     choice = PROFILES.get(keyword(msg.text)) if chooses else None
     if choice is None:
+        if user.onboarding_step == "profile":
+            await later_language(msg)
         return False  # guest chat until a profile is chosen
     await choose_profile(msg, *choice)
     return True

@@ -1,18 +1,21 @@
 """FUSEAU / TIMEZONE shows the user's time zone; « FUSEAU Douala », « TIMEZONE Africa/Lagos » sets it.
 
 The zone decides when reminders, digests and the daily limits fall (bot.clock.zone). A city is
-matched on the last part of the IANA names, accents and case ignored, plus a few French names
-(bot.channel.locale.find_zone); a name that matches none changes nothing and says so, unless the
-message reads as a question, which goes on to the tutor.
+matched on the last part of the IANA names and on the gazetteer's 5,600 cities (every African
+country's and the French-speaking countries' above 15,000 people), accents, case and hyphens ignored
+(bot.channel.locale.find_zone); a name that matches none changes nothing and says so, with the
+nearest city's name when one is close (« FUSEAU Garuoa »: did you mean Garoua?), unless the message
+reads as a question, which goes on to the tutor.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 from bot import clock
 from bot.channel.context import Incoming
-from bot.channel.locale import find_zone
+from bot.channel.locale import find_zone, near_city
 
 _COMMAND = re.compile(r"^\s*(fuseau(?:\s+horaire)?|timezone|time\s+zone)\b\s*[:=]?\s*(.*?)[\s.!?]*$",
                       re.IGNORECASE | re.DOTALL)
@@ -37,9 +40,18 @@ async def handle(msg: Incoming) -> bool:
             "your city, for example TIMEZONE Lagos.",
         ))
         return True
-    zone = find_zone(wanted)
+    zone = await asyncio.to_thread(find_zone, wanted)  # the gazetteer is read at the first use
     if zone is None and ("?" in msg.text or len(wanted.split()) > 3):
         return False  # a question about time zones (« fuseau horaire de Tokyo ? ») is for the tutor
+    near = await asyncio.to_thread(near_city, wanted) if zone is None else None  # some 0.15 s
+    if near is not None:
+        await msg.reply(msg.t(
+            f"Je ne connais pas « {wanted} ». Tu voulais dire {near.name} ({near.zone}) ? Envoie "
+            f"FUSEAU {near.name}. Ton fuseau reste {current}.",
+            f"I don't know \"{wanted}\". Did you mean {near.name} ({near.zone})? Send TIMEZONE "
+            f"{near.name}. Your time zone stays {current}.",
+        ))
+        return True
     if zone is None:
         await msg.reply(msg.t(
             f"Je ne connais pas le fuseau « {wanted} ». Envoie le nom d'une grande ville proche "

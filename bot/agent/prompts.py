@@ -100,7 +100,8 @@ def build_system_prompt(
     if language == "en":
         parts.append("- Language: this person chose English. Answer in English.")
     else:
-        parts.append("- Langue : français, sinon celle de la personne.")
+        # Only French and English are served: another language is answered in French.
+        parts.append("- Langue : français, même si on t'écrit dans une autre langue.")
     if learner:
         # After the personal heading: the stable prefix before it stays byte-identical (cached).
         parts.extend(["", learner])

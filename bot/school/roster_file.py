@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import phonenumbers
 
+from bot.channel import locale
 from bot.channel.inbound import clean_text
-from bot.channel.locale import FRENCH_ZONES
 from bot.learning import LEVELS, parse_level
 from bot.school.sheets import SheetError, in_line_order, line_label, read_table, too_many_rows
 from bot.texts import fr_en
@@ -64,7 +64,7 @@ class RosterError(SheetError):
 def region_of_zone(zone: str) -> str | None:
     """The country whose numbers may be written without their code: the one of DEFAULT_TIMEZONE
     among the French-speaking countries served (bot.channel.locale), else None (codes required)."""
-    return next((region for region, name in FRENCH_ZONES.items() if name == zone), None)
+    return locale.region_of_zone(zone)
 
 
 def import_level(text: str) -> str | None:

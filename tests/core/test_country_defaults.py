@@ -1,5 +1,6 @@
-"""A new number's time zone and language come from its country; FUSEAU / TIMEZONE and
-`users set-timezone` change the zone. Through the real app (webhook, worker, FakeTwilio)."""
+"""A new number's time zone and language come from its country, then from its first message;
+FUSEAU / TIMEZONE and `users set-timezone` change the zone. Through the real app (webhook, worker,
+FakeTwilio, the fake model). Every country's zone and language: tests/core/test_country_locale.py."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from tests.support.pedagogy import say
 
 GHANA = "+233201234567"
 SENEGAL = "+221771234567"
-FRANCE = "+33612345678"
+BRAZIL = "+5511961234567"
 CAMEROON = "+237650000001"
+BAMENDA = "+237233361234"  # a fixed line of Bamenda, North-West: an English-speaking region
+DR_CONGO = "+243991234567"
 
 
 async def first_message(h: Harness, phone: str, body: str = "Bonjour") -> list[str]:
@@ -34,16 +37,82 @@ async def test_a_senegalese_number_gets_dakar_and_french(harness: Harness) -> No
     assert welcome.startswith("Bienvenue sur Deblo")
 
 
-async def test_an_unlisted_country_gets_the_configured_defaults(make_harness) -> None:
+async def test_a_country_of_neither_language_gets_its_zone_and_the_configured_language(make_harness) -> None:
     h = await make_harness(DEFAULT_TIMEZONE="Europe/Paris", DEFAULT_LANGUAGE="en")
-    [welcome] = await first_message(h, FRANCE)
-    user = await h.user(FRANCE)
-    assert user is not None and user.timezone == "Europe/Paris" and user.language == "en"
+    h.llm.push_text("Hello! How can I help?")
+    _, welcome = await first_message(h, BRAZIL, "Olá, preciso de ajuda")  # Portuguese: not served
+    user = await h.user(BRAZIL)
+    assert user is not None and user.timezone == "America/Sao_Paulo" and user.language == "en"
     assert welcome.startswith("Welcome to Deblo")
-    # A listed country keeps its own zone and language whatever the defaults say.
+    # A served country keeps its own zone and language whatever the defaults say.
     await first_message(h, CAMEROON)
     cameroonian = await h.user(CAMEROON)
     assert cameroonian is not None and (cameroonian.timezone, cameroonian.language) == ("Africa/Douala", "fr")
+
+
+async def test_an_english_first_message_from_cameroon_is_answered_in_english(harness: Harness) -> None:
+    h = harness
+    h.llm.push_text("Sure! Photosynthesis is how plants turn light into food.")
+    answer, welcome = await say(h, CAMEROON, "Hello, can you help me with my homework on photosynthesis?")
+    assert answer == "Sure! Photosynthesis is how plants turn light into food."
+    assert welcome.startswith("Welcome to Deblo") and "1 Student\n2 Parent\n3 Professional" in welcome
+    [request] = h.llm.requests
+    assert "Answer in English" in request["messages"][0]["content"]
+    user = await h.user(CAMEROON)
+    assert user is not None and (user.timezone, user.language) == ("Africa/Douala", "en")
+    # From then on the menus are English too, and a French message does not flip it back.
+    [menu] = await say(h, CAMEROON, "1")
+    assert menu.startswith("Let's go!")
+    [shown] = await say(h, CAMEROON, "LANGUE")
+    assert "English" in shown and (await h.user(CAMEROON)).language == "en"  # type: ignore[union-attr]
+
+
+async def test_a_french_first_message_keeps_french_and_another_language_keeps_the_countrys(
+        harness: Harness) -> None:
+    h = harness
+    h.llm.push_text("Bien sûr, la photosynthèse...")
+    await say(h, CAMEROON, "Bonjour, tu peux m'aider pour la photosynthèse ?")
+    assert (await h.user(CAMEROON)).language == "fr"  # type: ignore[union-attr]
+    assert "Answer in English" not in h.llm.requests[0]["messages"][0]["content"]
+    # A Bamenda line is answered in English, and a Spanish message does not change that.
+    h.llm.push_text("Hello! What do you need?")
+    _, welcome = await say(h, BAMENDA, "Hola, necesito ayuda con mis deberes")
+    assert welcome.startswith("Welcome to Deblo")
+    assert (await h.user(BAMENDA)).language == "en"  # type: ignore[union-attr]
+    assert "Answer in English" in h.llm.requests[1]["messages"][0]["content"]
+    # A Spanish message from a French-speaking number is answered in French, not in Spanish.
+    h.llm.push_text("Bonjour ! De quoi as-tu besoin ?")
+    await say(h, SENEGAL, "Hola, necesito ayuda con mis deberes")
+    assert (await h.user(SENEGAL)).language == "fr"  # type: ignore[union-attr]
+    system = h.llm.requests[2]["messages"][0]["content"]
+    assert "français, même si on t'écrit dans une autre langue" in system
+
+
+async def test_the_first_clear_message_decides_and_langue_stands(harness: Harness) -> None:
+    h = harness
+    [welcome] = await say(h, CAMEROON, "👋")  # too little to tell: the country's French
+    assert welcome.startswith("Bienvenue sur Deblo")
+    h.llm.push_text("Sure, let's look at fractions.")
+    await say(h, CAMEROON, "Can you help me with fractions please?")
+    assert (await h.user(CAMEROON)).language == "en"  # type: ignore[union-attr]
+    # Decided: a French message later does not flip it.
+    h.llm.push_text("OK.")
+    await say(h, CAMEROON, "Explique-moi encore les fractions")
+    assert (await h.user(CAMEROON)).language == "en"  # type: ignore[union-attr]
+    # A guest who chose with LANGUE keeps it whatever they write next.
+    await say(h, SENEGAL, "👋")
+    await say(h, SENEGAL, "LANGUE FR")
+    h.llm.push_text("Bien sûr.")
+    await say(h, SENEGAL, "Can you help me with fractions please?")
+    assert (await h.user(SENEGAL)).language == "fr"  # type: ignore[union-attr]
+
+
+async def test_a_number_whose_zone_is_one_of_several_is_offered_fuseau(harness: Harness) -> None:
+    [welcome] = await first_message(harness, DR_CONGO)
+    assert "Africa/Kinshasa" in welcome and "FUSEAU" in welcome
+    # A country of one zone is told nothing about it.
+    [senegal] = await first_message(harness, SENEGAL)
+    assert "FUSEAU" not in senegal.split("MENU")[0]
 
 
 async def test_a_whatsapp_user_known_only_by_bsuid_gets_the_defaults(make_harness) -> None:
@@ -78,6 +147,24 @@ async def test_fuseau_shows_and_changes_the_zone(harness: Harness) -> None:
     [answer] = await say(h, CAMEROON, "Fuseau horaire de Tokyo par rapport à Douala ?")
     assert answer == "Tokyo est à UTC+9." and len(h.llm.requests) == 1
     assert (await h.user(CAMEROON)).timezone == "Africa/Lome"  # type: ignore[union-attr]
+
+
+async def test_fuseau_knows_the_gazetteers_cities_and_offers_the_nearest_to_a_misspelt_one(
+        harness: Harness) -> None:
+    h = harness
+    await h.make_user(CAMEROON, timezone="Africa/Abidjan")
+    [garoua] = await say(h, CAMEROON, "FUSEAU Garoua")
+    assert "Africa/Douala" in garoua
+    assert (await h.user(CAMEROON)).timezone == "Africa/Douala"  # type: ignore[union-attr]
+    [tana] = await say(h, CAMEROON, "fuseau ANTANANARIVO")
+    assert "Indian/Antananarivo" in tana
+    [misspelt] = await say(h, CAMEROON, "FUSEAU Bamanda")
+    assert "Tu voulais dire Bamenda (Africa/Douala)" in misspelt and "FUSEAU Bamenda" in misspelt
+    assert "Ton fuseau reste Indian/Antananarivo" in misspelt
+    assert (await h.user(CAMEROON)).timezone == "Indian/Antananarivo"  # type: ignore[union-attr]
+    [unknown] = await say(h, CAMEROON, "FUSEAU Xqzwv")
+    assert "Je ne connais pas" in unknown and "voulais dire" not in unknown
+    assert h.llm.requests == []
 
 
 async def test_timezone_in_english(harness: Harness) -> None:
