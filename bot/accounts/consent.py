@@ -20,32 +20,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.accounts.errors import AccountError
 from bot.config_groups import Safety
-from bot.storage.models import Consent, InboundMessage, User
+from bot.storage.models import Consent, User, consent_lacking
 
 __all__ = ["CHANNELS", "consent_missing", "consent_shown", "consent_text", "record_consent"]
 
 CHANNELS = ("whatsapp", "sms", "school", "cli")  # cli: `python -m bot chat`, the console
 
 
-def _needed(safety: Safety, user: User) -> bool:
-    return safety.consent_mode != "none" and user.mode == "child" and user.role not in ("parent", "pro")
-
-
 async def consent_missing(db: AsyncSession, safety: Safety, user: User) -> bool:
-    """True when this user may not be tutored: a child past the grace with no consent on record. Every
-    message they wrote counts (this one included), so that a child cannot start the grace over."""
-    if not _needed(safety, user):
-        return False
-    if await db.scalar(select(Consent.id).where(Consent.student_id == user.id).limit(1)) is not None:
-        return False
-    grace = safety.consent_grace_messages
-    mine = select(InboundMessage.id).where(InboundMessage.user_id == user.id).limit(grace + 1)
-    return int(await db.scalar(select(func.count()).select_from(mine.subquery())) or 0) > grace
+    """True when this user may not be tutored: a child past the grace with no consent on record
+    (`consent_lacking`, the rule beside the table)."""
+    return await consent_lacking(db, user, safety.consent_mode, safety.consent_grace_messages)
 
 
 async def record_consent(db: AsyncSession, student_id: int, *, given_by: str, channel: str, now: datetime,

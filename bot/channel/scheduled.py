@@ -32,7 +32,7 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.storage.db import rowcount
-from bot.storage.models import OutboundMessage, ScheduledSend, User
+from bot.storage.models import OutboundMessage, ScheduledSend, User, consent_lacking
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -225,7 +225,22 @@ async def _send(services: Services, outgoing: Outgoing) -> SendResult:
                               kind=outgoing.kind)
 
 
+async def _withheld(services: Services, send_id: int) -> bool:
+    """A child the bot may not tutor without consent (CONSENT_MODE) is not written to first either:
+    no nudge, reminder, weekly note or homework notice until a parent or the school consents."""
+    safety = services.settings.safety
+    if safety.consent_mode == "none":
+        return False
+    async with services.sessions() as db:
+        row = await db.get(ScheduledSend, send_id)
+        user = None if row is None else await db.get(User, row.user_id)
+        return user is not None and await consent_lacking(db, user, safety.consent_mode,
+                                                          safety.consent_grace_messages)
+
+
 async def _attempt(services: Services, send_id: int, now: datetime, render: Mapping[str, Render]) -> str:
+    if await _withheld(services, send_id):
+        return await _record(services, send_id, now, "skipped", "no consent for this child")
     outgoing = await _render(services, send_id, now, render)
     if isinstance(outgoing, str):
         return await _record(services, send_id, now, "retry", outgoing)

@@ -209,3 +209,42 @@ def test_the_settings_read_case_blind_with_their_defaults() -> None:
     assert load_settings({}).safety.consent_mode == "none"
     read = load_settings({"CONSENT_MODE": "School", "CONSENT_GRACE_MESSAGES": "5"}).safety
     assert (read.consent_mode, read.consent_grace_messages) == ("school", 5)
+
+
+async def test_no_send_the_bot_starts_reaches_a_child_without_consent(make_harness: Any) -> None:
+    """Past the grace, the child is not written to first either (a reminder here, as nudges, weekly
+    notes and homework notices go the same way); once a parent consents, they are."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.accounts import record_consent
+    from bot.assistant.tasks import create
+    from bot.storage.models import ScheduledSend
+
+    h = await make_harness(CONSENT_MODE="parent", CONSENT_GRACE_MESSAGES="1")
+    h.clock.now = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)  # Abidjan: 09:00 local
+    child = await h.make_user(STUDENT, mode="child")
+    await say(h, STUDENT, "Bonjour")
+    assert not await tutored(h, STUDENT)  # past the grace: asked for a parent's consent
+    due = h.clock() + timedelta(hours=3)
+    await create(h.services, child.id, title="Rendre le devoir", due_date=f"{due:%Y-%m-%d}",
+                 due_time=f"{due:%H:%M}")
+    await create(h.services, child.id, title="Réviser les fractions", due_date=f"{due:%Y-%m-%d}",
+                 due_time=f"{due + timedelta(minutes=10):%H:%M}")
+    h.clock.now = due - timedelta(minutes=25)  # within the lead time of the first only
+    before = len(h.twilio.to(f"whatsapp:{STUDENT}"))
+    await h.run_jobs("task_reminders")
+    await h.twilio.idle()
+    assert h.twilio.to(f"whatsapp:{STUDENT}")[before:] == []
+    async with h.services.sessions() as db:
+        rows = (await db.scalars(select(ScheduledSend))).all()
+        assert rows and {(r.status, r.last_error) for r in rows} == {("skipped", "no consent for this child")}
+        await record_consent(db, child.id, given_by=PARENT, channel="sms", now=h.clock())
+        await db.commit()
+    later = due + timedelta(hours=3)
+    await create(h.services, child.id, title="Exposé", due_date=f"{later:%Y-%m-%d}", due_time=f"{later:%H:%M}")
+    await say(h, STUDENT, "Bonjour")  # the WhatsApp window open again
+    h.clock.now = later - timedelta(minutes=20)
+    await h.run_jobs("task_reminders")
+    await h.twilio.idle()
+    sent = [m["Body"] for m in h.twilio.to(f"whatsapp:{STUDENT}")[before:]]
+    assert any("« Exposé »" in body for body in sent), sent

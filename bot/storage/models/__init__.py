@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
 from bot.storage.models.classwork import Assignment, AssignmentWork, ClassItem
-from bot.storage.models.consent import Consent
+from bot.storage.models.consent import Consent, consent_lacking
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
 from bot.storage.models.school import (
@@ -87,6 +87,7 @@ __all__ = [
     "UTCDateTime",
     "User",
     "UserFile",
+    "consent_lacking",
     "gentle_flag",
     "utcnow",
 ]

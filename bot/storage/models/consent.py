@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String
+from sqlalchemy import ForeignKey, Index, String, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.storage.models.base import PK, Base, utcnow
+from bot.storage.models.tables import InboundMessage, User
 
 
 class Consent(Base):
@@ -26,3 +28,16 @@ class Consent(Base):
     given_by: Mapped[str] = mapped_column(String(200))
     channel: Mapped[str] = mapped_column(String(16))  # whatsapp | sms | school
     given_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+async def consent_lacking(db: AsyncSession, user: User, mode: str, grace: int) -> bool:
+    """The one rule of CONSENT_MODE: True when this user may not be tutored nor written to first, a
+    child (mode child, not a parent nor a pro) past `grace` messages with no consent on record. Every
+    message they wrote counts, so that a child cannot start the grace over. Read by the message path
+    (bot.accounts.consent) and by every send the bot starts itself (bot.channel.scheduled)."""
+    if mode == "none" or user.mode != "child" or user.role in ("parent", "pro"):
+        return False
+    if await db.scalar(select(Consent.id).where(Consent.student_id == user.id).limit(1)) is not None:
+        return False
+    mine = select(InboundMessage.id).where(InboundMessage.user_id == user.id).limit(grace + 1)
+    return int(await db.scalar(select(func.count()).select_from(mine.subquery())) or 0) > grace
