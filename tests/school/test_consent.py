@@ -241,7 +241,8 @@ async def test_no_send_the_bot_starts_reaches_a_child_without_consent(make_harne
         await record_consent(db, child.id, given_by=PARENT, channel="sms", now=h.clock())
         await db.commit()
     later = due + timedelta(hours=3)
-    await create(h.services, child.id, title="Exposé", due_date=f"{later:%Y-%m-%d}", due_time=f"{later:%H:%M}")
+    await create(h.services, child.id, title="Exposé", due_date=f"{later:%Y-%m-%d}",
+                 due_time=f"{later:%H:%M}")
     await say(h, STUDENT, "Bonjour")  # the WhatsApp window open again
     h.clock.now = later - timedelta(minutes=20)
     await h.run_jobs("task_reminders")
