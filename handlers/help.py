@@ -48,12 +48,22 @@ def audience(msg: Incoming) -> str:
     return "pro" if mode == "pro" else "child"
 
 
-def entries_for(who: str) -> list[Command]:
-    return [command for command in CATALOGUE if who in command.audiences]
+# Offered only where payments are configured (PAYMENT_PROVIDER): a list never names a way of paying
+# that the deployment does not have.
+PAYING = frozenset({"ACHETER"})
 
 
-def words_offered(who: str, language: str) -> list[str]:
-    return [command.word.get(language) for command in entries_for(who)]
+def entries_for(who: str, *, payments: bool = True) -> list[Command]:
+    return [command for command in CATALOGUE if who in command.audiences
+            and (payments or command.name not in PAYING)]
+
+
+def words_offered(who: str, language: str, *, payments: bool = True) -> list[str]:
+    return [command.word.get(language) for command in entries_for(who, payments=payments)]
+
+
+def _payments(msg: Incoming) -> bool:
+    return bool(msg.services.settings.payment_provider)
 
 
 def find(word: str) -> Command | None:
@@ -139,14 +149,15 @@ def _more(number: int, language: str) -> str:
     return fr_en(language, f"AIDE {number} : la suite", f"HELP {number}: more")
 
 
-def sms_pages(head: list[str], who: str, language: str, cut_with: list[str] | None = None) -> list[str]:
+def sms_pages(head: list[str], who: str, language: str, cut_with: list[str] | None = None, *,
+              payments: bool = True) -> list[str]:
     """The text pages of AIDE, each within two SMS segments, each but the last ending « AIDE n ».
     The pages are cut as if page 1 began with `cut_with` (no shorter than `head`), so that MENU and
     AIDE, whose heads differ, have the same « AIDE 2 »."""
     reserve = cut_with if cut_with is not None else head
     last = fr_en(language, "AIDE mot : expliquer une commande (AIDE STATUT)",
                  "HELP word: explain one (HELP STATUS)")
-    lines = [_line(c, language) for c in entries_for(who) if c.name != "AIDE"] + [last]
+    lines = [_line(c, language) for c in entries_for(who, payments=payments) if c.name != "AIDE"] + [last]
     pages: list[list[str]] = [list(reserve)]
     for line in lines:
         page = pages[-1]
@@ -169,9 +180,9 @@ class ListPage:
     more: bool  # the last item opens the next page
 
 
-def list_pages(who: str) -> list[ListPage]:
+def list_pages(who: str, *, payments: bool = True) -> list[ListPage]:
     """The audience's commands in lists of at most 10 items, the 10th « more » when others follow."""
-    left = [c for c in entries_for(who) if c.name not in ("AIDE", "MENU")]
+    left = [c for c in entries_for(who, payments=payments) if c.name not in ("AIDE", "MENU")]
     chunks: list[list[Command]] = []
     while left:
         take = buttons.LIST_MAX if len(left) <= buttons.LIST_MAX else buttons.LIST_MAX - 1
@@ -199,8 +210,8 @@ def _list_menu(page: ListPage, number: int, body: str, language: str) -> buttons
                         descriptions=tuple(descriptions))
 
 
-def _whatsapp_body(head: list[str], who: str, language: str) -> str:
-    words = ", ".join(words_offered(who, language))
+def _whatsapp_body(head: list[str], who: str, language: str, payments: bool) -> str:
+    words = ", ".join(words_offered(who, language, payments=payments))
     return "\n".join([*head,
                       fr_en(language, "Touche « Choisir » pour voir chacune expliquée, ou écris AIDE suivi "
                             "d'un mot (AIDE STATUT).",
@@ -214,14 +225,14 @@ def _whatsapp_body(head: list[str], who: str, language: str) -> str:
 async def _send_page(msg: Incoming, head: list[str], number: int, cut_with: list[str] | None = None) -> None:
     """Page `number` (the last one past the end). The head is shown on page 1 only, but the SMS
     pages are always cut with it, so that « AIDE 2 » goes on where page 1 stopped."""
-    who, language = audience(msg), msg.lang
+    who, language, payments = audience(msg), msg.lang, _payments(msg)
     if msg.channel == "sms":
-        pages = sms_pages(head, who, language, cut_with)
+        pages = sms_pages(head, who, language, cut_with, payments=payments)
         await msg.reply(pages[min(number, len(pages)) - 1])
         return
-    lists = list_pages(who)
+    lists = list_pages(who, payments=payments)
     page = lists[min(number, len(lists)) - 1]
-    body = _whatsapp_body(head, who, language) if number == 1 else fr_en(
+    body = _whatsapp_body(head, who, language, payments) if number == 1 else fr_en(
         language, "Autres commandes :", "More commands:")
     await msg.reply(menu=_list_menu(page, min(number, len(lists)), body, language))
 
@@ -239,7 +250,7 @@ async def show_help(msg: Incoming, head: list[str], rest: str = "",
 
 async def answer_tap(msg: Incoming, menu_id: str, number: int) -> None:
     """A tap on an item of a help list: the command explained, or the next list."""
-    for n, page in enumerate(list_pages(audience(msg)), start=1):
+    for n, page in enumerate(list_pages(audience(msg), payments=_payments(msg)), start=1):
         if page.menu_id != menu_id:
             continue
         if number <= len(page.commands):

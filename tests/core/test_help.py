@@ -62,7 +62,7 @@ async def test_aide_is_a_list_of_commands_and_a_tap_explains_one_without_the_mod
     body, items = last_list(h, STUDENT)
     within_limits(items)
     assert text == body and "Deblo" in body and "AIDE STATUT" in body
-    for word in help.words_offered("child", "fr"):  # the list refused, the text still names them all
+    for word in help.words_offered("child", "fr", payments=False):  # the list refused, the text names all
         assert re.search(rf"(^|[\s,]){word}\b", body), word
     assert items[0]["item"] == "REVISION" and items[-1]["item"] == "Autres commandes"
     statut = next(i for i in items if i["item"] == "STATUT")
@@ -76,7 +76,7 @@ async def test_aide_is_a_list_of_commands_and_a_tap_explains_one_without_the_mod
         _, items = last_list(h, STUDENT)
         within_limits(items)
         seen += [i["item"] for i in items if i["item"] != "Autres commandes"]
-    assert set(seen) == {c.item("fr") for c in help.entries_for("child")} - {"AIDE", "MENU"}
+    assert set(seen) == {c.item("fr") for c in help.entries_for("child", payments=False)} - {"AIDE", "MENU"}
     # A tapped item comes back with its title as the text: STOP's is not a bare STOP.
     [stop] = await tap(h, STUDENT, next(i for i in items if i["item"] == "STOP / START"))
     assert stop.startswith("*STOP* :") and "START" in stop
@@ -90,7 +90,7 @@ async def test_with_buttons_off_the_text_still_names_every_command(make_harness:
     await h.make_user(STUDENT, mode="child", language="en")
     [text] = await say(h, STUDENT, "HELP")
     assert h.twilio.contents_sent() == [] and "HELP STATUS" in text
-    for word in help.words_offered("child", "en"):
+    for word in help.words_offered("child", "en", payments=False):
         assert re.search(rf"(^|[\s,]){word}\b", text), word
     [explained] = await say(h, STUDENT, "HELP CANCEL")
     assert explained.startswith("*CANCEL*:") and h.llm.requests == []
@@ -174,7 +174,7 @@ async def test_sms_pages_stay_within_two_segments_and_end_with_the_next_page(har
             break
     assert 2 <= len(texts) <= 3 and f"{aide} 2" in texts[0]
     everything = "\n".join(texts)
-    for word in help.words_offered("child", language):
+    for word in help.words_offered("child", language, payments=False):
         assert re.search(rf"(^|\n){word}\b", everything), word
     # MENU's first page (another head) is cut where AIDE's is: « AIDE 2 » goes on from it.
     [menu] = await say(h, STUDENT, "MENU", channel="sms")
@@ -211,7 +211,7 @@ async def test_a_guest_sees_the_profile_choice_and_what_a_guest_can_use(harness:
     within_limits(items)
     assert menu == body and "Profil : réponds 1 Élève, 2 Parent, 3 Pro" in body
     offered = {i["item"] for i in items}
-    assert offered == {c.item("fr") for c in help.entries_for("guest")} - {"AIDE", "MENU"}
+    assert offered == {c.item("fr") for c in help.entries_for("guest", payments=False)} - {"AIDE", "MENU"}
     assert not {"REVISION", "TACHES", "ENFANTS", "STATUT"} & offered
     [done] = await say(h, GUEST, "3")  # the profile choice is still the typed number
     assert "Parfait" in done
@@ -334,3 +334,18 @@ def test_a_list_item_carries_its_own_description() -> None:
                                                         "où en est un long travail"]
     quiz = Menu(menu_id="q", body="Quiz", options=("Vrai", "Faux"))
     assert content_kind(quiz) != LIST_PICKER  # menus without descriptions are as before
+
+
+@pytest.mark.parametrize(("provider", "offered"), [("", False), ("local", True)])
+async def test_buying_is_offered_only_where_payments_are_configured(make_harness: Any, provider: str,
+                                                                    offered: bool) -> None:
+    """No PAYMENT_PROVIDER: MENU and AIDE never name ACHETER; with one, they do."""
+    h = await make_harness(PAYMENT_PROVIDER=provider, PAYMENT_SECRET="local-secret" if provider else "")
+    await h.make_user(STUDENT, mode="child")
+    [text] = await say(h, STUDENT, "AIDE")
+    assert bool(re.search(r"(^|[\s,])ACHETER\b", text)) == offered, text
+    pages = []
+    for n in (1, 2, 3):
+        [page] = await say(h, STUDENT, f"AIDE {n}", channel="sms")
+        pages.append(page)
+    assert ("ACHETER" in "\n".join(pages)) == offered, pages
