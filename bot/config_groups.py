@@ -302,6 +302,8 @@ class LibrarySearch:
     # A chunk this close to the query (cosine) at least counts as a hit by meaning: below, every
     # file would be "found". e5's scores sit high (unrelated French text ≈ 0.75).
     min_similarity: float = 0.0
+    # A PDF without a text layer (a scan) is read by OCR page by page, up to this many pages.
+    ocr_max_pages: int = field(default=20, metadata={"variable": "OCR_MAX_PAGES"})
 
 
 class LibraryEnvironment(BaseSettings):
@@ -315,6 +317,7 @@ class LibraryEnvironment(BaseSettings):
     embeddings_batch: int = Field(32, ge=1, le=512)
     embeddings_timeout_s: float = Field(30.0, gt=0)
     embeddings_min_similarity: float | None = Field(None, ge=-1, le=1)  # default: 0.8 local, 0.3 openai
+    ocr_max_pages: int = Field(20, ge=0, le=500)
 
     def library_search(self) -> LibrarySearch:
         kind = self.embeddings or ("local" if e5.installed() else "off")
@@ -324,4 +327,5 @@ class LibraryEnvironment(BaseSettings):
             batch=self.embeddings_batch, timeout_s=self.embeddings_timeout_s,
             min_similarity=self.embeddings_min_similarity if self.embeddings_min_similarity is not None
             else (0.8 if kind == "local" else 0.3),
+            ocr_max_pages=self.ocr_max_pages,
         )
