@@ -156,7 +156,9 @@ def prepare_for_ocr(data: bytes, turn: bool = False) -> bytes:
 
 # One thread per Tesseract: its OpenMP threads fight each other on a busy two-core machine.
 _TESSERACT_ENV = {**os.environ, "OMP_THREAD_LIMIT": "1"}
-READ_WELL_WORDS = 12  # fewer words of 3 letters or more: the page may be sideways, turned and read again
+# Some text but fewer words of 3 letters or more: the page may be sideways, turned and read again
+# (no text at all: a photo of no page, not worth a second pass).
+READ_WELL_WORDS = 12
 
 
 def _words(text: str) -> int:
@@ -188,7 +190,7 @@ async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
     if reason:
         raise RuntimeError(reason)
     text = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data), timeout_s)
-    if _words(text) >= READ_WELL_WORDS or "osd" not in ocr_languages(with_osd=True):
+    if not text or _words(text) >= READ_WELL_WORDS or "osd" not in ocr_languages(with_osd=True):
         return text
     again = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data, True), timeout_s)
     return again if _words(again) > _words(text) else text

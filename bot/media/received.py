@@ -169,10 +169,15 @@ def start_reading(services: Services, files: list[UserFile], caption: str | None
     return readings
 
 
+OCR_AT_ONCE = 1  # readings per process at a time: Tesseract takes a core, the turns need the other
+
+
 async def _read(services: Services, row: UserFile) -> str:
     from bot import library
 
-    return await library.read_text_of(services, row, await services.files.get(row.storage_key))
+    slots = services.extra.setdefault("media.ocr_slots", asyncio.Semaphore(OCR_AT_ONCE))
+    async with slots:
+        return await library.read_text_of(services, row, await services.files.get(row.storage_key))
 
 
 async def finish_reading(services: Services, db: AsyncSession, readings: list[Reading]) -> None:
