@@ -89,10 +89,11 @@ def score(ranks: list[int | None]) -> Scores:
                   sum(1 / r for r in ranks if r is not None) / n, len(ranks))
 
 
-async def load_library(services: Services, documents: dict[str, str]) -> tuple[int, dict[str, int]]:
+async def load_library(services: Services, documents: dict[str, str],
+                       phone: str = "+2250700000099") -> tuple[int, dict[str, int]]:
     """One user holding the documents as uploaded text files, embedded; (user id, name -> file id)."""
     async with services.sessions() as db:
-        user = User(phone="+2250700000099", mode="pro", language="fr", onboarding_step=None)
+        user = User(phone=phone, mode="pro", language="fr", onboarding_step=None)
         db.add(user)
         await db.commit()
         ids = {}
@@ -155,7 +156,8 @@ async def evaluate_photos(services: Services, search_set: SearchSet) -> dict[str
     """Paraphrases over the documents as text and over their photos, hybrid ranking."""
     chosen = photographed(search_set)
     queries = [q for q in search_set.queries if q.kind == "paraphrase" and q.file in chosen]
-    text_user, text_ids = await load_library(services, {n: search_set.documents[n] for n in chosen})
+    text_user, text_ids = await load_library(services, {n: search_set.documents[n] for n in chosen},
+                                             phone="+2250700000096")
     async with services.sessions() as db:
         user = User(phone="+2250700000097", mode="pro", language="fr", onboarding_step=None)
         db.add(user)

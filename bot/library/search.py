@@ -29,6 +29,10 @@ MAX_QUERY_TERMS = 12
 MAX_CANDIDATES = 2000  # keyword candidates read per search
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 VECTOR_DEPTH = 20  # files the vector side ranks
+# A file further than this below the best file's cosine is no hit by meaning: e5's scores are
+# packed together, so past the best ones the ranking is noise (bench.search: a wrong file sits
+# within 0.04 of the right one for few queries, but above the threshold for most).
+VECTOR_MARGIN = 0.04
 BM25_K1, BM25_B = 1.2, 0.75
 SNIPPET_WORDS = 28
 _RAW_WORD = re.compile(r"\w+", re.UNICODE)
@@ -135,8 +139,9 @@ async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
         return []
     scores = matrix @ vector
     best: dict[int, tuple[float, int]] = {}
+    floor = max(embedder.min_similarity, float(scores.max()) - VECTOR_MARGIN)
     for index in np.argsort(-scores, kind="stable"):
-        if scores[index] < embedder.min_similarity:
+        if scores[index] < floor:
             break
         file_id = int(rows[index][1])
         if file_id not in best:
