@@ -63,7 +63,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="The user's files, newest first: id, name, kind, date, size, first words.",
+    description="The user's files, newest first, ids.",
     parameters={
         "type": "object",
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
