@@ -5,6 +5,7 @@ the sheet, an embedding failure that loses nothing and is retried, and `library 
 from __future__ import annotations
 
 import argparse
+import io
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -190,3 +191,32 @@ async def test_a_file_matched_by_its_name_alone_is_no_result(make_services: Make
     assert empty == {"success": True, "query": "bilan", "results": [],
                      "message": "aucun fichier ne correspond"}
     assert [r["name"] for r in (await search(services, me, "gateau bilan"))["results"]] == ["bilan-2025.txt"]
+
+
+async def test_a_damaged_photo_or_scan_is_kept_without_text_and_scans_stop_at_ocr_max_pages(
+    make_services: MakeServices, users_of: Users
+) -> None:
+    services = await make_services(EMBEDDINGS="off", OCR_MAX_PAGES="1")
+    [me] = await users_of(services, "+2250700000001")
+    broken_pdf, broken_jpeg = b"%PDF-1.4 not really a document", b"\xff\xd8 not an image"
+    scan = await upload(services, me, "scan.pdf", broken_pdf, "application/pdf")
+    photo = await upload(services, me, "photo.jpg", broken_jpeg, "image/jpeg")
+    for row, data in ((scan, broken_pdf), (photo, broken_jpeg)):
+        assert library.needs_reading(row)
+        assert await library.read_text_of(services, row, data) == ""  # said in the log, nothing raised
+    async with services.sessions() as db:
+        kept = (await db.execute(select(UserFile.name, UserFile.text).order_by(UserFile.id))).all()
+    assert kept == [("scan.pdf", None), ("photo.jpg", None)]  # both files kept, as sent
+    # Three scanned pages, OCR_MAX_PAGES=1: one page read.
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    pages = []
+    for n in range(3):
+        page = Image.new("RGB", (1200, 300), "white")
+        ImageDraw.Draw(page).text((40, 120), f"Page numero {n + 1} du cahier", fill="black", font=font)
+        pages.append(page)
+    out = io.BytesIO()
+    pages[0].save(out, "PDF", save_all=True, append_images=pages[1:], resolution=150)
+    read = await library.reading.scanned_pages(out.getvalue(), services.settings.library.ocr_max_pages)
+    assert len(read) == 1 and "cahier" in read[0]
