@@ -1,15 +1,35 @@
-"""list_user_files: the user's uploaded and generated files, newest first, with their ids."""
+"""list_user_files: the user's uploaded and generated files, newest first, with their ids: each
+with its name, kind (« photo », « pdf », « word »…), date, size and its first words, so the model
+and the person tell two files apart without opening them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bot import library
+from bot.agent import vision
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
+from bot.documents.extract import kind_of
 from tools.modes import CHILD_AND_PRO
 
 NAME = "list_user_files"
 MAX_LIMIT = 50
+FIRST_WORDS = 12
+_KINDS = {"pdf": "pdf", "docx": "word", "xlsx": "excel", "pptx": "powerpoint", "html": "page web",
+          "text": "texte"}
+
+
+def _kind(name: str, mime: str) -> str:
+    if vision.is_image(mime):
+        return "photo"
+    if mime.startswith(("audio/", "video/")):
+        return mime.split("/")[0]
+    return _KINDS.get(kind_of(name, mime), "fichier")
+
+
+def _first_words(text: str | None) -> str:
+    words = (text or "").split()
+    return " ".join(words[:FIRST_WORDS]) + ("…" if len(words) > FIRST_WORDS else "")
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -28,11 +48,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             {
                 "id": row.id,
                 "name": row.name,
+                "kind": _kind(row.name, row.mime),
                 "mime": row.mime,
                 "size": row.size,
                 "origin": row.origin,
                 "created_at": row.created_at.isoformat(timespec="seconds"),
                 "has_text": bool(row.text),
+                **({"first_words": _first_words(row.text)} if row.text else {}),
             }
             for row in rows
         ],

@@ -1,6 +1,7 @@
 """search_user_files: the user's files best matching a question, by their words and their meaning,
 each with the page or sheet and a snippet (given to the model as third-party data, like the files'
-text)."""
+text). Nothing rather than noise: a file matched by its name alone, or by a meaning score under
+the threshold, is no result, and an empty search says « aucun fichier ne correspond »."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tools.modes import CHILD_AND_PRO
 
 NAME = "search_user_files"
 MAX_RESULTS = 10
+NO_MATCH = "aucun fichier ne correspond"
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -22,9 +24,13 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit = min(max(int(args.get("limit") or 5), 1), MAX_RESULTS)
     except (TypeError, ValueError):
         limit = 5
+    # The user's chunks not embedded yet (a file just sent, beyond its first chunks) first.
+    await library.embed_pending(ctx.services, user_id=ctx.user_id)
     async with ctx.services.sessions() as db:
         hits = await library.search_files(db, ctx.user_id, query, limit=limit,
                                           embedder=library.embedder_for(ctx.services))
+    if not hits:  # said plainly: no near miss for the model to dress up as an answer
+        return {"success": True, "query": query, "results": [], "message": NO_MATCH}
     return {
         "success": True,
         "query": query,

@@ -13,6 +13,8 @@ import base64
 import functools
 import io
 import logging
+import os
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -93,21 +95,47 @@ def ocr_available() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
-def ocr_languages() -> str:
-    """The languages OCR reads, among French and English, as Tesseract's `-l` wants them."""
+@functools.lru_cache(maxsize=2)
+def ocr_languages(with_osd: bool = False) -> str:
+    """The languages OCR reads, among French and English, as Tesseract's `-l` wants them
+    (`with_osd`: and "osd" when the orientation data is there)."""
     try:
         listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return ""
     have = {line.strip() for line in (listed.stdout + listed.stderr).splitlines()}
-    return "+".join(lang for lang in OCR_LANGUAGES if lang in have)
+    wanted = OCR_LANGUAGES + (("osd",) if with_osd else ())
+    return "+".join(lang for lang in wanted if lang in have)
 
 
+OCR_SMALL_SIDE = 1200  # a small picture's letters are too few pixels high: it is enlarged to this
+OCR_MAX_SIDE = 2400
 
 
-def _ocr_input(data: bytes) -> bytes:
-    """A grey PNG Tesseract reads whatever the photo's format (WebP support varies by build)."""
+def upright(image: Any) -> Any:
+    """The page turned upright by Tesseract's orientation detection (a photo taken sideways or
+    upside down without EXIF); unchanged when it cannot tell."""
+    try:
+        found = subprocess.run(["tesseract", "stdin", "stdout", "--psm", "0"], input=_png(image),
+                               capture_output=True, timeout=OCR_TIMEOUT_S, env=_TESSERACT_ENV)
+    except (OSError, subprocess.SubprocessError):
+        return image
+    match = re.search(rb"Rotate: (\d+)", found.stdout)
+    confidence = re.search(rb"Orientation confidence: ([\d.]+)", found.stdout)
+    if not match or not confidence or float(confidence.group(1)) < 2.0 or match.group(1) == b"0":
+        return image
+    return image.rotate(-int(match.group(1)), expand=True)
+
+
+def _png(image: Any) -> bytes:
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+def prepare_for_ocr(data: bytes, turn: bool = False) -> bytes:
+    """A grey PNG Tesseract reads well whatever the photo: turned upright (EXIF, then orientation
+    detection when `turn`), grey, contrast stretched (a faded page or a dim room), small pages enlarged."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
@@ -115,21 +143,31 @@ def _ocr_input(data: bytes) -> bytes:
         image = image.convert("L")
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise ImageError(f"not a readable image: {exc}") from exc
-    if max(image.size) > 3000:
-        image.thumbnail((3000, 3000))
-    out = io.BytesIO()
-    image.save(out, "PNG")
-    return out.getvalue()
+    image = ImageOps.autocontrast(image, cutoff=1)
+    long_side = max(image.size)
+    if long_side < OCR_SMALL_SIDE:
+        scale = OCR_SMALL_SIDE / long_side
+        size = (round(image.width * scale), round(image.height * scale))
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    elif long_side > OCR_MAX_SIDE:
+        image.thumbnail((OCR_MAX_SIDE, OCR_MAX_SIDE))
+    return _png(upright(image) if turn else image)
 
 
-async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
-    """The text Tesseract reads on the image ("" when none); raises ImageError or RuntimeError."""
-    reason = ocr_available()
-    if reason:
-        raise RuntimeError(reason)
-    png = await asyncio.to_thread(_ocr_input, data)
+# One thread per Tesseract: its OpenMP threads fight each other on a busy two-core machine.
+_TESSERACT_ENV = {**os.environ, "OMP_THREAD_LIMIT": "1"}
+# Some text but fewer words of 3 letters or more: the page may be sideways, turned and read again
+# (no text at all: a photo of no page, not worth a second pass).
+READ_WELL_WORDS = 12
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"[^\W\d_]{3,}", text))
+
+
+async def _tesseract(png: bytes, timeout_s: float) -> str:
     proc = await asyncio.create_subprocess_exec(
-        "tesseract", "stdin", "stdout", "-l", ocr_languages(),
+        "tesseract", "stdin", "stdout", "-l", ocr_languages(), env=_TESSERACT_ENV,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     try:
@@ -144,13 +182,30 @@ async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
     return "\n".join(line for line in lines if line).strip()
 
 
+async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
+    """The text Tesseract reads on the image ("" when none); raises ImageError or RuntimeError.
+    A page read poorly is turned upright by orientation detection and read again (the better
+    reading is kept): most photos are upright, and detection costs a second pass."""
+    reason = ocr_available()
+    if reason:
+        raise RuntimeError(reason)
+    text = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data), timeout_s)
+    if not text or _words(text) >= READ_WELL_WORDS or "osd" not in ocr_languages(with_osd=True):
+        return text
+    again = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data, True), timeout_s)
+    return again if _words(again) > _words(text) else text
+
+
 async def read_text(services: Any, db: AsyncSession, row: UserFile) -> str:
     """The photo's text, read once and kept on the file (library search and read_user_file use it)."""
     if row.text:
         return row.text
-    data = await services.files.get(row.storage_key)
+    reading = services.extra.get("media.readings", {}).get(row.id)  # read as it arrived (bot.media)
     try:
-        text = await ocr(data)
+        if reading is not None:
+            text = str(await asyncio.shield(reading))
+        else:
+            text = await ocr(await services.files.get(row.storage_key))
     except (ImageError, RuntimeError) as exc:
         log.warning("photo not read", extra={"file_id": row.id, "error": str(exc)})
         return ""

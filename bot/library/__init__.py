@@ -5,7 +5,8 @@ Bytes live in the file store (services.files) under keys we make; the user's fil
 ever a label. Modules: `files` (storing, listing, generated files), `chunks` (a file's text cut
 on its pages and paragraphs), `text` (the keyword text both databases index), `embeddings`
 (local model or an OpenAI-compatible API), `index` (chunks kept up to date and embedded),
-`search` (keywords and vectors by reciprocal rank fusion).
+`search` (keywords and vectors by reciprocal rank fusion), `reading` (photos and scans read by
+OCR), `names` (names people recognise: a caption, a document's title, a photo's first line).
 """
 
 from bot.library.chunks import Chunk, chunk_file
@@ -33,6 +34,8 @@ from bot.library.index import (
     index_stale,
     reindex,
 )
+from bot.library.names import clean_title, first_line_title, unique_name
+from bot.library.reading import needs_reading, read_and_index, read_text_of
 from bot.library.search import MAX_QUERY_TERMS, SearchHit, fuse, query_terms, search_files, snippet_of
 from bot.library.text import fold, keyword_terms
 
@@ -51,10 +54,12 @@ __all__ = [
     "SearchHit",
     "add_file",
     "chunk_file",
+    "clean_title",
     "count_files",
     "delete_file",
     "embed_pending",
     "embedder_for",
+    "first_line_title",
     "fold",
     "fuse",
     "generated_result",
@@ -64,11 +69,15 @@ __all__ = [
     "index_stale",
     "keyword_terms",
     "list_files",
+    "needs_reading",
     "new_storage_key",
     "publish_generated",
     "query_terms",
+    "read_and_index",
     "read_bytes",
+    "read_text_of",
     "reindex",
     "search_files",
     "snippet_of",
+    "unique_name",
 ]

@@ -17,9 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.toolspec import ToolContext
 from bot.documents import run_cpu
-from bot.documents.extract import MAX_TEXT_CHARS, extract_text
+from bot.documents.extract import MAX_TEXT_CHARS, extract_text, kind_of
 from bot.documents.names import extension_of, mime_for, safe_filename
 from bot.library.index import index_file
+from bot.library.names import clean_title, document_title, unique_name
 from bot.services import Services
 from bot.storage.models import UserFile
 
@@ -44,11 +45,15 @@ async def add_file(
     data: bytes,
     origin: str,
     text_content: str | None = None,
+    caption: str | None = None,
+    own_title: bool = False,
 ) -> UserFile:
     """Stores `data`, extracts its text and records it as the user's file (flushed, not committed).
 
     `text_content` skips extraction when the caller already has the text (generated files).
-    Its chunks are indexed by keywords at once and embedded by the library's pass (index.py).
+    `own_title` (a received file): named after `caption` when it names anything, else after the
+    document's own title, made unique among the user's files; `name` is kept when neither does.
+    Its chunks are indexed by keywords at once and embedded (index.py).
     """
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, got {origin!r}")
@@ -61,6 +66,8 @@ async def add_file(
             text_content = None
     if text_content:
         text_content = text_content.replace("\x00", "")[:MAX_TEXT_CHARS]
+    if own_title:
+        clean_name = await _titled(db, user_id, clean_name, clean_mime, data, text_content, caption)
     key = new_storage_key(user_id, clean_name, clean_mime)
     await services.files.put(key, data)
     row = UserFile(
@@ -81,6 +88,17 @@ async def add_file(
         await services.files.delete(key)
         raise
     return row
+
+
+async def _titled(db: AsyncSession, user_id: int, name: str, mime: str, data: bytes, text: str | None,
+                  caption: str | None) -> str:
+    title = clean_title(caption)
+    if not title and kind_of(name, mime):  # a photo has no title before it is read (reading.py)
+        try:
+            title = await run_cpu(document_title, data, name, mime, text)
+        except Exception:  # timeout or crash in a parser: the name it came with
+            title = ""
+    return await unique_name(db, user_id, title, extension_of(name, mime)) if title else name
 
 
 async def get_file(db: AsyncSession, user_id: int, file_id: Any) -> UserFile | None:

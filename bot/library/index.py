@@ -1,6 +1,8 @@
-"""The library's index: a file cut into chunks when it is stored (keyword text at once), the
-chunks embedded by a pass that runs every INDEX_INTERVAL_S (new chunks, then failed ones again
-with backoff), and `reindex` for files stored before or after a change of model."""
+"""The library's index: a file cut into chunks when it is stored (keyword text at once, its first
+EMBED_AT_ONCE chunks embedded at once too), the others embedded by a pass that runs every
+INDEX_INTERVAL_S (each user's newest chunks first, the users in turns; failed ones again with
+backoff) or by the user's next search, and `reindex` for files stored before or after a change of
+model."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from bot.documents import run_cpu
 from bot.documents.extract import kind_of
 from bot.library.chunks import chunk_file, pdf_pages
 from bot.library.embeddings import EmbeddingError, embedder_for, to_bytes
-from bot.library.text import keyword_terms
+from bot.library.text import keyword_terms, name_terms
 from bot.periodic import Job
 from bot.services import Services
 from bot.storage.models import LibraryChunk, UserFile
@@ -29,6 +31,7 @@ INDEX_INTERVAL_S = 30.0
 # Chunks embedded per pass at most (the next pass takes the rest): on 2 busy cores the local model
 # embeds about one 250-word chunk a second (python -m bench.search).
 EMBED_PER_PASS = 64
+EMBED_AT_ONCE = 16  # chunks of a new file embedded as it is indexed (a few seconds at most)
 MAX_BACKOFF_S = 3600.0
 PASSAGE_CHARS = 2000  # what the model reads of a chunk (e5 reads 512 tokens at most)
 
@@ -37,6 +40,8 @@ async def _pages(services: Services, row: UserFile, data: bytes | None) -> list[
     """A PDF's pages read again from its bytes (the stored text has no page marks)."""
     if kind_of(row.name, row.mime) != "pdf":
         return None
+    if "\f" in (row.text or ""):  # a scan read by OCR (library.reading): its pages as read
+        return row.text.split("\f") if row.text else None
     try:
         data = data if data is not None else await services.files.get(row.storage_key)
         return await run_cpu(pdf_pages, data)
@@ -54,20 +59,39 @@ async def index_file(services: Services, db: AsyncSession, row: UserFile, data: 
         return 0
     pages = await _pages(services, row, data)
     chunks = chunk_file(row.text, row.name, row.mime, pages)
-    name_terms = " ".join(keyword_terms(row.name.rsplit(".", 1)[0].replace("_", " ")))
+    named = " ".join(name_terms(row.name))
     await db.execute(delete(LibraryChunk).where(LibraryChunk.file_id == row.id))
     now = services.clock()
+    rows = []
     for chunk in chunks:
         is_sheet = chunk.locator.startswith("feuille ")
         sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
         words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words
-        terms = f"{name_terms} {' '.join(words)}".strip()
-        db.add(LibraryChunk(user_id=row.user_id, file_id=row.id, ordinal=chunk.ordinal,
-                            locator=chunk.locator[:80], text=chunk.text, terms=terms,
-                            words=len(terms.split()), source_chars=len(row.text or ""), attempts=0,
-                            created_at=now))
+        terms = f"{named} {' '.join(words)}".strip()
+        rows.append(LibraryChunk(user_id=row.user_id, file_id=row.id, ordinal=chunk.ordinal,
+                                 locator=chunk.locator[:80], text=chunk.text, terms=terms,
+                                 words=len(terms.split()), source_chars=len(row.text or ""), attempts=0,
+                                 created_at=now))
+    await _embed_now(services, row.name, rows)
+    db.add_all(rows)
     await db.flush()
     return len(chunks)
+
+
+async def _embed_now(services: Services, name: str, rows: list[LibraryChunk]) -> None:
+    """The file's first chunks embedded right away, so a search just after the upload finds it by
+    meaning; the rest, or all after a failure, wait for the pass or for the user's next search."""
+    embedder = embedder_for(services)
+    head = [r for r in rows if r.text.strip()][:EMBED_AT_ONCE]
+    if embedder is None or not head:
+        return
+    try:
+        vectors = await embedder.embed([passage_text(name, r.locator, r.text) for r in head], query=False)
+    except EmbeddingError as exc:
+        log.info("chunks left for the pass", extra={"chunks": len(head), "error": str(exc)})
+        return
+    for chunk, vector in zip(head, vectors, strict=True):
+        chunk.embedding, chunk.model = to_bytes(vector), embedder.model
 
 
 async def _current(db: AsyncSession, row: UserFile) -> bool:
@@ -125,19 +149,30 @@ class EmbedReport:
     failed: int
 
 
+def _pending(model: str, now: datetime) -> ColumnElement[bool]:
+    return and_(or_(LibraryChunk.embedding.is_(None), LibraryChunk.model != model),
+                or_(LibraryChunk.embed_after.is_(None), LibraryChunk.embed_after <= now))
+
+
 async def _due(services: Services, model: str, user_id: int | None, now: datetime) -> list[tuple[int, str]]:
+    """Chunks to embed, each user's newest first; without `user_id`, the users taken in turns
+    (round robin), so one user's ten large files never hold back another's new file."""
     async with services.sessions() as db:
-        query = (
-            select(LibraryChunk.id, UserFile.name, LibraryChunk.locator, LibraryChunk.text)
-            .join(UserFile, UserFile.id == LibraryChunk.file_id)
-            .where(or_(LibraryChunk.embedding.is_(None), LibraryChunk.model != model))
-            .where(or_(LibraryChunk.embed_after.is_(None), LibraryChunk.embed_after <= now))
-            .order_by(LibraryChunk.id).limit(EMBED_PER_PASS)
-        )
         if user_id is not None:
-            query = query.where(LibraryChunk.user_id == user_id)
-        rows = (await db.execute(query)).all()
-    return [(int(i), passage_text(name, locator, text)) for i, name, locator, text in rows]
+            users = [user_id]
+        else:
+            users = list((await db.execute(select(LibraryChunk.user_id).where(_pending(model, now))
+                                           .group_by(LibraryChunk.user_id).order_by(LibraryChunk.user_id)
+                                           .limit(EMBED_PER_PASS))).scalars())
+        queues = []
+        for uid in users:
+            query = (select(LibraryChunk.id, UserFile.name, LibraryChunk.locator, LibraryChunk.text)
+                     .join(UserFile, UserFile.id == LibraryChunk.file_id)
+                     .where(LibraryChunk.user_id == uid, _pending(model, now))
+                     .order_by(LibraryChunk.file_id.desc(), LibraryChunk.ordinal).limit(EMBED_PER_PASS))
+            queues.append((await db.execute(query)).all())
+    turns = [queue[i] for i in range(EMBED_PER_PASS) for queue in queues if i < len(queue)][:EMBED_PER_PASS]
+    return [(int(i), passage_text(name, locator, text)) for i, name, locator, text in turns]
 
 
 def passage_text(name: str, locator: str, text: str) -> str:

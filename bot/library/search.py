@@ -20,7 +20,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.library.embeddings import Embedder, EmbeddingError
-from bot.library.text import keyword_terms, word_spans
+from bot.library.text import keyword_terms, name_terms, word_spans
 from bot.storage.models import LibraryChunk, UserFile
 
 __all__ = ["MAX_QUERY_TERMS", "SearchHit", "fuse", "query_terms", "search_files", "snippet_of"]
@@ -29,6 +29,10 @@ MAX_QUERY_TERMS = 12
 MAX_CANDIDATES = 2000  # keyword candidates read per search
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
 VECTOR_DEPTH = 20  # files the vector side ranks
+# A file further than this below the best file's cosine is no hit by meaning: e5's scores are
+# packed together, so past the best ones the ranking is noise (bench.search: a wrong file sits
+# within 0.04 of the right one for few queries, but above the threshold for most).
+VECTOR_MARGIN = 0.04
 BM25_K1, BM25_B = 1.2, 0.75
 SNIPPET_WORDS = 28
 _RAW_WORD = re.compile(r"\w+", re.UNICODE)
@@ -76,6 +80,11 @@ async def _candidates(db: AsyncSession, user_id: int, terms: list[str]) -> list[
     return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
 
 
+async def _name_terms(db: AsyncSession, file_ids: set[int]) -> dict[int, Counter[str]]:
+    rows = await db.execute(select(UserFile.id, UserFile.name).where(UserFile.id.in_(file_ids)))
+    return {int(fid): Counter(name_terms(name)) for fid, name in rows}
+
+
 async def _keyword_ranking(db: AsyncSession, user_id: int, terms: list[str]) -> list[tuple[int, int, float]]:
     """(file id, best chunk id, BM25) best first, one entry per file."""
     if not terms:
@@ -86,7 +95,12 @@ async def _keyword_ranking(db: AsyncSession, user_id: int, terms: list[str]) -> 
     total, mean = (await db.execute(select(func.count(), func.avg(LibraryChunk.words))
                                     .where(LibraryChunk.user_id == user_id))).one()
     n, avgdl = int(total), float(mean or 1.0) or 1.0
-    counted = [(cid, fid, Counter(words.split())) for cid, fid, words in candidates]
+    named = await _name_terms(db, {fid for _, fid, _ in candidates})
+    # A chunk whose only query words are its file's name is no hit: every chunk carries the name.
+    counted = [(cid, fid, counts) for cid, fid, words in candidates
+               if any((counts := Counter(words.split()))[t] > named[fid][t] for t in terms)]
+    if not counted:
+        return []
     df = {t: sum(1 for _, _, c in counted if t in c) for t in terms}
     best: dict[int, tuple[float, int]] = {}
     for chunk_id, file_id, counts in counted:
@@ -112,7 +126,7 @@ async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
     rows = (await db.execute(
         select(LibraryChunk.id, LibraryChunk.file_id, LibraryChunk.embedding)
         .where(LibraryChunk.user_id == user_id, LibraryChunk.model == embedder.model,
-               LibraryChunk.embedding.is_not(None))
+               LibraryChunk.embedding.is_not(None), LibraryChunk.text != "")  # not by its name alone
         .order_by(LibraryChunk.id))).all()
     if not rows:
         return []
@@ -125,8 +139,9 @@ async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
         return []
     scores = matrix @ vector
     best: dict[int, tuple[float, int]] = {}
+    floor = max(embedder.min_similarity, float(scores.max()) - VECTOR_MARGIN)
     for index in np.argsort(-scores, kind="stable"):
-        if scores[index] < embedder.min_similarity:
+        if scores[index] < floor:
             break
         file_id = int(rows[index][1])
         if file_id not in best:

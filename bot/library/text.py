@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import snowballstemmer  # type: ignore[import-untyped]  # ships no type information
 
-__all__ = ["STOP_WORDS", "fold", "keyword_terms", "word_spans"]
+__all__ = ["STOP_WORDS", "fold", "keyword_terms", "name_terms", "word_spans"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # FTS5 and PostgreSQL split at "_" too
 _LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
@@ -54,6 +54,11 @@ def _term(word: str) -> str:
 def keyword_terms(text: str) -> list[str]:
     """The words of `text` as indexed, in order (stop words left out)."""
     return [t for t in (_term(w) for w in _WORD.findall(text or "")) if t]
+
+
+def name_terms(name: str) -> list[str]:
+    """The words of a file's name as indexed (its extension left out, « _ » read as a space)."""
+    return keyword_terms(name.rsplit(".", 1)[0].replace("_", " "))
 
 
 def word_spans(text: str) -> list[tuple[int, int, str]]:

@@ -12,6 +12,7 @@ counts as a file not received. The URL is parsed by httpx, which then fetches th
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import mimetypes
@@ -102,7 +103,7 @@ async def download(services: Services, raw_url: str) -> tuple[bytes, str]:
 
 async def store(
     services: Services, db: AsyncSession, user_id: int, name: str, mime: str, data: bytes,
-    origin: str = "upload",
+    origin: str = "upload", caption: str | None = None,
 ) -> UserFile:
     """Keeps the bytes as one of the user's files (origin "upload", or "generated" for a spoken reply)."""
     try:
@@ -113,7 +114,7 @@ async def store(
         add_file = getattr(library, "add_file", None)
     if add_file is not None:
         stored: UserFile = await add_file(services, db, user_id=user_id, name=name, mime=mime, data=data,
-                                          origin=origin)
+                                          origin=origin, caption=caption, own_title=origin == "upload")
         return stored
     key = f"users/{user_id}/{uuid.uuid4().hex}{_extension(mime)}"
     await services.files.put(key, data)
@@ -138,7 +139,7 @@ async def receive_all(
             mime = declared.split(";")[0].strip()
             stamp = (row.created_at or services.clock()).strftime("%Y%m%d-%H%M%S")
             name = f"{mime.split('/')[0]}-{stamp}-{index + 1}{_extension(mime)}"
-            received.append(await store(services, db, user.id, name, mime, data))
+            received.append(await store(services, db, user.id, name, mime, data, caption=row.body))
         except DownloadError as exc:
             failed += 1
             log.warning("media not received", extra={"inbound_id": row.id, "index": index, "error": str(exc)})
@@ -146,6 +147,59 @@ async def receive_all(
             failed += 1
             log.exception("media not stored", extra={"inbound_id": row.id, "index": index})
     return received, failed
+
+
+# services.extra[READINGS]: file id -> the task reading that file now (bot.agent.vision awaits it
+# rather than reading the photo a second time).
+READINGS = "media.readings"
+Reading = tuple[int, bool, "asyncio.Task[str]"]  # file id, named after its first line, the task
+
+
+def start_reading(services: Services, files: list[UserFile], caption: str | None) -> list[Reading]:
+    """Starts reading the photos and scans among `files` (OCR), while the turn goes on."""
+    from bot import library
+
+    readings: list[Reading] = []
+    running = services.extra.setdefault(READINGS, {})
+    for row in files:
+        if library.needs_reading(row):
+            task = asyncio.create_task(_read(services, row), name=f"read-file-{row.id}")
+            running[row.id] = task
+            readings.append((row.id, not library.clean_title(caption), task))
+    return readings
+
+
+OCR_AT_ONCE = 1  # readings per process at a time: Tesseract takes a core, the turns need the other
+
+
+async def _read(services: Services, row: UserFile) -> str:
+    from bot import library
+
+    slots = services.extra.setdefault("media.ocr_slots", asyncio.Semaphore(OCR_AT_ONCE))
+    async with slots:
+        return await library.read_text_of(services, row, await services.files.get(row.storage_key))
+
+
+async def finish_reading(services: Services, db: AsyncSession, readings: list[Reading]) -> None:
+    """Keeps what was read on each file, names a photo without caption after its first line, and
+    indexes and embeds it, in `db` (flushed: committed with the message)."""
+    from bot import library
+
+    try:
+        for file_id, rename, task in readings:
+            text = await task
+            row = await db.get(UserFile, file_id)
+            if row is not None:
+                await library.read_and_index(services, db, row, text, rename=rename)
+    finally:
+        stop_reading(services, readings)
+
+
+def stop_reading(services: Services, readings: list[Reading]) -> None:
+    running = services.extra.get(READINGS, {})
+    for file_id, _, task in readings:
+        task.cancel()
+        running.pop(file_id, None)
 
 
 def describe(files: list[UserFile]) -> list[dict[str, Any]]:

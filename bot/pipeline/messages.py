@@ -196,12 +196,19 @@ class Messages:
                 "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
                 "I could not receive your file. Could you send it again?",
             ), kind="system")
-        # A voice note's words become the message's text for every handler.
-        await speech.hear(msg)
-        unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
-        if (msg.text or received or not failed) and not unheard:
-            taken_by = await self.dispatch(msg)
-            log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
+        # Photos and scans are read (OCR) while the turn goes on, kept with the message.
+        readings = media.start_reading(services, received, row.body)
+        try:
+            # A voice note's words become the message's text for every handler.
+            await speech.hear(msg)
+            unheard = msg.extra.get("voice_failed") and not msg.text and not msg.extra["files"]
+            if (msg.text or received or not failed) and not unheard:
+                taken_by = await self.dispatch(msg)
+                log.info("message handled", extra={"handler": taken_by, "channel": row.channel})
+        except BaseException:
+            media.stop_reading(services, readings)
+            raise
+        await media.finish_reading(services, db, readings)
 
     # --- what goes wrong ---------------------------------------------------------------------
     async def _recover(self, db: Any, row: InboundMessage) -> None:

@@ -5,12 +5,13 @@ the sheet, an embedding failure that loses nothing and is retried, and `library 
 from __future__ import annotations
 
 import argparse
+import io
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from bot import console, library
 from bot.documents.names import MIME_BY_EXT
@@ -56,15 +57,14 @@ async def test_hybrid_search_finds_a_paraphrase_and_names_the_sheet(
     lesson = await upload(services, me, "fractions.txt", "Additionner des fractions : le dénominateur "
                           "commun d'abord.".encode())
     await upload(services, other, "bilan-voisin.txt", b"Bilan de l'autre : actif et passif.")
-    # Stored: cut and keyword-indexed at once, not yet embedded.
+    # Stored: cut, keyword-indexed and embedded at once (no pass needed): found by meaning at once.
     keywords_only = await search(services, me, "fractions")
     assert [r["file_id"] for r in keywords_only["results"]] == [lesson.id]
     assert "«fractions»" in keywords_only["results"][0]["snippet"]
-    assert (await search(services, me, "état financier"))["results"] == []  # no word in common
-    report = await library.embed_pending(services)
-    assert report == library.EmbedReport(embedded=4, failed=0)  # 2 sheets, the lesson, the neighbour's
+    assert [r["file_id"] for r in (await search(services, me, "état financier"))["results"]][:1] == [sheet.id]
+    assert await library.embed_pending(services) == library.EmbedReport(embedded=0, failed=0)
     first = embeddings.requests[0]
-    assert first["model"] == "fake-embed-1" and len(first["input"]) == 4  # EMBEDDINGS_BATCH
+    assert first["model"] == "fake-embed-1" and len(first["input"]) == 2  # the workbook's two sheets
     assert first["input"][0].startswith("comptes-2025.xlsx (feuille Notes)\n")
     # The vectors are kept as sent (the stand-in answers them in reverse order, each with its index).
     async with services.sessions() as db:
@@ -92,8 +92,8 @@ async def test_an_embedding_failure_keeps_the_file_searchable_and_is_retried(
 ) -> None:
     services = await make_services()
     (me,) = await users_of(services, "+2250700000001")
+    embeddings.fail_next = 2  # as it is stored, then at the pass
     row = await upload(services, me, "bilan.txt", "Bilan : actif immobilisé et passif circulant.".encode())
-    embeddings.fail_next = 1
     assert await library.embed_pending(services) == library.EmbedReport(embedded=0, failed=1)
     async with services.sessions() as db:
         chunk = (await db.execute(select(LibraryChunk).where(LibraryChunk.file_id == row.id))).scalar_one()
@@ -138,7 +138,7 @@ async def test_reindex_fills_files_stored_before_and_follows_changed_text(
     assert embedded == ["fake-embed-1", "fake-embed-1"]  # reindex embeds too
     # A photo read later (OCR) or a voice note heard: its new text is indexed by the pass.
     photo = await upload(services, me, "IMG_0001.jpg", b"\xff\xd8\xff\xe0" + b"\x00" * 64, "image/jpeg")
-    assert [r["file_id"] for r in (await search(services, me, "IMG_0001"))["results"]] == [photo.id]
+    assert (await search(services, me, "IMG_0001"))["results"] == []  # its name alone: no hit
     async with services.sessions() as db:
         fresh = await db.get(UserFile, photo.id)
         assert fresh is not None
@@ -153,3 +153,70 @@ async def test_reindex_fills_files_stored_before_and_follows_changed_text(
         await db.commit()
         left = (await db.execute(select(LibraryChunk).where(LibraryChunk.file_id == photo.id))).all()
     assert left == []
+
+
+async def test_the_pass_takes_each_users_newest_chunks_in_turns(
+    make_services: MakeServices, users_of: Users, embeddings: FakeEmbeddings
+) -> None:
+    quiet = await make_services(EMBEDDINGS="off")  # files stored while embeddings were off
+    busy, newcomer = await users_of(quiet, "+2250700000001", "+2250700000002")
+    large = "\n\n".join(f"Paragraphe {i}. " + "révision " * 250 for i in range(30)).encode()  # 30 chunks
+    for n in range(10):
+        await upload(quiet, busy, f"gros-{n}.txt", large)
+    fresh = await upload(quiet, newcomer, "nouveau.txt", b"Une nouvelle lecon sur les fractions.")
+    services = await make_services()
+    assert await library.embed_pending(services) == library.EmbedReport(library.index.EMBED_PER_PASS, 0)
+    async with services.sessions() as db:
+        done = (await db.execute(select(LibraryChunk.file_id, LibraryChunk.user_id)
+                                 .where(LibraryChunk.embedding.is_not(None)))).all()
+    # 300 chunks of one user waiting never hold back another's new file; each user's newest first.
+    assert (fresh.id, newcomer.id) in done
+    busy_files = sorted({fid for fid, uid in done if uid == busy.id})
+    assert busy_files[-1] == fresh.id - 1 and busy_files == list(range(busy_files[0], fresh.id))
+    # A search embeds the asking user's own waiting chunks first.
+    before = len(done)
+    await search(services, busy, "révision")
+    async with services.sessions() as db:
+        after = await db.scalar(select(func.count()).select_from(LibraryChunk)
+                                .where(LibraryChunk.embedding.is_not(None), LibraryChunk.user_id == busy.id))
+    assert after is not None and after >= before - 1 + library.index.EMBED_PER_PASS
+
+
+async def test_a_file_matched_by_its_name_alone_is_no_result(make_services: MakeServices,
+                                                              users_of: Users) -> None:
+    services = await make_services(EMBEDDINGS="off")
+    [me] = await users_of(services, "+2250700000001")
+    await upload(services, me, "bilan-2025.txt", b"Recette du gateau au chocolat : farine, sucre, oeufs.")
+    empty = await search(services, me, "bilan")
+    assert empty == {"success": True, "query": "bilan", "results": [],
+                     "message": "aucun fichier ne correspond"}
+    assert [r["name"] for r in (await search(services, me, "gateau bilan"))["results"]] == ["bilan-2025.txt"]
+
+
+async def test_a_damaged_photo_or_scan_is_kept_without_text_and_scans_stop_at_ocr_max_pages(
+    make_services: MakeServices, users_of: Users
+) -> None:
+    services = await make_services(EMBEDDINGS="off", OCR_MAX_PAGES="1")
+    [me] = await users_of(services, "+2250700000001")
+    broken_pdf, broken_jpeg = b"%PDF-1.4 not really a document", b"\xff\xd8 not an image"
+    scan = await upload(services, me, "scan.pdf", broken_pdf, "application/pdf")
+    photo = await upload(services, me, "photo.jpg", broken_jpeg, "image/jpeg")
+    for row, data in ((scan, broken_pdf), (photo, broken_jpeg)):
+        assert library.needs_reading(row)
+        assert await library.read_text_of(services, row, data) == ""  # said in the log, nothing raised
+    async with services.sessions() as db:
+        kept = (await db.execute(select(UserFile.name, UserFile.text).order_by(UserFile.id))).all()
+    assert kept == [("scan.pdf", None), ("photo.jpg", None)]  # both files kept, as sent
+    # Three scanned pages, OCR_MAX_PAGES=1: one page read.
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 48)
+    pages = []
+    for n in range(3):
+        page = Image.new("RGB", (1200, 300), "white")
+        ImageDraw.Draw(page).text((40, 120), f"Page numero {n + 1} du cahier", fill="black", font=font)
+        pages.append(page)
+    out = io.BytesIO()
+    pages[0].save(out, "PDF", save_all=True, append_images=pages[1:], resolution=150)
+    read = await library.reading.scanned_pages(out.getvalue(), services.settings.library.ocr_max_pages)
+    assert len(read) == 1 and "cahier" in read[0]
