@@ -75,7 +75,7 @@ _SPELLINGS = {
     "dpuis": "depuis", "depui": "depuis", "dps": "depuis", "chak": "chaque", "tro": "trop",
     "mtn": "maintenant", "pers": "personne", "kelk1": "quelqu un", "kelkun": "quelqu un",
     "lecole": "l ecole", "daller": "d aller", "largent": "l argent", "dotres": "d autres",
-    "dor": "dors", "sui": "suis", "peu": "peux", "vai": "vais", "vx": "veux", "fotos": "photos",
+    "dor": "dors", "sui": "suis", "peu": "peux", "vai": "vais", "fotos": "photos",
     "foto": "photo", "ll": "will",
 }
 # « jdors », « jtravaille », « jcomprends »: a j glued to the verb that follows, as SMS writes it.
@@ -87,7 +87,8 @@ _NOT_JOKING = r"(?!.*\b(?:mdr|lol|ptdr|rigole|blague|haha\w*|hihi\w*|mort de rir
 _WANT = r"(?:veux|veut|voudrais|vais|prefererais|pense a|ai envie de|a envie de|ai envi de)"
 _BUILTIN: dict[str, tuple[str, ...]] = {
     "self_harm": (
-        rf"\b{_ME} {_WANT} (?:me )?(?:mourir|crever)\b(?! (?:de (?:rire|faim|froid|chaud|honte|ennui|peur)|vieux|vieille|heureu\w*|en paix))",
+        rf"\b{_ME} {_WANT} (?:me )?(?:mourir|crever)\b(?! (?:de (?:rire|faim|froid|chaud|honte|ennui|peur)"
+        rf"|vieux|vieille|heureu\w*|en paix))",
         r"(?<!pas )(?<!plus )\b(?:envie|envi) de (?:mourir|crever)\b(?! de (?:rire|faim|froid|chaud|honte))",
         r"\b(?:me suicid\w*|suicidaire|je pense au suicide|me tuer moi meme)\b",
         rf"\b{_ME} {_WANT} me tuer\b",
@@ -109,7 +110,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:la|ma) vie (?:n a|a) (?:plus|pas|aucun) (?:de |aucun )?sens\b",
         r"\bje me (?:coupe|scarifie)\b(?! (?:les cheveux|les ongles|la frange|le doigt))"
         r" (?:avec|les|la|encore|souvent|chaque)\b",
-        r"\bpersonne ne m aime\b(?! (?:autant|plus|mieux|comme))|\b(?:no one|nobody) (?:loves|cares about) me\b",
+        r"\bpersonne ne m aime\b(?! (?:autant|plus|mieux|comme))|\b(?:no one|nobody) (?:loves|cares about)"
+        r" me\b",
         r"\b(?:seraient|serait|serais|sera) mieux sans moi\b|\bbetter off without me\b",
         r"\bne (?:plus|jamais) me reveiller\b|\bnever wake up\b|\bhang myself\b",
         r"\b(?:tired of|sick of) (?:living|life|being alive)\b",
@@ -118,11 +120,13 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:quitter|partir de) (?:ce monde|cette terre)\b|\bmettre fin a (?:mes jours|ma vie)\b",
         r"\b(?:je|j) (?:vais |veux |ai )?(?:pris|prendre|avale\w*|bu|boire) (?:tous|toutes|tout|tt) "
         r"(?:les|mes) (?:medicaments|cachets|comprimes|pilules)\b",
-        r"\b(?:je|j) (?:vais |veux |ai )?(?:bu|boire|bois|avaler) (?:le|du|de l|l) ?(?:poison|eau de javel|javel|"
+        r"\b(?:je|j) (?:vais |veux |ai )?(?:bu|boire|bois|avaler) (?:le|du|de l|l) ?(?:poison|eau de javel"
+        r"|javel|"
         r"produit des champs|gramoxone|mort aux rats|insecticide|petrole)\b",
         r"\blettre d adieu\b|\b(?:goodbye|suicide) (?:letter|note)\b",
         r"\b(?:je|j) (?:vais |veux )?(?:me )?(?:saute|sauter|jeter|jette) (?:du|d un|de l|de la|sous|dans) "
-        r"(?:haut )?(?:du |de l |la |le |un |une )?(?:pont|toit|immeuble|etage|fleuve|puits|lagune|voiture|train)\w*",
+        r"(?:haut )?(?:du |de l |la |le |un |une )?(?:pont|toit|immeuble|etage|fleuve|puits|lagune|voiture"
+        r"|train)\w*",
         r"\ba (?:quoi|koi) (?:bon|ca sert de|sa sert de|sert de) (?:vivre|rester en vie|continuer|exister)\b",
         r"\b(?:je|j) (?:ne )?(?:veux|veut|voudrais) (?:plus|pas) (?:etre|rester) en vie\b",
         r"\b(?:vaut mieux|mieux) (?:que|ke) (?:je|j) (?:meure|meurs|disparaisse|sois mort\w*)\b"
@@ -155,13 +159,16 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:grade|grades|marks) if i (?:come|sleep|go)\b",
         r"\b(?:photos?|pics?|pictures?|videos?) (?:de moi )?(?:de mon corps|sans habits|en sous vetements|"
         r"intimes?|in my underwear|of my body)\b",
-        r"\b(?:me voir|me rencontrer|se voit|se voir|meet me|see me) (?:seule?|en secret|en cachette|alone)\b",
+        r"\b(?:me voir|me rencontrer|se voit|se voir|meet me|see me) (?:seule?|en secret|en cachette"
+        r"|alone)\b",
         r"\b(?:me|m a|m ont) (?:caresse\w*|tripote\w*|embrasse\w* de force)\b|\bsous ma jupe\b",
         r"\b(?:coucher|dormir) avec (?:lui|elle|moi)\b|\bsleep with (?:him|her|me)\b",
-        r"\bmontre (?:son|ses) (?:sexe|parties)\b|\bshowed me his (?:private|penis)\b|\bphotos? de son sexe\b",
+        r"\bmontre (?:son|ses) (?:sexe|parties)\b|\bshowed me his (?:private|penis)\b|\bphotos? de son"
+        r" sexe\b",
         r"\b(?:m a|ma|me) (?:force\w*|oblige\w*) a (?:le |la )?(?:toucher|regarder|faire)\b",
         r"\b(?:raped|touched) me\b|\bforces? me to do things\b|\bmy private (?:parts|photos)\b",
-        r"\b(?:good )?grades if i (?:come|go|visit)\b|\b(?:bonnes? )?notes? si (?:je|j) (?:viens|vais) chez\b",
+        r"\b(?:good )?grades if i (?:come|go|visit)\b|\b(?:bonnes? )?notes? si (?:je|j) (?:viens|vais)"
+        r" chez\b",
     ),
     "abuse_home": (
         r"(?<!je )(?<!tu )\bme (?:frappe|frappent|frappait|frappaient|tape|tapent|tabasse\w*|fouett\w*|"
@@ -178,14 +185,18 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"(?! (?:aux|au|a|en)\b)",
         r"\bme (?:cogne|cognent|chicotte\w*)\b",
         r"^(?!.*\b(?:maitre|maitresse|prof\w*|directeur|directrice|surveillant|censeur|enseignant\w*|"
-        r"repetiteur|teacher|headmaster|principal)\b).*\b(?:m a|ma|m ont|nous a) (?:frappe\w*|battu\w*|brule\w*|"
-        r"fouette\w*|tabasse\w*|chicotte\w*|etrangle\w*|tape\w*|attache\w*)\b"
+        r"repetiteur|teacher|headmaster|principal|petit frere|petite soeur|copain|copine|camarade)\b)"
+        r".*\b(?:m a|ma|m ont|nous a) (?:frappe\w*|battu\w*|brule\w*|fouette\w*|tabasse\w*|"
+        r"chicotte\w*|etrangle\w*|attache\w*)\b"
         r"(?!.*\b(?:aux|fifa|pes|jeu|dames|echecs|cartes|ludo|awale|foot|match|partie|course|\d+)\b)",
-        r"\b(?:papa|maman|pere|mere|oncle|tante|tantie|tonton|beau pere|belle mere|maratre|tuteur|tutrice|vieux|"
-        r"vieille|pater|daron) (?:va|vont|veut) (?:encore )?me (?:frapper|taper|battre|tabasser|chicotter|fouetter)\b",
+        r"\b(?:papa|maman|pere|mere|oncle|tante|tantie|tonton|beau pere|belle mere|maratre|tuteur|tutrice"
+        r"|vieux|"
+        r"vieille|pater|daron) (?:va|vont|veut) (?:encore )?me (?:frapper|taper|battre|tabasser|chicotter"
+        r"|fouetter)\b",
         r"\b(?:me donne|m a donne|nous donne) des coups\b|\bcoups de (?:poing|pied|ceinture|baton|cable) "
         r"(?:au|a la|dans|sur)\b|\bles coups (?:tous les jours|chaque)\b|\ba cause des coups\b",
-        r"\b(?:my )?(?:dad|father|mom|mother|mum|stepfather|stepdad|stepmother|uncle|aunt|brother|sister|parents|"
+        r"\b(?:my )?(?:dad|father|mom|mother|mum|stepfather|stepdad|stepmother|uncle|aunt|brother|sister"
+        r"|parents|"
         r"grandfather|grandmother) (?:burned|burnt|burns|whips|whipped|punches|punched|slaps|slapped|chokes|"
         r"choked|beat|beats|hits|hit|kicks|kicked) (?:me|my)\b",
         r"\b(?:my )?(?:father|dad|mother|mom|stepfather|uncle|aunt) will beat me\b",
@@ -215,13 +226,15 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\bme (?:marier|donner) (?:a|avec) (?:un|mon|son|le)\b",
         r"\b(?:forced|forcing|force) (?:me )?to marry\b|\bmarry me off\b|\bmake me marry\b",
         r"\b(?:pris|recu|accepte|bouffe|mange|touche)\w* (?:la|ma) dot\b|\bbride price\b",
-        r"\b(?:arrange\w*|prepare\w*|organise\w*) (?:mon|mes) (?:mariage|noces)\b|\bmon mariage (?:est prevu|c est"
+        r"\b(?:arrange\w*|prepare\w*|organise\w*) (?:mon|mes) (?:mariage|noces)\b|\bmon mariage (?:est prevu"
+        r"|c est"
         r"|c|est dans|dans)\b|\barranged my marriage\b|\bmy wedding is\b",
         r"\b(?:que j|que je|ke j) (?:epouse|marie)\b|\b(?:je|j) dois (?:me marier|epouser|marier)\b"
         r"|\b(?:force|oblige)\w* (?:a|de) (?:me marier|epouser|l epouser)\b",
         r"\b(?:on m a|ils m ont|m a) fiance\w*\b|\bpromis ma main\b|\bpromised me to\b",
-        r"\b(?:wants?|want|forcing|force) me to (?:marry|get married)\b|\bi do not want to (?:get married|marry)\b",
-        r"\b(?:veux|veut) pas (?:me marier|de ce mariage)\b|\brefuse (?:ce|le) mariage\b",
+        r"\b(?:wants?|want|forcing|force) me to (?:marry|get married)\b|\bi do not want to (?:get married"
+        r"|marry)\b",
+        r"\b(?:veux|veut) pas (?:me marier|de ce mariage)\b|\b(?:je|j) refuse (?:ce|le) mariage\b",
     ),
     "school_violence": (
         r"\b(?:le maitre|la maitresse|le prof\w*|la prof\w*|le directeur|la directrice|l enseignant\w*|"
@@ -234,7 +247,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"pince\w*|blesse\w*|donne des coups|tire l oreille)\b",
         r"\b(?:maitre|maitresse|prof\w*|directeur|surveillant|censeur) (?:va|vont) (?:encore )?(?:me|nous) "
         r"(?:frapper|taper|chicotter|fouetter|battre)\b",
-        r"\b(?:teacher|headmaster|principal) (?:hit|hits|beat|beats|slapped|slaps|whipped|whips|punched|caned)"
+        r"\b(?:teacher|headmaster|principal) (?:hit|hits|beat|beats|slapped|slaps|whipped|whips|punched"
+        r"|caned)"
         r" (?:me|us|my)\b|\bwhipped at school\b",
         r"\ba genoux sur (?:des|les) (?:cailloux|graviers|pierres)\b|\bkneel on stones\b",
     ),
@@ -254,13 +268,16 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\bje (?:dors|dormais|vais dormir) (?:dehors|dans la rue|a la gare|sous)\b",
         r"\bje (?:me suis|vais me) (?:enfui\w*|sauve\w*|barre\w*)\b|\bj ai fugue\b|\bje (?:vais )?fugu\w*\b",
         r"\b(?:ran|run|running) away from home\b|\bi (?:sleep|am sleeping|slept) (?:outside|on the street)\b",
-        r"\bje (?:dors|dormais) (?:au marche|au carrefour|a la mosquee|devant|dans un (?!lit)|dans les rues)\b",
-        r"\b(?:m a|m ont|ma|on m a|nous a) (?:mis|mise|chasse\w*|jete\w*) (?:dehors|a la porte|de la maison)\b"
+        r"\bje (?:dors|dormais) (?:au marche|au carrefour|a la mosquee|devant|dans un (?!lit)|dans les"
+        r" rues)\b",
+        r"\b(?:m a|m ont|ma|on m a|nous a) (?:mis|mise|chasse\w*|jete\w*) (?:dehors|a la porte|de la"
+        r" maison)\b"
         r"|\b(?:kicked|threw) me out\b",
         r"\b(?:j ai|je suis) (?:quitte|parti\w*|fui|fraya) (?:la maison|de la maison|de chez)\b"
         r"(?! (?:tot|ce matin|a (?:\d|l heure)|pour (?:aller|l ecole)))",
         r"\b(?:nulle part|pas ou|sais pas ou|nowhere) (?:ou )?(?:dormir|aller|to sleep|to go)\b",
-        r"\bi (?:am|m) (?:homeless|sleeping (?:outside|at|on|in|under))\b|\bi sleep (?:under|at the|in the street)\b",
+        r"\bi (?:am|m) (?:homeless|sleeping (?:outside|at|on|in|under))\b|\bi sleep (?:under|at the|in the"
+        r" street)\b",
         r"\bi (?:am |m )?(?:going to |planning to |want to |will )?(?:run|ran) away\b",
         r"\b(?:je n ai plus de|j ai plus de) maison\b|\b(?:do not|don t) have a home\b",
     ),
@@ -268,12 +285,14 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:n irai|ne vais|ne peux|peux) plus (?:aller )?a l ecole\b",
         r"\b(?:m a|m ont|on m a) (?:retire|retiree|sorti|sortie) de l ecole\b",
         r"\bje (?:dois|suis oblige\w* de) (?:travailler|vendre)\b(?! (?:mes|mon|ma) (?:lecon|maths|devoir)|"
-        r" (?:plus|mieux|dur|bien|encore|davantage|pour (?:passer|reussir|avoir)|(?:des|les) (?:tickets|billets)))",
+        r" (?:plus|mieux|dur|bien|encore|davantage|pour (?:passer|reussir|avoir)|(?:des|les) (?:tickets"
+        r"|billets)))",
         r"\b(?:taken out of|pulled out of|can not go to) school\b|\b(?:make|makes|made) me work\b",
         r"\b(?:au lieu d aller|sans (?:jamais )?aller|jamais aller|plus aller) (?:a l ecole|en classe)\b",
         r"\bl ecole c(?: est)? (?:fini|gate|termine)\b|\bplus de classe\b|\bplus (?:a l ecole|d ecole)\b",
         r"\b(?:retire|sorti|enleve)\w* (?:de|du) (?:l ecole|college|lycee)\b",
-        r"\b(?:can not|cannot|do not|don t|won t) (?:go|let me go) to school\b|\binstead of (?:going to )?school\b"
+        r"\b(?:can not|cannot|do not|don t|won t) (?:go|let me go) to school\b|\binstead of (?:going to"
+        r" )?school\b"
         r"|\b(?:took|take|taken|pulled) me out of school\b|\bsent me to work\b",
         r"\b(?:je travaille|i work) (?:dans|in|a|at|au|sur) (?:une |un |la |le |a |the )?"
         r"(?:mine|carriere|chantier|construction site|orpaillage)\b|\borpaillage\b",
