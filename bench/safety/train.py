@@ -23,7 +23,9 @@ from bot.safety import MEANING_MIN_WORDS, fold
 from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
 from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, sentences
 
-MAX_FALSE_ALARMS = 0.015
+# Cross-validation on the tune split is kinder than new sentences are (the held-out split's look-alikes
+# drew about twice as many alarms as cross-validation at the same threshold): the target is tight.
+MAX_FALSE_ALARMS = 0.005
 # Everyday chat is most of what the bot reads: a false alarm there is paid many times a day (one
 # sentence in two hundred of the tune split's, cross-validated).
 MAX_EVERYDAY_ALARMS = 0.005

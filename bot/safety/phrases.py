@@ -83,12 +83,19 @@ _GLUED_JE = re.compile(r"^j(?=[bcdfhklmnpqrstvwxz][a-z]{2,}$)")
 
 _ME = r"(?:je|j)"
 # « mon frère va me tuer si je touche sa console mdr » is a joke the child says it is.
-_NOT_JOKING = r"(?!.*\b(?:mdr|lol|ptdr|rigole|blague|haha\w*|hihi\w*|mort de rire)\b)"
+# ... nor « il va me tuer aux cartes ».
+_NOT_JOKING = (r"(?!.*\b(?:mdr|lol|ptdr|rigole|blague|haha\w*|hihi\w*|mort de rire|jeu|cartes|dames|echecs|"
+               r"fifa|match|partie)\b)")
 _WANT = r"(?:veux|veut|voudrais|vais|prefererais|pense a|ai envie de|a envie de|ai envi de)"
+# « Le personnage dit « je veux mourir » » is a question on a text, not the child's own words.
+_OWN_WORDS = (r"^(?!.*\b(?:personnage|figure de style|scene|citation|traduis\w*|translate|heroine|heros|"
+              r"poeme|roman|narrateur)\b).*")
 _BUILTIN: dict[str, tuple[str, ...]] = {
     "self_harm": (
-        rf"\b{_ME} {_WANT} (?:me )?(?:mourir|crever)\b(?! (?:de (?:rire|faim|froid|chaud|honte|ennui|peur)"
-        rf"|vieux|vieille|heureu\w*|en paix))",
+        # « je vais mourir » is as often a stomach ache or a test tomorrow: the meaning layer judges it.
+        rf"{_OWN_WORDS}\b{_ME} (?!vais){_WANT} (?:me )?(?:mourir|crever)\b"
+        rf"(?! (?:de (?:rire|faim|froid|chaud|honte|ennui|peur)|vieux|vieille|heureu\w*|en paix))"
+        rf"{_NOT_JOKING}",
         r"(?<!pas )(?<!plus )\b(?:envie|envi) de (?:mourir|crever)\b(?! de (?:rire|faim|froid|chaud|honte))",
         r"\b(?:me suicid\w*|suicidaire|je pense au suicide|me tuer moi meme)\b",
         rf"\b{_ME} {_WANT} me tuer\b",
@@ -183,22 +190,22 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"ma belle mere|tonton|tata|mon tuteur|ma tutrice) (?:me|m a|nous) "
         r"(?:frappe|tape|bat|cogne|brule|fouette)\b"
         r"(?! (?:aux|au|a|en)\b)",
-        r"\bme (?:cogne|cognent|chicotte\w*)\b",
+        rf"\bme (?:cogne|cognent|chicotte\w*)\b{_NOT_JOKING}",
         r"^(?!.*\b(?:maitre|maitresse|prof\w*|directeur|directrice|surveillant|censeur|enseignant\w*|"
         r"repetiteur|teacher|headmaster|principal|petit frere|petite soeur|copain|copine|camarade)\b)"
         r".*\b(?:m a|ma|m ont|nous a) (?:frappe\w*|battu\w*|brule\w*|fouette\w*|tabasse\w*|"
         r"chicotte\w*|etrangle\w*|attache\w*)\b"
-        r"(?!.*\b(?:aux|fifa|pes|jeu|dames|echecs|cartes|ludo|awale|foot|match|partie|course|\d+)\b)",
+        rf"(?!.*\b(?:aux|pes|ludo|awale|foot|course|\d+)\b){_NOT_JOKING}",
         r"\b(?:papa|maman|pere|mere|oncle|tante|tantie|tonton|beau pere|belle mere|maratre|tuteur|tutrice"
         r"|vieux|"
         r"vieille|pater|daron) (?:va|vont|veut) (?:encore )?me (?:frapper|taper|battre|tabasser|chicotter"
-        r"|fouetter)\b",
+        rf"|fouetter)\b{_NOT_JOKING}",
         r"\b(?:me donne|m a donne|nous donne) des coups\b|\bcoups de (?:poing|pied|ceinture|baton|cable) "
         r"(?:au|a la|dans|sur)\b|\bles coups (?:tous les jours|chaque)\b|\ba cause des coups\b",
         r"\b(?:my )?(?:dad|father|mom|mother|mum|stepfather|stepdad|stepmother|uncle|aunt|brother|sister"
         r"|parents|"
         r"grandfather|grandmother) (?:burned|burnt|burns|whips|whipped|punches|punched|slaps|slapped|chokes|"
-        r"choked|beat|beats|hits|hit|kicks|kicked) (?:me|my)\b",
+        rf"choked|beat|beats|hits|hit|kicks|kicked) (?:me|my)\b{_NOT_JOKING}",
         r"\b(?:my )?(?:father|dad|mother|mom|stepfather|uncle|aunt) will beat me\b",
         r"\bme (?:prive\w*) (?:de|des) (?:repas|nourriture|manger)\b|\block me in\b",
     ),
@@ -213,7 +220,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:il|elle|ils|on|qu il|qu ils|quelqu un) (?:va|vont|allait|allaient|veut|veulent) (?:venir )?me "
         rf"(?:planter|poignarder|egorger|enlever|kidnapper|defigurer|finir|decouper|defoncer|faire du mal|"
         rf"faire disparaitre|casser (?:la tete|les jambes|les dents)|chercher)\b{_NOT_JOKING}",
-        r"\b(?:m a|m ont|on m a|ma) menace\w*|\bon (?:me )?menace de\b",
+        r"\b(?:m a|m ont|on m a|ma|on me|me) menace\w* (?:de mort|avec|de me (?:tuer|frapper|battre|planter|"
+        r"poignarder|bruler|violer|couper|kidnapper|enlever|faire du mal))\b",
         r"\b(?:je recois|j ai recu|getting|got|received) (?:des )?(?:menaces|death threats)\b",
         r"\bsait ou (?:j|je) habite\b|\bknows? where i live\b",
         r"\b(?:said|says|say) (?:he|she|they) (?:will|would|d|is going to|are going to) (?:kill|hurt|stab|"
@@ -229,7 +237,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:arrange\w*|prepare\w*|organise\w*) (?:mon|mes) (?:mariage|noces)\b|\bmon mariage (?:est prevu"
         r"|c est"
         r"|c|est dans|dans)\b|\barranged my marriage\b|\bmy wedding is\b",
-        r"\b(?:que j|que je|ke j) (?:epouse|marie)\b|\b(?:je|j) dois (?:me marier|epouser|marier)\b"
+        r"\b(?:que j|que je|ke j) (?:epouse|marie)\b"
+        r"|\b(?:je|j) dois (?:me marier|epouser|marier)\b(?! un jour)"
         r"|\b(?:force|oblige)\w* (?:a|de) (?:me marier|epouser|l epouser)\b",
         r"\b(?:on m a|ils m ont|m a) fiance\w*\b|\bpromis ma main\b|\bpromised me to\b",
         r"\b(?:wants?|want|forcing|force) me to (?:marry|get married)\b|\bi do not want to (?:get married"
@@ -244,7 +253,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:teacher|teachers|headmaster|principal) (?:hits|beats|whips|canes) (?:me|us)\b",
         r"\b(?:maitre|maitresse|prof\w*|directeur|directrice|surveillant|censeur|enseignant\w*)(?: la)? "
         r"(?:m a|ma|nous a|nous|me) (?:frappe\w*|tape\w*|gifle\w*|chicotte\w*|fouette\w*|battu\w*|pousse\w*|"
-        r"pince\w*|blesse\w*|donne des coups|tire l oreille)\b",
+        r"pince\w*|blesse\w*|donne des coups|tire l oreille)\b"
+        r"(?! (?:sur (?:l )?l?epaule|une \w* ?note|dans le dos))",
         r"\b(?:maitre|maitresse|prof\w*|directeur|surveillant|censeur) (?:va|vont) (?:encore )?(?:me|nous) "
         r"(?:frapper|taper|chicotter|fouetter|battre)\b",
         r"\b(?:teacher|headmaster|principal) (?:hit|hits|beat|beats|slapped|slaps|whipped|whips|punched"
@@ -290,7 +300,8 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:taken out of|pulled out of|can not go to) school\b|\b(?:make|makes|made) me work\b",
         r"\b(?:au lieu d aller|sans (?:jamais )?aller|jamais aller|plus aller) (?:a l ecole|en classe)\b",
         r"\bl ecole c(?: est)? (?:fini|gate|termine)\b|\bplus de classe\b|\bplus (?:a l ecole|d ecole)\b",
-        r"\b(?:retire|sorti|enleve)\w* (?:de|du) (?:l ecole|college|lycee)\b",
+        r"\b(?:m a|m ont|on m a|ma|me|nous a) (?:retire|sorti|enleve)\w* (?:de|du) "
+        r"(?:l ecole|college|lycee)\b",
         r"\b(?:can not|cannot|do not|don t|won t) (?:go|let me go) to school\b|\binstead of (?:going to"
         r" )?school\b"
         r"|\b(?:took|take|taken|pulled) me out of school\b|\bsent me to work\b",
