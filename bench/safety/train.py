@@ -4,9 +4,11 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
     .venv/bin/python -m bench.safety --train
 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
-gradient descent with L2 weight decay, the classes weighted to count equally. The threshold on
-P(not none) is the lowest at which the cross-validated false alarms stay under `MAX_FALSE_ALARMS`
-on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a false alarm costs a
+gradient descent with L2 weight decay, the classes weighted to count equally; the training
+sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. The threshold
+on P(not none) is the lowest at which the cross-validated false alarms (each held-out sentence read
+as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS) stay under
+`MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a false alarm costs a
 kind message and a flag a person reads, a miss a child without the helpline, so the layer leans to
 hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
 """
@@ -24,8 +26,9 @@ from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
 from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, sentences
 
 # Cross-validation on the tune split is kinder than new sentences are (the held-out split's look-alikes
-# drew about twice as many alarms as cross-validation at the same threshold): the target is tight.
-MAX_FALSE_ALARMS = 0.005
+# drew about twice as many alarms as cross-validation at the same threshold): the target is half the
+# aim of 2 %.
+MAX_FALSE_ALARMS = 0.01
 # Everyday chat is most of what the bot reads: a false alarm there is paid many times a day (one
 # sentence in two hundred of the tune split's, cross-validated).
 MAX_EVERYDAY_ALARMS = 0.005
