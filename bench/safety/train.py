@@ -8,9 +8,9 @@ gradient descent with L2 weight decay, the classes weighted to count equally; th
 sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. The threshold
 on P(not none) is the lowest at which the cross-validated false alarms (each held-out sentence read
 as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS) stay under
-`MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a false alarm costs a
-kind message and a flag a person reads, a miss a child without the helpline, so the layer leans to
-hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
+`MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a
+false alarm costs a kind message and a flag a person reads, a miss a child without the helpline, so
+the layer leans to hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
 """
 
 from __future__ import annotations
