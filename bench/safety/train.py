@@ -4,11 +4,13 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
     .venv/bin/python -m bench.safety --train
 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
-gradient descent with L2 weight decay, the classes weighted to count equally. The threshold on
-P(not none) is the lowest at which the cross-validated false alarms stay under `MAX_FALSE_ALARMS`
-on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a false alarm costs a
-kind message and a flag a person reads, a miss a child without the helpline, so the layer leans to
-hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
+gradient descent with L2 weight decay, the classes weighted to count equally; the training
+sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. The threshold
+on P(not none) is the lowest at which the cross-validated false alarms (each held-out sentence read
+as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS) stay under
+`MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a
+false alarm costs a kind message and a flag a person reads, a miss a child without the helpline, so
+the layer leans to hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ import numpy as np
 
 from bench.safety.run import EVERYDAY, Line
 from bot import e5
+from bot.safety import MEANING_MIN_WORDS, fold
 from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
-from bot.safety.meaning import NONE, WEIGHTS_PATH, Model
+from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, sentences
 
-MAX_FALSE_ALARMS = 0.015
-# Everyday chat is most of what the bot reads: a false alarm there is paid many times a day.
-MAX_EVERYDAY_ALARMS = 0.0
+# Cross-validation on the tune split is kinder than new sentences are (the held-out split's look-alikes
+# drew about twice as many alarms as cross-validation at the same threshold): the target is half the
+# aim of 2 %.
+MAX_FALSE_ALARMS = 0.01
+# Everyday chat is most of what the bot reads: a false alarm there is paid many times a day (one
+# sentence in two hundred of the tune split's, cross-validated).
+MAX_EVERYDAY_ALARMS = 0.005
 FOLDS = 5
 L2 = 1e-2
 STEPS = 400
@@ -66,19 +73,26 @@ def fit(x: np.ndarray, y: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndar
 def _model(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], threshold: float) -> Model:
     center, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     w, b = fit((x - center) / scale, y, len(classes))
-    return Model(classes, center.astype(np.float32), scale.astype(np.float32), w, b, threshold)
+    return Model(classes, center.astype(np.float32), scale.astype(np.float32), w, b, threshold,
+                 x.astype(np.float32), y != classes.index(NONE))
 
 
-def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...]) -> np.ndarray:
-    """Each row's P(not none) by a model that did not see it."""
+def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], texts: list[str]) -> np.ndarray:
+    """Each row's P(not none) as `judge` gives it (the most worrying of its sentences; none for a
+    message too short to be judged) by a model that did not see it."""
     none = classes.index(NONE)
+    pieces = [sentences(text) if len(fold(text).split()) >= MEANING_MIN_WORDS else [] for text in texts]
+    flat = [piece for group in pieces for piece in group]
+    vectors = dict(zip(flat, embed(flat), strict=True)) if flat else {}
     order = np.random.default_rng(7).permutation(len(y))
     distress = np.zeros(len(y))
-    for fold in range(FOLDS):
-        held = order[fold::FOLDS]
-        seen = np.setdiff1d(order, held)
-        model = _model(x[seen], y[seen], classes, 0.5)
-        distress[held] = 1.0 - model.probabilities(x[held])[:, none]
+    for fold_number in range(FOLDS):
+        held = order[fold_number::FOLDS]
+        model = _model(x[np.setdiff1d(order, held)], y[np.setdiff1d(order, held)], classes, 0.5)
+        for row in held:
+            if pieces[row]:
+                found = model.probabilities(np.vstack([vectors[piece] for piece in pieces[row]]))
+                distress[row] = float((1.0 - found[:, none]).max())
     return distress
 
 
@@ -100,12 +114,15 @@ def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
     x, y = embed(texts), np.array([classes.index(label) for label in labels])
-    distress = cross_validated(x, y, classes)
+    distress = cross_validated(x, y, classes, texts)
     threshold = choose_threshold(distress, y == classes.index(NONE), np.array(chat))
     recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
     model = _model(x, y, classes, threshold)
-    np.savez(path, classes=np.array(classes), center=model.center, scale=model.scale, weights=model.weights,
-             bias=model.bias, threshold=np.float32(threshold))
+    bank_scale = float(np.abs(model.bank).max()) / 127
+    np.savez_compressed(path, classes=np.array(classes), center=model.center, scale=model.scale,
+                        weights=model.weights, bias=model.bias, threshold=np.float32(threshold),
+                        bank=np.round(model.bank / bank_scale).astype(np.int8),
+                        bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress)
     print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: recall {recall:.1%} "
           f"at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); written to {path}")
     return model

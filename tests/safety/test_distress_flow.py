@@ -199,13 +199,13 @@ async def test_the_moderation_endpoint_catches_what_the_phrases_miss(make_harnes
     h = await make_harness(MODERATION_BASE_URL=moderation.url, MODERATION_API_KEY=moderation.key,
                            SAFETY_MEANING="false")
     await h.make_user(IVORIAN, mode="child")
-    await h.inbound(IVORIAN, "Je ne sers à rien, à quoi bon continuer")
+    await h.inbound(IVORIAN, "Je ne sers à rien, personne ne le remarquerait")
     await h.inbound(IVORIAN, "Quelle est la capitale du Sénégal ?")
     await h.inbound(IVORIAN, "Je veux mourir")  # the phrases know it: the endpoint is not asked
     await h.inbound(IVORIAN, "Merci beaucoup")  # too short to ask it
     await h.settle()
     assert [r["input"] for r in moderation.requests] == [
-        "Je ne sers à rien, à quoi bon continuer", "Quelle est la capitale du Sénégal ?"]
+        "Je ne sers à rien, personne ne le remarquerait", "Quelle est la capitale du Sénégal ?"]
     assert moderation.requests[0]["model"] == "omni-moderation-latest"
     texts = await h.texts_to(IVORIAN)
     assert "116" in texts[0] and texts[2] == h.llm.default_text and "116" in texts[3]

@@ -24,6 +24,10 @@ DISTRESS = [
     ("Il me frappe", "abuse_home"), ("ma mère me frappe tous les jours", "abuse_home"),
     ("mon père me bat", "abuse_home"), ("ILS ME TABASSENT", "abuse_home"), ("he beats me", "abuse_home"),
     ("my dad hits me", "abuse_home"), ("il menace de me tuer", "threats"),
+    ("jdors dehors depuis hier", "runaway"), ("ils ont pris la dot, je dois me marier", "forced_marriage"),
+    ("le maître m'a giflé", "school_violence"), ("on m'a sorti de l'école", "child_labour"),
+    ("ils me traitent de sorcière", "bullying"), ("il a dit qu'il va me planter", "threats"),
+    ("j'ai pris tous les cachets", "self_harm"), ("a koi bon vivre", "self_harm"),
 ]
 NOT_DISTRESS = [
     "Explique-moi la mort de Louis XVI", "Je vais mourir de rire", "j'ai failli mourir de rire",
@@ -32,6 +36,10 @@ NOT_DISTRESS = [
     "Le héros veut mourir pour sa patrie", "Cette chanson me touche beaucoup", "Beats me!",
     "Hit me up after class", "Qui a tué Jules César ?",
     "What is the boiling point of water?", "La violence dans Germinal",
+    "mon frère m'a battu 4-1 à FIFA", "Ma mère va me tuer si je rentre en retard, haha",
+    "Le personnage dit « je veux mourir » : quelle figure de style ?", "Je dois me marier un jour ?",
+    "Un monsieur m'a demandé mon chemin à la sortie de l'école", "this test is going to kill me",
+    "j'ai tellement faim, je vais mourir",
 ]
 
 
@@ -48,6 +56,7 @@ def test_topics_and_figures_of_speech_are_not_distress(text: str) -> None:
 def test_folding_drops_case_accents_punctuation_and_sms_spellings() -> None:
     assert fold("  J’VEUX MOURIIIR!!! ") == "j veux mourir"
     assert fold("jveux") == "je veux" and fold("Chuis") == "je suis" and fold("Élève") == "eleve"
+    assert fold("jdor avc dotres, jtravaille") == "je dors avec d autres je travaille"
 
 
 def test_the_operators_file_adds_phrases_and_a_bad_line_is_skipped(tmp_path: Path) -> None:
