@@ -333,28 +333,28 @@ async def send_weekly_summaries(services: Services, now: datetime) -> int:
 
     Idempotent across workers: a link is claimed by an atomic UPDATE of `last_summary_at`, and its
     send planned in the same transaction (bot.channel.scheduled sends it, retrying a failed send). A link
-    confirmed after the slot waits for the next one. Opted-out parents (STOP) are skipped, and the
-    outbound path refuses them too. The parent's last channel is used (SMS for a parent who never
-    wrote to the bot).
+    confirmed after the slot waits for the next one; the slot is in the parent's own zone. Opted-out
+    parents (STOP) are skipped, and the outbound path refuses them too. The parent's last channel is
+    used (SMS for a parent who never wrote to the bot).
     """
     settings = services.settings
-    slot = latest_summary_slot(now, settings.parent_summary_weekday, settings.parent_summary_hour,
-                               settings.default_timezone)
     async with services.sessions() as db:
-        due = (
-            await db.execute(
-                select(ParentLink.id, ParentLink.parent_id)
-                .join(User, User.id == ParentLink.parent_id)
-                .where(
-                    ParentLink.status == "confirmed",
-                    ParentLink.confirmed_at < slot,
+        # Each parent's slot is PARENT_SUMMARY_HOUR of their own zone (a parent in Antananarivo gets it
+        # at their 18:00, not at the server's): the links are taken zone by zone.
+        zones = set(await db.scalars(select(User.timezone).distinct().join(
+            ParentLink, ParentLink.parent_id == User.id).where(ParentLink.status == "confirmed")))
+        due: list[tuple[int, int, datetime]] = []
+        for zone_name in sorted(zones, key=str):
+            slot = latest_summary_slot(now, settings.parent_summary_weekday, settings.parent_summary_hour,
+                                       zone_name or settings.default_timezone)
+            rows = (await db.execute(
+                select(ParentLink.id, ParentLink.parent_id).join(User, User.id == ParentLink.parent_id).where(
+                    ParentLink.status == "confirmed", ParentLink.confirmed_at < slot,
                     or_(ParentLink.last_summary_at.is_(None), ParentLink.last_summary_at < slot),
-                    User.opted_out.is_(False),
-                )
-                .order_by(ParentLink.id)
-            )
-        ).all()
-    for link_id, parent_id in due:
+                    User.opted_out.is_(False), User.timezone == zone_name,
+                ).order_by(ParentLink.id))).all()
+            due += [(link_id, parent_id, slot) for link_id, parent_id in rows]
+    for link_id, parent_id, slot in due:
         await _plan(services, link_id, parent_id, slot, now)
     return await deliver_due(services, now, {SUMMARY: _render_summary})
 

@@ -239,3 +239,21 @@ async def test_a_new_parent_is_onboarded_after_confirming(harness: Any) -> None:
     welcome = await say(h, PARENT, "Bonjour", channel="sms")
     assert any("Bienvenue" in t and "profil Parent" in t for t in welcome)
     assert not any("1 Élève" in t for t in welcome)  # a parent is not asked who they are
+
+
+async def test_the_weekly_summary_goes_at_18_00_of_the_parent_s_own_zone(harness: Any) -> None:
+    """A parent in Antananarivo (UTC+3) gets it at their 18:00, 15:00 UTC, not at the server's."""
+    h = harness
+    await add_parent(h)
+    await confirm(h)
+    async with h.services.sessions() as db:
+        parent = await db.scalar(select(User).where(User.phone == PARENT))
+        assert parent is not None
+        parent.timezone = "Indian/Antananarivo"
+        await db.commit()
+    h.clock.now = SUNDAY_SLOT - timedelta(hours=3, minutes=5)  # 17:55 in Antananarivo
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
+    h.clock.now = SUNDAY_SLOT - timedelta(hours=3) + timedelta(minutes=5)  # 18:05 there, 15:05 UTC
+    assert await send_weekly_summaries(h.services, h.clock()) == 1
+    h.clock.now = SUNDAY_SLOT + timedelta(minutes=5)  # the server's 18:00: nothing more
+    assert await send_weekly_summaries(h.services, h.clock()) == 0
