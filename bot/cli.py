@@ -14,10 +14,9 @@ import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from bot.cli_items import add_items_parser
+from bot.cli_school import school_parsers
 from bot.config import REQUIRED_FOR_SERVE, ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
@@ -358,44 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     set_timezone.add_argument("phone")
     set_timezone.add_argument("zone", help="an IANA name (Africa/Douala) or a city (Douala, Yaoundé)")
     sub.add_parser("doctor", help="check every setting and dependency: OK / OFF / FAIL, with the fix")
-    _school_parsers(sub)
+    school_parsers(sub)
     library = sub.add_parser("library", help="the files' search index")
     reindex = library.add_subparsers(dest="library_command", required=True).add_parser(
         "reindex", help="cut every file (of one number, or all) into chunks again and embed them")
     reindex.add_argument("phone", nargs="?", default=None, help="with its country code; all users without it")
     return parser
-
-
-def _school_parsers(sub: argparse._SubParsersAction[_Parser]) -> None:
-    """`cohorts …` and `operators …` (bot.console.school runs them)."""
-    cohorts_parser = sub.add_parser("cohorts", help="classes: create, list, show, import a class list, fund")
-    cohorts_sub = cohorts_parser.add_subparsers(dest="cohorts_command", required=True)
-    cohorts_sub.add_parser("create", help="a new class").add_argument("name")
-    cohorts_sub.add_parser("list", help="every class, its students and teachers")
-    cohorts_sub.add_parser("show", help="a class's roster: level and last activity").add_argument("name")
-    funded = cohorts_sub.add_parser("fund", help="put credits in a class's pool, spent by its students first")
-    funded.add_argument("name")
-    funded.add_argument("credits", help="a whole number of credits")
-    imported = cohorts_sub.add_parser(
-        "import", help="enrol a class list (CSV or XLSX): phone,name,level,parent_phone or French names")
-    imported.add_argument("name")
-    imported.add_argument("file", type=Path)
-    imported.add_argument("--school", default=None,
-                          help="the school's name, as parents' SMS say who linked them")
-    add_items_parser(cohorts_sub)
-    from bot.console.assign import assign_parser
-    assign_parser(cohorts_sub)
-    operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")
-    operators_sub = operators_parser.add_subparsers(dest="operators_command", required=True)
-    add = operators_sub.add_parser("add", help="an admin, or a teacher of one or more classes")
-    add.add_argument("email")
-    add.add_argument("--role", required=True, choices=("admin", "teacher"))
-    add.add_argument("--cohort", action="append", default=[], metavar="NAME",
-                     help="a teacher's class (repeat for several)")
-    add.add_argument("--password-stdin", action="store_true",
-                     help="read the password from stdin (else a random one is printed once)")
-    operators_sub.add_parser("list", help="every operator, role and classes")
-    operators_sub.add_parser("remove", help="remove an operator (their sessions end)").add_argument("email")
 
 
 def tune_gc() -> None:

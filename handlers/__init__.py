@@ -48,22 +48,17 @@ def chain() -> list[Handler]:
 
     return [
         optout.handle,
-        # Distress from a child: the caring reply and the helpline before anything else; the
-        # message then goes on down the chain (the tutor still answers it).
-        safety.handle,
+        safety.handle,  # a child's distress: the caring reply first, then on down (the tutor answers too)
         hold.handle,  # a person of the school holds this child's conversation: nothing answers for them
-        waiting_files.handle,  # files kept while WhatsApp's window was closed; the message goes on
-        # A tapped button or list item: its number for the pending menu, or « no longer valid ».
-        buttons.handle,
-        # Before parents: OUI confirms the user's own deletion request when one is pending.
-        account.handle,
+        waiting_files.handle,  # files kept while the WhatsApp window was closed; then on down
+        buttons.handle,  # a tapped button or list item: its number for the pending menu, or « expired »
+        account.handle,  # before parents: OUI confirms the user's own deletion request when one is pending
         parents.handle,
         consent.handle,  # a child lacking CONSENT_MODE's consent: how to get it, the helpline, nothing more
         quiz_answer.handle,
         credits_choice.handle,
         level.handle,  # CLASSE / LEVEL and the pending class menu
-        # STATUT / ANNULER answer from the database at once, whatever else is going on.
-        job_commands.handle,
+        job_commands.handle,  # STATUT / ANNULER answer from the database at once, whatever else goes on
         commands.handle,
         progress.handle,
         weekly_note.handle,  # BILAN / SUMMARY: the week's note now, or the weekly note on or off
