@@ -203,10 +203,8 @@ def _fast_keyword(key: str, value: Any) -> Callable[[Any], bool] | None:
         return lambda v: isinstance(v, str) and v in allowed
     if isinstance(value, bool) or not isinstance(value, int):  # maxLength, minLength, maxItems, minItems
         return None
-    kind = str if key.endswith("Length") else list
-    if key.startswith("max"):
-        return lambda v: not isinstance(v, kind) or len(v) <= value
-    return lambda v: not isinstance(v, kind) or len(v) >= value
+    kind, most = (str if key.endswith("Length") else list), key.startswith("max")
+    return lambda v: not isinstance(v, kind) or (len(v) <= value if most else len(v) >= value)
 
 
 def _fast_valid(schema: dict[str, Any], args: dict[str, Any]) -> bool:

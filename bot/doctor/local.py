@@ -9,6 +9,7 @@ from bot.channel.email import smtp_configured
 from bot.config import Settings
 from bot.config_secrets import example_host, refusal
 from bot.doctor.report import Check, fail, off, ok
+from bot.doctor.service import service_checks
 from bot.media import speech
 from bot.sandbox.bwrap import unavailable_reason
 
@@ -133,7 +134,8 @@ def disk(settings: Settings) -> Check:
 
 
 def local_checks(settings: Settings, missing: str | None = None) -> list[Check]:
-    found = [required(settings, missing), public_url(settings), whatsapp_sender(settings)]
+    found = [required(settings, missing), public_url(settings), whatsapp_sender(settings),
+             *service_checks(settings)]
     mail = email(settings)
     if mail is not None:
         found.append(mail)
