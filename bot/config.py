@@ -209,6 +209,9 @@ class Settings:
     sse_retry_ms: int
     sse_refused_retry_ms: int
     trusted_proxies: groups.Proxies  # TRUSTED_PROXIES: whose X-Forwarded-For is believed (bot.web.clients)
+    twilio_whatsapp_from_pro: str  # pro users' own WhatsApp sender ("": they share the students')
+    org_name: str  # the school or organisation the service is run for (ORG_NAME)
+    llm_provider_no_training: bool  # the operator attests the model provider does not train on requests
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property
@@ -220,7 +223,8 @@ _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})  # not s
 
 
 class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironment, LocaleEnvironment,
-                  groups.SafetyEnvironment, groups.LibraryEnvironment, groups.WebEnvironment):
+                  groups.SafetyEnvironment, groups.LibraryEnvironment, groups.WebEnvironment,
+                  groups.ServiceEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",

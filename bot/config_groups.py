@@ -5,8 +5,8 @@ how WhatsApp answers leave, job pages' event streams, the proxies trusted to say
 comes from: `Proxies`), a new user's defaults (`LocaleEnvironment`),
 and how a child's distress is noticed and answered (`Safety`, read from the variables
 `SafetyEnvironment` declares), and what the operator pays (`Costs`, from `CostsEnvironment`),
-and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`), and search and
-browsing (`WebEnvironment`).
+and how the library embeds its text (`LibrarySearch`, from `LibraryEnvironment`), search and
+browsing (`WebEnvironment`), and whose service this is (`ServiceEnvironment`).
 bot.config builds them."""
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from bot.config_values import LOWERED, Hosts, Names, Networks, Positive, Templat
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
            "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
-           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "WebEnvironment", "learning_of",
-           "limits_of"]
+           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "ServiceEnvironment",
+           "WebEnvironment", "learning_of", "limits_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 Proxies = tuple[IPv4Network | IPv6Network, ...]  # TRUSTED_PROXIES as Settings holds it
@@ -162,12 +162,25 @@ class WebEnvironment(BaseSettings):
     browse_allow_addrs_for_tests: Names = ()  # "host:port" pairs browse_url may reach although private
 
 
+class ServiceEnvironment(BaseSettings):
+    """Whose service this is, and what the operator attests of it (bot.doctor.service): WhatsApp's
+    Business Solution terms allow a business's own AI tutoring, not a general-purpose assistant, and
+    forbid using the chats to train AI models. doctor FAILs without them in production."""
+
+    org_name: str = ""  # the school or organisation the service is run for
+    # The operator attests that the model provider's terms forbid training on the requests.
+    llm_provider_no_training: bool = False
+
+
 class ChannelEnvironment(BaseSettings):
     """The variables of the channel (bot.config.Environment inherits them; `Settings` has each)."""
 
     twilio_account_sid: str = ""
     twilio_auth_token: str = ""
     twilio_whatsapp_from: WhatsAppFrom = ""
+    # A second WhatsApp sender for pro users (the accountant's assistant), apart from the students'
+    # tutor; "" or the same number: one sender for both, which doctor warns of.
+    twilio_whatsapp_from_pro: WhatsAppFrom = ""
     twilio_sms_from: str = ""
     twilio_api_base_url: Url = TWILIO_DEFAULT_API
     twilio_template_sid: str = ""

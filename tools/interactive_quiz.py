@@ -14,7 +14,8 @@ PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "question": {"type": "string"},
-        "options": {"type": "array", "items": {"type": "string"}},
+        # minItems/maxItems as in the seed's schema: strict tool-calling enforces them at generation.
+        "options": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 4},
         "correct_index": {"type": "integer", "description": "0-based"},
         "explanation": {"type": "string"},
         "subject": {"type": "string"},

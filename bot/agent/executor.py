@@ -112,7 +112,7 @@ def _validator(schema: dict[str, Any]) -> Any:
 # which jsonschema only asserts when given a format checker, and the validator here has none).
 _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "format", "$comment"})
 _FAST_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "items",
-                                 "enum", "maxLength", "minLength"}
+                                 "enum", "maxLength", "minLength", "maxItems", "minItems"}
 _TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
@@ -145,7 +145,7 @@ def _fast_check(schema: Any) -> Callable[[Any], bool] | None:
         if check is None:
             return None
         checks.append(check)
-    for key in ("items", "enum", "maxLength", "minLength"):
+    for key in ("items", "enum", "maxLength", "minLength", "maxItems", "minItems"):
         if key in schema:
             check = _fast_keyword(key, schema[key])
             if check is None:
@@ -201,11 +201,10 @@ def _fast_keyword(key: str, value: Any) -> Callable[[Any], bool] | None:
             return None
         allowed = frozenset(value)
         return lambda v: isinstance(v, str) and v in allowed
-    if isinstance(value, bool) or not isinstance(value, int):  # maxLength, minLength
+    if isinstance(value, bool) or not isinstance(value, int):  # maxLength, minLength, maxItems, minItems
         return None
-    if key == "maxLength":
-        return lambda v: not isinstance(v, str) or len(v) <= value
-    return lambda v: not isinstance(v, str) or len(v) >= value
+    kind, most = (str if key.endswith("Length") else list), key.startswith("max")
+    return lambda v: not isinstance(v, kind) or (len(v) <= value if most else len(v) >= value)
 
 
 def _fast_valid(schema: dict[str, Any], args: dict[str, Any]) -> bool:

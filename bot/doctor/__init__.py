@@ -1,4 +1,4 @@
-"""`python -m bot doctor`: one line per dependency, OK / OFF / FAIL with the reason and the fix.
+"""`python -m bot doctor`: one line per dependency, OK / OFF / WARN / FAIL with the reason and the fix.
 
 Exit code 0 only when nothing FAILs. `serve` and `worker` log the local part of the same table at
 start-up (settings, tools, disk): start-up asks no paid provider, so a restart costs nothing and
@@ -60,7 +60,7 @@ def log_summary(settings: Settings) -> None:
     """At start-up: the local checks, a FAIL at WARNING, the rest at INFO."""
     checks = _redacted(local.local_checks(settings), settings)
     for check in checks:
-        level = logging.WARNING if check.status is Status.FAIL else logging.INFO
+        level = logging.WARNING if check.status in (Status.FAIL, Status.WARN) else logging.INFO
         log.log(level, "%s %s: %s%s", check.status.value, check.name, check.reason,
                 f" (fix: {check.fix})" if check.fix else "",
                 extra={"check": check.name, "status": check.status.value})

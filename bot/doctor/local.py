@@ -9,6 +9,7 @@ from bot.channel.email import smtp_configured
 from bot.config import Settings
 from bot.config_secrets import example_host, refusal
 from bot.doctor.report import Check, fail, off, ok
+from bot.doctor.service import LOCAL_HOSTS, service_checks
 from bot.media import speech
 from bot.sandbox.bwrap import unavailable_reason
 
@@ -21,7 +22,7 @@ def public_url(settings: Settings) -> Check:
     if example_host(settings.public_base_url):  # .env.example's, kept by copying the file
         return fail("public URL", f"PUBLIC_BASE_URL is the placeholder {settings.public_base_url}",
                     "set PUBLIC_BASE_URL to the https address Twilio reaches this bot at")
-    if host in ("localhost", "127.0.0.1", "::1", ""):
+    if host in LOCAL_HOSTS:
         return fail("public URL", f"PUBLIC_BASE_URL is {settings.public_base_url}: Twilio cannot reach it",
                     "set PUBLIC_BASE_URL to the bot's public https address (a tunnel while trying it)")
     if not settings.public_base_url.startswith("https://"):
@@ -133,7 +134,8 @@ def disk(settings: Settings) -> Check:
 
 
 def local_checks(settings: Settings, missing: str | None = None) -> list[Check]:
-    found = [required(settings, missing), public_url(settings), whatsapp_sender(settings)]
+    found = [required(settings, missing), public_url(settings), whatsapp_sender(settings),
+             *service_checks(settings)]
     mail = email(settings)
     if mail is not None:
         found.append(mail)

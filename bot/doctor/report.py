@@ -10,6 +10,7 @@ from enum import StrEnum
 class Status(StrEnum):
     OK = "OK"
     OFF = "OFF"  # not configured: the bot runs without it (said so the operator is not surprised)
+    WARN = "WARN"  # works, but a risk the operator should look at (doctor still exits 0)
     FAIL = "FAIL"  # configured or needed, and not working: fix it
 
 
@@ -27,6 +28,10 @@ def ok(name: str, reason: str) -> Check:
 
 def off(name: str, reason: str, fix: str = "") -> Check:
     return Check(name, Status.OFF, reason, fix)
+
+
+def warn(name: str, reason: str, fix: str) -> Check:
+    return Check(name, Status.WARN, reason, fix)
 
 
 def fail(name: str, reason: str, fix: str) -> Check:

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from bot import credentials, doctor
-from bot.config import load_settings
+from bot.config import ConfigError, load_settings
 from bot.config_secrets import redact
 from bot.doctor import Status, local, providers
 from bot.storage.migrate import upgrade
@@ -68,6 +68,49 @@ def test_placeholders_from_env_example_are_flagged(tmp_path: Path) -> None:
     assert local.public_url(unreachable).status is Status.FAIL
     real = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": "https://bot.deblo.ci"})
     assert local.public_url(real).status is Status.OK
+
+
+PRODUCTION = {"PUBLIC_BASE_URL": "https://bot.deblo.ci", "TWILIO_WHATSAPP_FROM": f"whatsapp:{WHATSAPP}"}
+
+
+def test_org_name_and_no_training_fail_without_them_in_production_only(tmp_path: Path) -> None:
+    bare = _by_name(local.local_checks(load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION})))
+    assert bare["organisation"].status is Status.FAIL and "ORG_NAME" in bare["organisation"].fix
+    assert bare["no training"].status is Status.FAIL
+    assert "train AI models" in bare["no training"].reason
+    assert "LLM_PROVIDER_NO_TRAINING=1" in bare["no training"].fix
+    # A local trial, a plain-http address or an example domain is not production: WARN, not FAIL.
+    for url in ("http://localhost:8080", "https://127.0.0.1:8443", "http://bot.deblo.ci",
+                "https://bot.example.org"):
+        settings = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": url})
+        trial = _by_name(local.local_checks(settings))
+        assert trial["organisation"].status is Status.WARN, url
+        assert trial["no training"].status is Status.WARN, url
+    named = _by_name(local.local_checks(load_settings({
+        "DATA_DIR": str(tmp_path), **PRODUCTION, "ORG_NAME": " Lycée Sainte-Marie ",
+        "LLM_PROVIDER_NO_TRAINING": "1"})))
+    assert named["organisation"].status is Status.OK and named["organisation"].reason == "Lycée Sainte-Marie"
+    assert named["no training"].status is Status.OK
+    blank = load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION, "ORG_NAME": "   "})
+    assert _by_name(local.local_checks(blank))["organisation"].status is Status.FAIL
+
+
+def test_a_shared_sender_for_both_personas_is_warned_of(tmp_path: Path) -> None:
+    def senders(**env: str) -> Any:
+        settings = load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION, **env})
+        return _by_name(local.local_checks(settings)).get("persona senders")
+
+    unset, same = senders(), senders(TWILIO_WHATSAPP_FROM_PRO=f"whatsapp:{WHATSAPP}")
+    assert unset.status is Status.WARN and "is not set" in unset.reason
+    assert same.status is Status.WARN and "is the students' number" in same.reason
+    assert "TWILIO_WHATSAPP_FROM_PRO" in same.fix
+    apart = senders(TWILIO_WHATSAPP_FROM_PRO="whatsapp:+2250700000097")
+    assert apart.status is Status.OK and "+2250700000097" in apart.reason
+    assert senders(TWILIO_WHATSAPP_FROM="") is None  # SMS only: no sender to share
+    with pytest.raises(ConfigError, match="whatsapp:"):
+        load_settings({"DATA_DIR": str(tmp_path), "TWILIO_WHATSAPP_FROM_PRO": "+2250700000097"})
+    # A warning is not a failure: doctor's exit code stays 0 for it.
+    assert not doctor.failed([unset]) and "WARN" in doctor.table([unset])
 
 
 async def test_the_model_api_named_by_what_it_answers(stand_ins: tuple[FakeTwilio, FakeLLM],
