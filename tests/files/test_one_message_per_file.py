@@ -105,3 +105,13 @@ async def test_a_refused_file_is_not_told_as_sent(harness: Harness) -> None:
     assert not with_file(h.twilio.to(PHONE))
     [row] = await outbound(h)
     assert row.media_url and row.sid is None and row.status == "failed" and row.body == "Ta facture"
+
+
+def test_bench_cost_counts_messages_per_file_before_and_after() -> None:
+    from bench.cost import files
+
+    assert (files.before(files.SHORT), files.after(files.SHORT)) == (2, 1)
+    assert (files.reply(3, files.SHORT, "before"), files.reply(3, files.SHORT, "after")) == (7, 4)
+    # A text over the caption's 1,024 characters: the text's messages, then the file; no worse than before.
+    assert len(files.LONG) > WHATSAPP_CAPTION_MAX and files.after(files.LONG) == files.before(files.LONG)
+    assert "answer + 3 files, short caption" in files.table()

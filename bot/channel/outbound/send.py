@@ -2,8 +2,9 @@
 
 - WhatsApp: Markdown converted to WhatsApp's, parts of at most 1,600 characters, one file per
   message (a signed link Twilio fetches) carrying the text as its caption when the text fits one
-  (1,024 characters; `whatsapp_messages`), else after the text with its name as caption. Outside the 24 h window a free-form message fails
-  (63016): an approved template (TWILIO_TEMPLATE_SID) is sent instead, else SMS.
+  (1,024 characters; `whatsapp_messages`), else after the text with its name as caption (each
+  message is billed). Outside the 24 h window a free-form message fails (63016): an approved
+  template (TWILIO_TEMPLATE_SID) is sent instead, else SMS.
 - A file outside the window: by SMS as a link that lasts days (FILE_LINK_SMS_TTL_S), else as the
   template's link variable (TWILIO_TEMPLATE_LINK_VARIABLE), else it waits (PendingDelivery) and
   goes out when the user next writes (handlers.waiting_files); a template, when there is one,
