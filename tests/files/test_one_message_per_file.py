@@ -72,6 +72,9 @@ def test_the_caption_limit_decides_one_message_or_more() -> None:
     # No text: the file is still captioned, with its name; no file: the text alone, unchanged rule.
     assert whatsapp_messages("", url, "x.pdf") == [{"body": "📄 x.pdf", "media_url": url}]
     assert whatsapp_messages("Bonjour") == [{"body": "Bonjour"}]
+    # A voice note shows no caption on WhatsApp: the text first, the audio alone (VOCAL, as before).
+    assert whatsapp_messages("Bonjour", url, "vocal.ogg", captioned=False) == [
+        {"body": "Bonjour"}, {"body": "", "media_url": url}]
     assert whatsapp_messages("") == []
 
 
