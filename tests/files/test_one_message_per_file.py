@@ -6,10 +6,13 @@ of one turn (three messages, each captioned), and a refused file the model is no
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
 from sqlalchemy import select
 
 from bot.channel.formatting import WHATSAPP_CAPTION_MAX, WHATSAPP_MAX
-from bot.channel.outbound import send_to_user, whatsapp_messages
+from bot.channel.outbound import SendKeys, deliver_outbox, send_to_user, sending, whatsapp_messages
 from bot.storage.models import OutboundMessage
 from tests.core.test_outbound import make_file
 from tests.files.test_delivery import ctx_for
@@ -118,3 +121,23 @@ def test_bench_cost_counts_messages_per_file_before_and_after() -> None:
     # A text over the caption's 1,024 characters: the text's messages, then the file; no worse than before.
     assert len(files.LONG) > WHATSAPP_CAPTION_MAX and files.after(files.LONG) == files.before(files.LONG)
     assert "answer + 3 files, short caption" in files.table()
+
+
+async def test_a_captioned_file_twilio_did_not_take_waits_and_goes_once_whole(make_harness: Any) -> None:
+    h = await make_harness(OUTBOX_POLL_S="3600", OUTBOX_BACKOFF_S="5", OUTBOX_BACKOFF_MAX_S="20")
+    user = await h.make_user(PHONE)
+    doc = await make_file(h, user, "Fiche.pdf", "application/pdf", b"%PDF-1.4 fiche")
+    back_at = h.clock() + timedelta(seconds=20)
+    h.twilio.fail_while("500", lambda: h.clock() < back_at)
+    with sending(keys=SendKeys("turn:file")):
+        result = await send_to_user(h.services, user, text="Ta fiche.", media=doc)
+    assert result.queued and not result.ok and h.twilio.sent == []  # not told as sent
+    [row] = await outbound(h)
+    assert row.status == "queued" and row.body == "Ta fiche." and row.media_url
+    h.clock.advance(seconds=30)
+    assert await deliver_outbox(h.services) == 1
+    with sending(keys=SendKeys("turn:file")):  # the same turn again: its row answers, nothing resent
+        again = await send_to_user(h.services, user, text="Ta fiche.", media=doc)
+    assert again.sids == [h.twilio.sent[0]["Sid"]]
+    [sent] = h.twilio.sent
+    assert sent["Body"] == "Ta fiche." and sent["MediaUrl"] == row.media_url
