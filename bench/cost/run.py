@@ -1,6 +1,7 @@
 """Fixed prompt per model call, per mode and language: before (bench/cost/baseline.json, the
 prompt and full schemas as they were) and after (the code as it is); then whole turns, the time to
-the first WhatsApp message, and the WhatsApp messages per answer (bench/cost/messages.py).
+the first WhatsApp message, the WhatsApp messages per answer (bench/cost/messages.py) and per file
+(bench/cost/files.py).
 Run: `.venv/bin/python -m bench.cost`.
 
 Bytes are those of the request body as bot.agent.llm serializes it; tokens are about bytes / 4. Every
@@ -19,7 +20,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.compare import Figure, add_arguments, compare, report  # noqa: E402
-from bench.cost import messages, turns  # noqa: E402
+from bench.cost import files, messages, turns  # noqa: E402
 from bench.cost.measure import (  # noqa: E402
     LANGUAGES,
     MODES,
@@ -85,6 +86,7 @@ FIGURES = {
     **{f"turn_{m}_{name}": Figure(f"{m} {name} tokens", False, 0) for m in ("child", "pro")
        for name in turns.SCENARIOS},
     "first_message": Figure("first message s", False), "messages": Figure("messages/answer", False),
+    "messages_per_file": Figure("messages/file", False),
 }
 
 
@@ -98,6 +100,7 @@ def figures(turn_rows: list[dict], first_after: float) -> dict[str, float]:
            if r["version"] == "after"},
         "first_message": first_after,
         "messages": sum(messages.messages(a, "auto") for a in found.values()) / len(found),
+        "messages_per_file": files.per_file(),
     }
 
 
@@ -128,6 +131,9 @@ def main() -> None:
     print("\nWhatsApp messages per answer (each one billed), by WHATSAPP_STREAM: paragraphs (before),")
     print("auto (after: the first paragraph at once, the rest merged up to 1,600 characters), whole")
     print(messages.table())
+    print("\nWhatsApp messages per file (each one billed): before, a caption then the file with an empty")
+    print("body; after, the caption as the file's body when it fits 1,024 characters (bench/cost/files.py)")
+    print(files.table())
 
 
 def turn_table(rows: list[dict]) -> str:

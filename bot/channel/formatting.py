@@ -18,6 +18,9 @@ from unidecode import unidecode
 from bot.channel.maths import gsm7_maths, latex_to_text
 
 WHATSAPP_MAX = 1600  # Twilio's Body limit (error 21617)
+# A media message's body is shown as the file's caption: WhatsApp takes at most 1,024 characters
+# (Meta's image/document messages: "caption … Maximum 1024 characters").
+WHATSAPP_CAPTION_MAX = 1024
 # Two GSM-7 segments (2 x 153): Twilio recommends SMS of at most 320 characters.
 SMS_PART_GSM = 306
 SMS_PART_UCS2 = 134  # two UCS-2 segments (2 x 67), for text that cannot be made GSM-7

@@ -317,11 +317,11 @@ async def test_whatsapp_file_is_fetched_by_twilio_from_a_signed_link(harness: Ha
     data = b"%PDF-1.4 fake pdf bytes"
     doc = await make_file(h, user, "Fiche de révision — les fractions.pdf", "application/pdf", data)
     result = await send_to_user(h.services, user, text="Voici ta fiche.", media=doc)
-    assert result.ok and len(result.sids) == 2
-    text_part, media_part = h.twilio.sent
-    assert text_part["Body"] == "Voici ta fiche." and "MediaUrl" not in text_part
+    # One billed message: the text rides as the file's caption.
+    assert result.ok and len(result.sids) == 1
+    [media_part] = h.twilio.sent
+    assert media_part["Body"] == "Voici ta fiche."
     assert media_part["MediaUrl"].startswith(h.settings.public_base_url + "/files/")
-    assert "Body" not in media_part
     await h.twilio.idle()
     [fetch] = h.twilio.fetched
     assert fetch["head_status"] == 200 and fetch["status"] == 200
@@ -330,8 +330,9 @@ async def test_whatsapp_file_is_fetched_by_twilio_from_a_signed_link(harness: Ha
     # WhatsApp shows the media's file name: readable, the last segment of the link.
     filename = fetch["disposition"].split('filename="', 1)[1].rstrip('"')
     assert filename == "fiche-de-revision-les-fractions.pdf" == media_part["MediaUrl"].rsplit("/", 1)[1]
-    [_, media_row] = await outbound_rows(h)
-    assert media_row.status == "delivered"
+    [media_row] = await outbound_rows(h)
+    assert media_row.status == "delivered" and media_row.body == "Voici ta fiche."
+    assert media_row.media_url == media_part["MediaUrl"]
 
 
 async def test_signed_links_refuse_any_change_and_expire(harness: Harness) -> None:

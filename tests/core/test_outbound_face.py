@@ -31,6 +31,8 @@ FACE = {
     "opted_out_now", "delivery_blocked", "note_status",
     # sending
     "send_to_user", "send_to_number", "send_template", "in_whatsapp_window", "wait_sent",
+    # the messages a text and a file go in on WhatsApp (bench.cost counts them)
+    "whatsapp_messages",
     # the outbox
     "run_outbox", "deliver_outbox", "inbound_outcome",
 }

@@ -69,10 +69,11 @@ async def test_whatsapp_media_link_serves_the_exact_file(harness: Harness) -> No
     user = await h.make_user(PHONE, mode="pro")
     result = await by_name()["generate_xlsx"].run(ctx_for(h, user, "whatsapp"), XLSX_ARGS)
     assert result["success"] and result["delivered"]
-    await h.twilio.wait_for(2)
+    await h.twilio.wait_for(1)
     sent = h.twilio.to(PHONE)
     media = [m for m in sent if m.get("MediaUrl")]
-    assert len(media) == 1 and any("Budget de la coopérative" in m.get("Body", "") for m in sent)
+    # One message: the file, captioned with its name.
+    assert len(sent) == len(media) == 1 and "Budget de la coopérative" in media[0]["Body"]
     url = media[0]["MediaUrl"]
     url = url[0] if isinstance(url, list) else url
     assert url.startswith(h.settings.public_base_url + f"/files/{result['file_id']}/")

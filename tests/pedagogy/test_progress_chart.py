@@ -94,9 +94,11 @@ def test_the_progress_link_opens_one_student_until_it_expires() -> None:
 async def test_progres_on_whatsapp_sends_the_chart_twilio_fetches(harness: Any) -> None:
     h = harness
     await progress_student(h, STUDENT)
-    [text, chart] = await say(h, STUDENT, "PROGRES")
-    assert text.startswith("📊 Tes progrès") and chart == ""
+    # One billed message: the summary rides as the chart's caption.
+    [text] = await say(h, STUDENT, "PROGRES")
+    assert text.startswith("📊 Tes progrès")
     [message] = [m for m in h.twilio.to(f"whatsapp:{STUDENT}") if m.get("MediaUrl")]
+    assert message["Body"] == text
     [fetched] = [f for f in h.twilio.fetched if f["url"] == message["MediaUrl"]]
     assert fetched["status"] == 200 and fetched["content_type"] == "image/png"  # Twilio took it as an image
     image = _png(fetched["body"])

@@ -9,7 +9,8 @@ and only the names in `__all__`. Its modules import one way, each only those bel
 - `health`: the opt-out as stored, and delivery health (proactive sends stop after refusals).
 - `attempt`: one message: its `outbound_messages` row, Twilio, the record of what happened.
 - `send`: `send_to_user`, `send_to_number`: channel, WhatsApp's window, template, SMS, files kept;
-  `send_template`: an approved template of the caller's own.
+  `send_template`: an approved template of the caller's own; `whatsapp_messages`: the messages a
+  text and a file go in (one per file, the text as its caption when it fits).
 - `outbox`: the background sender, and the final status of the inbound message answered.
 
 The terminal's sink for `python -m bot chat` is bot.channel.console; the files kept for a
@@ -23,7 +24,13 @@ from bot.channel.outbound.health import delivery_blocked, note_status, opted_out
 from bot.channel.outbound.outbox import deliver_outbox, inbound_outcome, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
 from bot.channel.outbound.scope import SendKeys, commit_turn, sending
-from bot.channel.outbound.send import in_whatsapp_window, send_template, send_to_number, send_to_user
+from bot.channel.outbound.send import (
+    in_whatsapp_window,
+    send_template,
+    send_to_number,
+    send_to_user,
+    whatsapp_messages,
+)
 
 __all__ = [
     "MODEL_ADVICE",
@@ -44,5 +51,6 @@ __all__ = [
     "send_to_user",
     "sending",
     "wait_sent",
+    "whatsapp_messages",
 ]
 

@@ -1,8 +1,10 @@
 """Sending to a user or a number: one channel's formatting, parts in order, files kept.
 
 - WhatsApp: Markdown converted to WhatsApp's, parts of at most 1,600 characters, one file per
-  message (a signed link Twilio fetches). Outside the 24 h window a free-form message fails
-  (63016): an approved template (TWILIO_TEMPLATE_SID) is sent instead, else SMS.
+  message (a signed link Twilio fetches) carrying the text as its caption when the text fits one
+  (1,024 characters; `whatsapp_messages`), else after the text with its name as caption (each
+  message is billed). Outside the 24 h window a free-form message fails (63016): an approved
+  template (TWILIO_TEMPLATE_SID) is sent instead, else SMS.
 - A file outside the window: by SMS as a link that lasts days (FILE_LINK_SMS_TTL_S), else as the
   template's link variable (TWILIO_TEMPLATE_LINK_VARIABLE), else it waits (PendingDelivery) and
   goes out when the user next writes (handlers.waiting_files); a template, when there is one,
@@ -239,14 +241,34 @@ async def send_to_number(
     return await _send_sms(services, user_id, number_e164, text, None, kind)
 
 
+def whatsapp_messages(text: str, media_url: str | None = None, media_name: str = "",
+                      *, captioned: bool = True) -> list[dict[str, Any]]:
+    """The WhatsApp messages that carry `text` (Markdown) and at most one file, in order.
+
+    A file goes as ONE message, the text as its caption (each WhatsApp message is billed): when the
+    text fits WhatsApp's caption (WHATSAPP_CAPTION_MAX), else the text first in parts of 1,600
+    characters and the file after it, captioned with its name. WhatsApp shows no caption on audio
+    (`captioned` false: a voice note): the text first, then the audio alone."""
+    body = formatting.to_whatsapp(text) if text.strip() else ""
+    parts = [{"body": part} for part in formatting.whatsapp_parts(body)] if body else []
+    if media_url is None:
+        return parts
+    if not captioned:
+        return [*parts, {"body": "", "media_url": media_url}]
+    if body and len(body) <= formatting.WHATSAPP_CAPTION_MAX:
+        return [{"body": body, "media_url": media_url}]
+    caption = f"📄 {media_name}"[: formatting.WHATSAPP_CAPTION_MAX] if media_name else "📄"
+    return [*parts, {"body": caption, "media_url": media_url}]
+
+
 async def _send_whatsapp(services: Services, user_id: int | None, to: str, text: str,
                          media: UserFile | None, kind: str) -> SendResult:
     settings = services.settings
-    messages: list[dict[str, Any]] = [
-        {"body": part} for part in formatting.whatsapp_parts(formatting.to_whatsapp(text))
-    ] if text.strip() else []
-    if media is not None:
-        messages.append({"body": "", "media_url": file_url(settings, media)})
+    if media is None:
+        messages = whatsapp_messages(text)
+    else:
+        messages = whatsapp_messages(text, file_url(settings, media), media.name,
+                                     captioned=not media.mime.startswith("audio/"))
     return await _send_parts(services, user_id, "whatsapp", to, settings.twilio_whatsapp_from, messages, kind)
 
 
