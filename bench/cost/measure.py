@@ -62,7 +62,8 @@ def parent_prompt(language: str, family: str = "") -> dict[str, Any]:
     from tools.registry import PARENT_TOOLS
 
     system = build_system_prompt(PARENT, language=language, learner=family)
-    return {"system": system, "tools": [t.openai_schema() for t in tools.all_tools() if t.name in PARENT_TOOLS]}
+    offered = [t for t in tools.all_tools() if t.name in PARENT_TOOLS]
+    return {"system": system, "tools": [t.openai_schema() for t in offered]}
 
 
 def family_blocks() -> dict[str, str]:

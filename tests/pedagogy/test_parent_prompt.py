@@ -33,11 +33,13 @@ async def _linked(h: Any) -> None:
     wrote before, confirms with OUI."""
     h.clock.now = MONDAY
     awa = await h.make_user(STUDENT, mode="child", display_name="Awa", school_level="CM2")
-    await add_mastery(h.services, awa.id, "Mathématiques", "géométrie", 0.25, 3, 1, MONDAY - timedelta(days=1))
+    before = MONDAY - timedelta(days=1)
+    await add_mastery(h.services, awa.id, "Mathématiques", "géométrie", 0.25, 3, 1, before)
     await add_item(h.services, awa.id, MONDAY - timedelta(hours=2))
     async with h.services.sessions() as db:
         db.add(Task(user_id=awa.id, title="Réciter la table de 7", due_at=MONDAY + timedelta(days=1)))
-        db.add(ExerciseResult(user_id=awa.id, subject="Maths", correct=True, created_at=MONDAY - timedelta(days=2)))
+        two_days_ago = before - timedelta(days=1)
+        db.add(ExerciseResult(user_id=awa.id, subject="Maths", correct=True, created_at=two_days_ago))
         await db.commit()
     await say(h, STUDENT, f"PARENT {PARENT}")
     await confirm(h)
@@ -106,7 +108,7 @@ def test_the_family_block_is_small() -> None:
 # « tu » words for a student, « vous » words for a parent or a pro (whole words; « t' » is « tu »).
 TU = re.compile(r"\b(tu|ton|ta|tes|toi|te)\b|\bt'", re.IGNORECASE)
 VOUS = re.compile(r"\b(vous|votre|vos)\b", re.IGNORECASE)
-WORDS = ("AIDE", "LANGUE", "CREDITS", "MENU", "STOP", "START")
+WORDS = ("AIDE", "LANGUE", "CREDITS", "MENU", "FUSEAU", "TACHES", "MEMOIRE", "NOUVEAU", "STOP", "START")
 
 
 async def _replies(h: Any, phone: str, channel: str) -> list[str]:
