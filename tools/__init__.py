@@ -29,15 +29,15 @@ def for_mode(mode: str, settings: Settings) -> list[Tool]:
 
 def offered(services: Any, mode: str, role: str | None = None) -> list[Tool]:
     """The tools a turn in `mode` is offered: none for guests; for a parent in the child mode, the
-    parent's set (registry.PARENT_TOOLS, drawn from the pro's so that its e-mail draft comes too);
+    tools that name "parent" in their `modes` (tools/modes.py);
     tests may put their own in `services.extra["tools_for_mode"]` (the composition seam handlers use)."""
-    from tools import registry
+    from tools import modes
 
     if mode == "guest":
         return []
     provider = services.extra.get("tools_for_mode") or for_mode
     if mode == "child" and role == "parent":
-        return [t for t in provider("pro", services.settings) if t.name in registry.PARENT_TOOLS]
+        return list(provider(modes.PARENT, services.settings))
     return list(provider(mode, services.settings))
 
 

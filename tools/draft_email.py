@@ -16,7 +16,7 @@ from bot.channel.email import EmailError, build_message, clean_subject, load_att
 from bot.channel.links import file_url
 from bot.storage.models import User
 from bot.texts import fr_en
-from tools.modes import PRO
+from tools.modes import PRO_AND_PARENT
 
 NAME = "draft_email"
 PREVIEW_MAX = 1200
@@ -125,7 +125,7 @@ TOOL = Tool(
         },
         "required": ["subject", "body"],
     },
-    modes=PRO,
+    modes=PRO_AND_PARENT,
     step=StepText("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
     run=run,
     side_effects=True,

@@ -10,7 +10,7 @@ import pkgutil
 from pathlib import Path
 
 from bot.agent.toolspec import Tool
-from tools.modes import MODES, PARENT_ADDS, PARENT_DROPS
+from tools.modes import MODES, PARENT
 
 
 def _discover() -> tuple[Tool, ...]:
@@ -37,8 +37,8 @@ MODE_TOOLS: dict[str, frozenset[str]] = {
     mode: frozenset(t.name for t in TOOLS if mode in t.modes) for mode in MODES
 }
 
-# A parent's tools: the child mode's, seen for the role (no new mode: MODE_TOOLS keeps the three).
-PARENT_TOOLS: frozenset[str] = (MODE_TOOLS["child"] | PARENT_ADDS) - PARENT_DROPS
+# A parent's tools, from each tool's own `modes` (no new mode: MODE_TOOLS keeps the three).
+PARENT_TOOLS: frozenset[str] = frozenset(t.name for t in TOOLS if PARENT in t.modes)
 
 
 def modes_for(name: str) -> frozenset[str]:

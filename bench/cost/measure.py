@@ -55,15 +55,11 @@ def learner_blocks() -> dict[str, str]:
 
 
 def parent_prompt(language: str, family: str = "") -> dict[str, Any]:
-    """A parent's fixed prompt: the parents' prompt and the tools of the role (tools.registry
-    PARENT_TOOLS, every provider configured); `family` adds a parent's children block."""
-    import tools
-    from bot.agent.prompts import PARENT, build_system_prompt
-    from tools.registry import PARENT_TOOLS
+    """A parent's fixed prompt: the parents' prompt and the tools that name "parent" (every provider
+    configured); `family` adds a parent's children block."""
+    from bot.agent.prompts import PARENT
 
-    system = build_system_prompt(PARENT, language=language, learner=family)
-    offered = [t for t in tools.all_tools() if t.name in PARENT_TOOLS]
-    return {"system": system, "tools": [t.openai_schema() for t in offered]}
+    return current_prompt(PARENT, language, learner=family)
 
 
 def family_blocks() -> dict[str, str]:
