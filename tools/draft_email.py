@@ -1,4 +1,4 @@
-"""draft_email (pro): an e-mail to anyone, written for the user to review and send themselves.
+"""draft_email (pro, parent): an e-mail to anyone, written for the user to review and send themselves.
 
 The bot never sends a draft. It is saved in the user's library as an `.eml` file (marked
 `X-Unsent: 1`, so mail clients open it as an editable draft) and shown to the user: the text as a
