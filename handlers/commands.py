@@ -34,11 +34,13 @@ def heads(msg: Incoming, word: str) -> list[str]:
     """The first lines of MENU or AIDE: what Deblo is, and the profile choice for a guest. Plain
     words and `**bold**` only: no `_` or single `*` that WhatsApp would turn into italics."""
     if word in help.MENU_WORDS:
-        head = msg.t("**Menu Deblo** : pose ta question ou envoie une photo.",
-                     "**Deblo menu**: ask your question or send a photo.")
+        head = help.to_audience(msg, "**Menu Deblo** : pose ta question ou envoie une photo.",
+                                "**Menu Deblo** : posez votre question ou envoyez une photo.",
+                                "**Deblo menu**: ask your question or send a photo.")
     else:
-        head = msg.t("Deblo t'aide à l'école et au travail. Pose ta question !",
-                     "Deblo helps with school and work. Ask your question!")
+        head = help.to_audience(msg, "Deblo t'aide à l'école et au travail. Pose ta question !",
+                                "Deblo vous aide pour l'école et le travail. Posez votre question !",
+                                "Deblo helps with school and work. Ask your question!")
     return [head, profile_line(msg)] if is_guest(msg) else [head]
 
 
@@ -74,15 +76,19 @@ async def handle(msg: Incoming) -> bool:
         return True
     if word in NEW_WORDS:
         await new_conversation(msg)
-        await msg.reply(msg.t(
+        await msg.reply(help.to_audience(
+            msg,
             "Nouvelle conversation ! J'ai mis de côté notre échange précédent. De quoi veux-tu parler ?",
+            "Nouvelle conversation ! J'ai mis de côté notre échange précédent. De quoi voulez-vous parler ?",
             "New conversation! I have put our previous exchange aside. What would you like to talk about?",
         ))
         return True
     if word in CREDIT_WORDS:
         balance = await credits.balance(msg.db, msg.user.id)
-        await msg.reply(msg.t(
+        await msg.reply(help.to_audience(
+            msg,
             f"Tu as {balance} crédit{'s' if balance > 1 else ''}.",
+            f"Vous avez {balance} crédit{'s' if balance > 1 else ''}.",
             f"You have {balance} credit{'s' if balance != 1 else ''}.",
         ))
         return True
@@ -99,12 +105,21 @@ async def _language(msg: Incoming, rest: str) -> None:
     new language, says the way back."""
     wanted = LANGUAGES.get(rest) if rest else None
     if wanted is None:
-        await msg.reply(msg.t(
+        await msg.reply(help.to_audience(
+            msg,
             "Je te parle en français. Pour l'anglais, écris LANGUE EN ; pour rester en français, LANGUE FR.",
+            "Je vous parle en français. Pour l'anglais, écrivez LANGUE EN ; pour rester en français, "
+            "LANGUE FR.",
             "I speak English with you. For French, send LANGUAGE FR; to stay in English, LANGUAGE EN.",
-        ) if not rest else msg.t("Écris LANGUE FR ou LANGUE EN.", "Send LANGUAGE EN or LANGUAGE FR."))
+        ) if not rest else help.to_audience(msg, "Écris LANGUE FR ou LANGUE EN.",
+                                            "Écrivez LANGUE FR ou LANGUE EN.",
+                                            "Send LANGUAGE EN or LANGUAGE FR."))
         return
     msg.user.language = wanted
     await msg.db.flush()
-    await msg.reply(msg.t("D'accord, je te parle en français. To switch back to English: LANGUAGE EN.",
-                          "OK, I will speak English with you. Pour revenir au français : LANGUE FR."))
+    await msg.reply(help.to_audience(msg, "D'accord, je te parle en français. To switch back to English: "
+                                     "LANGUAGE EN.",
+                                     "D'accord, je vous parle en français. To switch back to English: "
+                                     "LANGUAGE EN.",
+                                     "OK, I will speak English with you. Pour revenir au français : "
+                                     "LANGUE FR."))

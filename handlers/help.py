@@ -29,13 +29,16 @@ from bot.texts import fr_en
 from handlers.help_catalogue import CATALOGUE, Command
 
 __all__ = ["HELP_WORDS", "MENU_WORDS", "ListPage", "answer_tap", "audience", "entries_for", "explain", "find",
-           "is_help_menu", "is_request", "list_pages", "lookup", "show_help", "sms_pages", "words_offered"]
+           "is_help_menu", "is_request", "list_pages", "lookup", "show_help", "sms_pages", "to_audience",
+           "words_offered"]
 
 HELP_WORDS = frozenset({"AIDE", "HELP"})
 MENU_WORDS = frozenset({"MENU"})
 SMS_SEGMENTS = 2
 _MENU_PREFIX = "help"
 _PAGE = re.compile(r"^[1-9][0-9]?$")
+# Who is told « vous »: a parent or a pro; a student (and a guest, most often a pupil) « tu ».
+FORMAL = frozenset({"parent", "pro"})
 
 
 def audience(msg: Incoming) -> str:
@@ -46,6 +49,12 @@ def audience(msg: Incoming) -> str:
     if msg.user.role == "parent":
         return "parent"
     return "pro" if mode == "pro" else "child"
+
+
+def to_audience(msg: Incoming, tu: str, vous: str, en: str) -> str:
+    """The French text in the register of the user's audience (one register per audience), or the
+    English one."""
+    return msg.t(vous if audience(msg) in FORMAL else tu, en)
 
 
 # Offered only where payments are configured (PAYMENT_PROVIDER): a list never names a way of paying
@@ -119,7 +128,7 @@ def lookup(word: str, language: str) -> str:
         return (f"I don't know the command \"{shown}\". The nearest: {', '.join(nearest)}. "
                 f"Send {tell} for every command.")
     return (f"Je ne connais pas la commande « {shown} ». Les plus proches : {', '.join(nearest)}. "
-            f"Écris {tell} pour toutes les commandes.")
+            f"{tell} : toutes les commandes.")
 
 
 def explain(command: Command, language: str) -> str:
@@ -213,8 +222,8 @@ def _list_menu(page: ListPage, number: int, body: str, language: str) -> buttons
 def _whatsapp_body(head: list[str], who: str, language: str, payments: bool) -> str:
     words = ", ".join(words_offered(who, language, payments=payments))
     return "\n".join([*head,
-                      fr_en(language, "Touche « Choisir » pour voir chacune expliquée, ou écris AIDE suivi "
-                            "d'un mot (AIDE STATUT).",
+                      fr_en(language, "« Choisir » : chacune expliquée ; AIDE suivi d'un mot : une seule "
+                            "(AIDE STATUT).",
                             "Tap Choose to see each one explained, or send HELP and a word (HELP STATUS)."),
                       fr_en(language, "Toutes les commandes : ", "All commands: ") + words])
 

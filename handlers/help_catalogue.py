@@ -2,7 +2,9 @@
 
 One entry per command: the word shown in each language, every other spelling the handlers accept
 (`aliases`, so that « AIDE SOLDE » finds CREDITS and a test can hold the handlers' keyword lists
-against this catalogue), who is offered it, and its texts. The order is the order AIDE shows: the
+against this catalogue), who is offered it, and its texts. The texts of an entry offered to
+students and to adults name no one (« solde de crédits », not « ton solde »): a student is told
+« tu », a parent or a pro « vous », and one neutral line suits both. The order is the order AIDE shows: the
 most useful first for each audience. Words are upper case without accents, as `keyword` gives them.
 """
 
@@ -63,8 +65,8 @@ def _c(name: str, en: str, audiences: frozenset[str], summary: tuple[str, str], 
 
 CATALOGUE: tuple[Command, ...] = (
     _c("ENFANTS", "CHILDREN", frozenset({"parent"}),
-       ("les progrès de ton enfant", "your child's progress"),
-       ("Montre les progrès de chaque enfant lié à ton numéro : quiz, notions, révisions.",
+       ("les progrès de votre enfant", "your child's progress"),
+       ("Montre les progrès de chaque enfant lié à votre numéro : quiz, notions, révisions.",
         "Shows the progress of each child linked to your number: quizzes, skills, reviews."),
        ("ENFANTS", "CHILDREN"), "MES ENFANTS", "MY CHILDREN"),
     _c("REVISION", "REVIEW", _STUDENT,
@@ -83,8 +85,8 @@ CATALOGUE: tuple[Command, ...] = (
         "LEVEL alone shows your class and the list; LEVEL and a class changes it."),
        ("CLASSE 4e", "LEVEL 4e"), "CLASS", "NIVEAU"),
     _c("PROGRES", "PROGRESS", _LEARNERS,
-       ("tes progrès", "your progress"),
-       ("Résume tes résultats par matière : réponses justes, notions, questions à revoir.",
+       ("les progrès", "your progress"),
+       ("Résume les résultats par matière : réponses justes, notions, questions à revoir.",
         "Sums up your results per subject: right answers, skills, questions to review."),
        ("PROGRES", "PROGRESS"), "MES PROGRES", "MY PROGRESS"),
     _c("BILAN", "SUMMARY", _STUDENT,
@@ -95,8 +97,8 @@ CATALOGUE: tuple[Command, ...] = (
         "also comes every week on WhatsApp: SUMMARY OFF stops it, SUMMARY ON brings it back."),
        ("BILAN", "SUMMARY")),
     _c("TACHES", "TASKS", _ENROLLED,
-       ("tes tâches et rappels", "your tasks and reminders"),
-       ("Liste tes tâches en cours, numérotées. Pour en créer une, demande-le simplement "
+       ("tâches et rappels", "your tasks and reminders"),
+       ("Liste les tâches en cours, numérotées. Pour en créer une, il suffit de le demander "
         "(« rappelle-moi demain à 18 h de réviser »).",
         "Lists your open tasks, numbered. To create one, just ask (\"remind me tomorrow at 6 pm to "
         "revise\")."),
@@ -107,8 +109,8 @@ CATALOGUE: tuple[Command, ...] = (
         "DONE and a number from the TASKS list marks that task as done."),
        ("FAIT 2", "DONE 2"), "TERMINE"),
     _c("MEMOIRE", "MEMORY", _ENROLLED,
-       ("ce que je retiens sur toi", "what I remember about you"),
-       ("Liste ce que je retiens sur toi (ta classe, tes matières...), numéroté.",
+       ("ce que j'ai retenu", "what I remember about you"),
+       ("Liste ce que j'ai retenu (classe, matières...), numéroté.",
         "Lists what I remember about you (your class, your subjects...), numbered."),
        ("MEMOIRE", "MEMORY"), "MA MEMOIRE", "MY MEMORY"),
     _c("OUBLIE", "FORGET", _ENROLLED,
@@ -140,35 +142,35 @@ CATALOGUE: tuple[Command, ...] = (
        ("VOCAL", "VOICE")),
     _c("LANGUE", "LANGUAGE", _ALL,
        ("anglais (LANGUE EN)", "French (LANGUAGE FR)"),
-       ("LANGUE EN pour l'anglais, LANGUE FR pour le français ; LANGUE seul montre ta langue.",
+       ("LANGUE EN pour l'anglais, LANGUE FR pour le français ; LANGUE seul montre la langue choisie.",
         "LANGUAGE FR for French, LANGUAGE EN for English; LANGUAGE alone shows your language."),
        ("LANGUE EN", "LANGUAGE FR")),
     _c("FUSEAU", "TIMEZONE", _ALL,
-       ("ton fuseau horaire", "your time zone"),
-       ("FUSEAU seul montre ton fuseau et l'heure ; FUSEAU suivi de ta ville le change (tes rappels "
+       ("fuseau horaire", "your time zone"),
+       ("FUSEAU seul montre le fuseau et l'heure ; FUSEAU suivi d'une ville le change (les rappels "
         "suivent cette heure).",
         "TIMEZONE alone shows your time zone and the time; TIMEZONE and your city changes it (your "
         "reminders follow it)."),
        ("FUSEAU Douala", "TIMEZONE Lagos"), "FUSEAU HORAIRE", "TIME ZONE"),
     _c("CREDITS", "CREDITS", _ALL,
-       ("ton solde", "your balance"),
-       ("Dit combien de crédits il te reste.", "Tells how many credits you have left."),
+       ("solde de crédits", "your balance"),
+       ("Dit combien de crédits il reste.", "Tells how many credits you have left."),
        ("CREDITS", "CREDITS"), "CREDIT", "SOLDE", "BALANCE"),
     _c("ACHETER", "BUY", _ALL,
        ("acheter des crédits", "buy credits"),
-       ("Montre les offres de crédits ; réponds par un numéro pour recevoir le lien de paiement.",
+       ("Montre les offres de crédits ; un numéro en réponse donne le lien de paiement.",
         "Shows the credit packs; reply with a number to get the payment link."),
        ("ACHETER", "BUY"), "ACHETER DES CREDITS", "ACHETER CREDITS", "BUY CREDITS", "RECHARGER", "TOP UP"),
     _c("EMAIL", "EMAIL", _ENROLLED,
-       ("tes fichiers par e-mail (EMAIL adresse)", "your files by e-mail (EMAIL address)"),
-       ("EMAIL suivi de ton adresse l'enregistre (un code de confirmation t'y est envoyé) ; EMAIL seul "
+       ("fichiers par e-mail (EMAIL adresse)", "your files by e-mail (EMAIL address)"),
+       ("EMAIL suivi d'une adresse l'enregistre (un code de confirmation y est envoyé) ; EMAIL seul "
         "la montre ; EMAIL SUPPRIMER l'efface.",
         "EMAIL and your address registers it (a confirmation code is sent there); EMAIL alone shows it; "
         "EMAIL DELETE removes it."),
        ("EMAIL awa@exemple.com", "EMAIL awa@example.com"), "E-MAIL", "COURRIEL"),
     _c("CODE", "CODE", _ENROLLED,
-       ("confirmer ton e-mail", "confirm your e-mail (CODE 123456)"),
-       ("CODE suivi des 6 chiffres reçus par e-mail confirme ton adresse.",
+       ("confirmer l'e-mail", "confirm your e-mail (CODE 123456)"),
+       ("CODE suivi des 6 chiffres reçus par e-mail confirme l'adresse.",
         "CODE and the 6 digits received by e-mail confirms your address."),
        ("CODE 123456", "CODE 123456")),
     _c("PARENT", "PARENT", _STUDENT,
@@ -179,14 +181,14 @@ CATALOGUE: tuple[Command, ...] = (
         "the code they get."),
        ("PARENT +225 07 00 00 00 00", "PARENT +225 07 00 00 00 00")),
     _c("SUPPRIMER", "DELETE", _ALL,
-       ("effacer tes données", "erase your data"),
-       ("Efface tout ce que Deblo garde sur toi, après ta confirmation (OUI).",
+       ("effacer les données", "erase your data"),
+       ("Efface tout ce que Deblo garde sur ce numéro, après confirmation (OUI).",
         "Erases everything Deblo keeps about you, after you confirm (YES)."),
        ("SUPPRIMER", "DELETE"), "SUPPRIMER MON COMPTE", "SUPPRIMER MES DONNEES", "DELETE MY ACCOUNT",
        "DELETE MY DATA"),
     replace(_c("STOP", "STOP", _ALL,
        ("plus de messages (START : revenir)", "no more messages (START: come back)"),
-       ("Tu ne reçois plus aucun message de Deblo. START pour revenir.",
+       ("Plus aucun message de Deblo. START pour revenir.",
         "You get no more messages from Deblo. START to come back."),
        ("STOP", "STOP"), "ARRET", "STOPALL", "UNSUBSCRIBE", "START", "UNSTOP"),
             label=Text("STOP / START", "STOP / START")),

@@ -6,6 +6,7 @@ import re
 
 from bot.assistant import memory
 from bot.channel.context import Incoming
+from handlers.help import to_audience
 
 _LIST = re.compile(r"^(m[ée]moire|memory|ma m[ée]moire|my memory)[\s.!?]*$", re.I)
 _FORGET = re.compile(r"^(oublie|oublier|forget)\s+(\d{1,3}|tout|all)[\s.!?]*$", re.I)
@@ -13,16 +14,21 @@ _FORGET = re.compile(r"^(oublie|oublier|forget)\s+(\d{1,3}|tout|all)[\s.!?]*$", 
 
 def _listing(msg: Incoming, facts: list[str]) -> str:
     if not facts:
-        return msg.t(
+        return to_audience(
+            msg,
             "Je ne retiens encore rien sur toi. Dis-moi par exemple ta classe ou tes matières préférées.",
+            "Je ne retiens encore rien sur vous. Dites-moi par exemple ce que vous voulez que je garde.",
             "I don't remember anything about you yet. "
             "Tell me, for example, your class or favourite subjects.",
         )
-    lines = [msg.t("Voici ce que je retiens sur toi :", "Here is what I remember about you:")]
+    lines = [to_audience(msg, "Voici ce que je retiens sur toi :", "Voici ce que je retiens sur vous :",
+                         "Here is what I remember about you:")]
     lines += [f"{n}. {fact}" for n, fact in enumerate(facts, start=1)]
     lines.append(
-        msg.t(
+        to_audience(
+            msg,
             "Pour effacer un souvenir, envoie OUBLIE suivi de son numéro (ex. OUBLIE 2).",
+            "Pour effacer un souvenir, envoyez OUBLIE suivi de son numéro (ex. OUBLIE 2).",
             "To delete one, send FORGET and its number (e.g. FORGET 2).",
         )
     )

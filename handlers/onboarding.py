@@ -13,9 +13,10 @@ without the profile question.
 Until a profile is chosen the user is a guest: their other messages go on to the agent turn as
 guest chat (text only, no tools). The choice sets the mode:
 - 1 Élève: role "student", mode "child" (the tutor with its 22 tools);
-- 2 Parent: role "parent", mode "child" — a parent mostly helps a child with school work, so the
-  tutor and its tools fit, and the role lets the parents' features (linking a child, weekly
-  summaries) recognise them;
+- 2 Parent: role "parent", mode "child" — the role gives the parents' prompt (their children's
+  figures; help to help the child, never the answer) and the child mode's tools seen for a parent
+  (no quiz, e-mail drafts as a pro: tools.offered), and lets the parents' features (linking a
+  child, weekly summaries) recognise them; spoken to with « vous », as a pro is;
 - 3 Professionnel: role "pro", mode "pro" (all 24 tools).
 The signup credits are granted once, when the profile is chosen (the ledger's ref makes it so).
 A student is then asked their class once, as a numbered menu (handlers/level.py answers it; any
@@ -130,17 +131,19 @@ async def enrolled_welcome(msg: Incoming) -> str:
 
 
 def confirmation(msg: Incoming, role: str, balance: int | None) -> str:
-    gift = msg.t(f" Je t'offre {balance} crédits pour commencer.", f" Here are {balance} credits to start.") \
-        if balance else ""
+    """« tu » to a student, « vous » to a parent or a pro (one register per audience)."""
+    gift = msg.t(f" Je t'offre {balance} crédits pour commencer." if role == "student"
+                 else f" Je vous offre {balance} crédits pour commencer.",
+                 f" Here are {balance} credits to start.") if balance else ""
     if role == "student":
         return msg.t("C'est parti ! Pose-moi une question ou envoie la photo d'un exercice.",
                      "Let's go! Ask me a question or send a photo of an exercise.") + gift
     if role == "parent":
-        return msg.t("Bienvenue ! Je peux aider ton enfant dans ses devoirs et te tenir au courant de ses "
-                     "progrès. Pose-moi ta question.",
-                     "Welcome! I can help your child with homework and keep you informed of their "
-                     "progress. Ask me your question.") + gift
-    return msg.t("Parfait. Documents, e-mails, calculs, recherches : dis-moi ce dont tu as besoin.",
+        return msg.t("Bienvenue ! Je peux vous aider à accompagner votre enfant dans ses devoirs et vous "
+                     "tenir au courant de ses progrès. Posez-moi votre question.",
+                     "Welcome! I can help you support your child with homework and keep you informed of "
+                     "their progress. Ask me your question.") + gift
+    return msg.t("Parfait. Documents, e-mails, calculs, recherches : dites-moi ce dont vous avez besoin.",
                  "Great. Documents, e-mails, calculations, research: tell me what you need.") + gift
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from bot.channel.context import Incoming
 from bot.channel.keywords import START_WORDS, STOP_WORDS, keyword
 from handlers.commands import show_commands
-from handlers.help import HELP_WORDS
+from handlers.help import HELP_WORDS, to_audience
 
 
 async def handle(msg: Incoming) -> bool:
@@ -23,8 +23,10 @@ async def handle(msg: Incoming) -> bool:
         user.opted_out = True
         user.opted_out_at = user.opted_out_at or msg.services.clock()
         await msg.db.flush()
-        await msg.reply(msg.t(
+        await msg.reply(to_audience(
+            msg,
             "C'est noté : tu ne recevras plus aucun message de Deblo. Écris START pour revenir.",
+            "C'est noté : vous ne recevrez plus aucun message de Deblo. Écrivez START pour revenir.",
             "Done: you will not receive any more messages from Deblo. Send START to come back.",
         ), kind="optout")
         return True
@@ -33,8 +35,11 @@ async def handle(msg: Incoming) -> bool:
             user.opted_out = False
             user.opted_out_at = None
             await msg.db.flush()
-            await msg.reply(msg.t(
+            await msg.reply(to_audience(
+                msg,
                 "C'est noté, tu recevras de nouveau mes messages. Écris MENU pour voir ce que je sais faire.",
+                "C'est noté, vous recevrez de nouveau mes messages. Écrivez MENU pour voir ce que je sais "
+                "faire.",
                 "Done, you will receive my messages again. Send MENU to see what I can do.",
             ), kind="optout")  # the flag is back in this uncommitted transaction only
         # Anything else from someone who opted out is received and kept, but never answered.

@@ -474,9 +474,8 @@ async def _record_consent(msg: Incoming, student_id: int, now: datetime) -> None
 async def become_parent(msg: Incoming) -> None:
     """A confirmed link makes a parent, as choosing 2 Parent in the profile menu does (role
     "parent", mode "child", the signup credits once): MENU then lists ENFANTS and the profile menu
-    is not offered again. A pro keeps its profile and its tools. A number that never wrote before
-    its OUI stays "new": its first message is answered, then welcomed without the profile question
-    (handlers/onboarding.py, as for a number the operator enrolled)."""
+    is not offered again. A pro keeps its profile and its tools. The reply to the OUI is the
+    parent's welcome: a number that never wrote before it is not welcomed again as new."""
     await make_parent(msg.db, msg.user, msg.services.settings.signup_credits)
 
 

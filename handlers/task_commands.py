@@ -11,6 +11,7 @@ from bot import clock
 from bot.assistant import tasks
 from bot.channel.context import Incoming
 from bot.storage.models import Task
+from handlers.help import to_audience
 
 _LIST = re.compile(r"^(taches|tasks|mes taches|my tasks)$")
 _DONE = re.compile(r"^(fait|done|termine)\s*#?\s*(\d{1,4})$")
@@ -42,8 +43,10 @@ async def _list(msg: Incoming) -> None:
     open_ = await tasks.open_tasks(msg.db, msg.user.id)
     if not open_:
         await msg.reply(
-            msg.t(
+            to_audience(
+                msg,
                 "Tu n'as aucune tâche en cours. Demande-moi d'en créer une !",
+                "Vous n'avez aucune tâche en cours. Demandez-moi d'en créer une !",
                 "You have no open tasks. Ask me to create one!",
             )
         )
@@ -52,7 +55,7 @@ async def _list(msg: Incoming) -> None:
     # The numbers the user sees are remembered, so that FAIT 2 closes the task that was shown as 2.
     await msg.services.state.kv_set(_key(msg.user.id), json.dumps([t.id for t in shown]), _LIST_TTL_S)
     tz = clock.zone(msg.user.timezone, msg.services.settings.default_timezone)
-    lines = [msg.t("📋 Tes tâches :", "📋 Your tasks:")]
+    lines = [to_audience(msg, "📋 Tes tâches :", "📋 Vos tâches :", "📋 Your tasks:")]
     for number, task in enumerate(shown, 1):
         mark = {"high": " ❗", "low": ""}.get(task.priority, "")
         due = f" — {tasks.local_time(task.due_at, tz)}" if task.due_at else ""

@@ -27,12 +27,17 @@ def for_mode(mode: str, settings: Settings) -> list[Tool]:
     return [t for t in all_tools() if mode in t.modes and t.unavailable(settings) is None]
 
 
-def offered(services: Any, mode: str) -> list[Tool]:
-    """The tools a turn in `mode` is offered: none for guests; tests may put their own in
-    `services.extra["tools_for_mode"]` (the composition seam handlers use)."""
+def offered(services: Any, mode: str, role: str | None = None) -> list[Tool]:
+    """The tools a turn in `mode` is offered: none for guests; for a parent in the child mode, the
+    tools that name "parent" in their `modes` (tools/modes.py);
+    tests may put their own in `services.extra["tools_for_mode"]` (the composition seam handlers use)."""
+    from tools import modes
+
     if mode == "guest":
         return []
     provider = services.extra.get("tools_for_mode") or for_mode
+    if mode == "child" and role == "parent":
+        return list(provider(modes.PARENT, services.settings))
     return list(provider(mode, services.settings))
 
 

@@ -33,7 +33,7 @@ from bot.agent.web_fetch import (
     readable_text,
 )
 from bot.config import Settings
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ TOOL = Tool(
     name=NAME,
     description="A web page's main text.",
     parameters={"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🌍", "Lecture de la page web", "Reading the web page"),
     run=run,
     progress_note={"fr": "Je lis la page…", "en": "Reading the page…"},

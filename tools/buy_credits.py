@@ -8,7 +8,7 @@ from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_err
 from bot.billing import payments
 from bot.billing.payments.provider import PaymentError
 from bot.config import Settings
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -57,7 +57,7 @@ TOOL = Tool(
     name="buy_credits",
     description="Credit packs; pack (the user's pick): a payment link.",
     parameters={"type": "object", "properties": {"pack": {"type": "integer"}}},
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("💳", "Préparation de l'achat de crédits", "Preparing the credit purchase"),
     run=run,
     side_effects=True,

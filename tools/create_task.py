@@ -12,7 +12,7 @@ from typing import Any
 from bot.agent import untrusted
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import tasks
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -80,7 +80,7 @@ TOOL = Tool(
         },
         "required": ["title"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("⏰", "Création de la tâche", "Creating the task"),
     run=run,
     side_effects=True,

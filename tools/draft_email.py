@@ -1,4 +1,4 @@
-"""draft_email (pro): an e-mail to anyone, written for the user to review and send themselves.
+"""draft_email (pro, parent): an e-mail to anyone, written for the user to review and send themselves.
 
 The bot never sends a draft. It is saved in the user's library as an `.eml` file (marked
 `X-Unsent: 1`, so mail clients open it as an editable draft) and shown to the user: the text as a
@@ -16,7 +16,7 @@ from bot.channel.email import EmailError, build_message, clean_subject, load_att
 from bot.channel.links import file_url
 from bot.storage.models import User
 from bot.texts import fr_en
-from tools.modes import PRO
+from tools.modes import PRO_AND_PARENT
 
 NAME = "draft_email"
 PREVIEW_MAX = 1200
@@ -125,7 +125,7 @@ TOOL = Tool(
         },
         "required": ["subject", "body"],
     },
-    modes=PRO,
+    modes=PRO_AND_PARENT,
     step=StepText("📧", "Rédaction du brouillon d'e-mail", "Drafting the e-mail"),
     run=run,
     side_effects=True,

@@ -12,7 +12,7 @@ from bot.documents.convert import parse_document
 from bot.documents.docx import build_docx
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from tools.generate_pdf import document_text
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_docx"
 
@@ -41,7 +41,7 @@ TOOL = Tool(
     name=NAME,
     description="Word file.",
     parameters=document_schema(),
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📝", "Rédaction du document Word", "Writing the Word document"),
     run=run,
     side_effects=True,

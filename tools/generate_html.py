@@ -14,7 +14,7 @@ from bot.documents.convert import parse_document
 from bot.documents.extract import _html as html_text
 from bot.documents.markdown import build_html
 from bot.documents.names import safe_filename
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_html"
 MAX_HTML_CHARS = 300_000
@@ -51,7 +51,7 @@ TOOL = Tool(
     name=NAME,
     description="HTML page; html: extra body (sanitised).",
     parameters=PARAMETERS,
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🌐", "Création de la page HTML", "Building the HTML page"),
     run=run,
     side_effects=True,

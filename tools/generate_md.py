@@ -10,7 +10,7 @@ from bot.documents.content import NO_CONTENT, ContentError, document_schema, has
 from bot.documents.convert import parse_document
 from bot.documents.markdown import build_md
 from bot.documents.names import safe_filename
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_md"
 
@@ -37,7 +37,7 @@ TOOL = Tool(
     name=NAME,
     description="Markdown file.",
     parameters=document_schema(),
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🗒️", "Rédaction du document Markdown", "Writing the Markdown document"),
     run=run,
     side_effects=True,

@@ -11,7 +11,7 @@ from bot.documents.content import ContentError, Document, document_schema, has_c
 from bot.documents.convert import converted, parse_document
 from bot.documents.names import safe_filename
 from bot.documents.pdf import MAX_PAGES, build_pdf
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_pdf"
 
@@ -85,7 +85,7 @@ TOOL = Tool(
     name=NAME,
     description=f"PDF, max {MAX_PAGES} pages; source_file_id: a user's file as PDF.",
     parameters=PARAMETERS,
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📄", "Création du PDF", "Making the PDF"),
     run=run,
     side_effects=True,

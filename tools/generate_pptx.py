@@ -13,7 +13,7 @@ from bot.documents import run_cpu
 from bot.documents.content import ContentError, plain, xml_safe
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from bot.documents.pptx import MAX_SLIDES, SLIDES_SCHEMA, Slide, build_pptx, parse_slides
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_pptx"
 
@@ -63,7 +63,7 @@ TOOL = Tool(
         f"PowerPoint, max {MAX_SLIDES} slides split by ---: # title, bullets, table, Notes:"
     ),
     parameters=PARAMETERS,
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
     run=run,
     side_effects=True,

@@ -12,7 +12,7 @@ from bot.documents.content import FILE_FIELDS, ContentError, cell_text, xml_safe
 from bot.documents.extract import extract_text
 from bot.documents.names import MIME_BY_EXT, safe_filename
 from bot.documents.xlsx import MAX_ROWS, SHEET_SCHEMA, Sheet, parse_workbook
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "generate_xlsx"
 
@@ -78,7 +78,7 @@ TOOL = Tool(
     name=NAME,
     description=f"Excel: rows, header first, max {MAX_ROWS}; '=' formulas; totals: Total row.",
     parameters=PARAMETERS,
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
     run=run,
     side_effects=True,

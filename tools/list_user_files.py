@@ -10,7 +10,7 @@ from bot import library
 from bot.agent import vision
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
 from bot.documents.extract import kind_of
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "list_user_files"
 MAX_LIMIT = 50
@@ -68,7 +68,7 @@ TOOL = Tool(
         "type": "object",
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🗂️", "Liste de tes fichiers", "Listing your files"),
     run=run,
 )

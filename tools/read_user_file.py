@@ -11,7 +11,7 @@ from typing import Any
 from bot import library
 from bot.agent import vision
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "read_user_file"
 
@@ -75,7 +75,7 @@ TOOL = Tool(
         "properties": {"file_id": {"type": "integer"}, "offset": {"type": "integer"}},
         "required": ["file_id"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📖", "Lecture du fichier", "Reading the file"),
     run=run,
     untrusted_source="file",

@@ -10,7 +10,7 @@ import pkgutil
 from pathlib import Path
 
 from bot.agent.toolspec import Tool
-from tools.modes import MODES
+from tools.modes import MODES, PARENT
 
 
 def _discover() -> tuple[Tool, ...]:
@@ -36,6 +36,9 @@ ALL_TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in TOOLS)
 MODE_TOOLS: dict[str, frozenset[str]] = {
     mode: frozenset(t.name for t in TOOLS if mode in t.modes) for mode in MODES
 }
+
+# A parent's tools, from each tool's own `modes` (no new mode: MODE_TOOLS keeps the three).
+PARENT_TOOLS: frozenset[str] = frozenset(t.name for t in TOOLS if PARENT in t.modes)
 
 
 def modes_for(name: str) -> frozenset[str]:

@@ -16,7 +16,7 @@ from bot.config import Settings
 from bot.render import render
 from bot.storage.models import User
 from bot.texts import fr_en
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "report_bug"
 MAX_DESCRIPTION = 2000
@@ -91,7 +91,7 @@ TOOL = Tool(
         "properties": {"description": {"type": "string"}},
         "required": ["description"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🐞", "Signalement du problème", "Reporting the problem"),
     run=run,
     side_effects=True,

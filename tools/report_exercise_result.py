@@ -13,7 +13,7 @@ from typing import Any
 from bot.agent import effects
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.learning import record_reported, subject_for
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "report_exercise_result"
 
@@ -54,7 +54,7 @@ TOOL = Tool(
     name=NAME,
     description="Record an exercise result silently (no quiz).",
     parameters=PARAMETERS,
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📈", "Enregistrement du résultat", "Recording the result"),
     run=run,
     side_effects=True,

@@ -12,7 +12,7 @@ from typing import Any
 from bot.agent import effects, untrusted
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.assistant import memory
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "save_memory"
 
@@ -61,7 +61,7 @@ TOOL = Tool(
     name=NAME,
     description="A lasting fact about the user (short sentence).",
     parameters={"type": "object", "properties": {"fact": {"type": "string"}}, "required": ["fact"]},
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🧠", "Mémorisation", "Saving to memory"),
     run=run,
     side_effects=True,

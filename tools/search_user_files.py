@@ -9,7 +9,7 @@ from typing import Any
 
 from bot import library
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "search_user_files"
 MAX_RESULTS = 10
@@ -56,7 +56,7 @@ TOOL = Tool(
         "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
         "required": ["query"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🔍", "Recherche dans tes fichiers", "Searching your files"),
     run=run,
     untrusted_source="file",

@@ -20,7 +20,7 @@ from bot.channel.email import (
     smtp_configured,
 )
 from bot.storage.models import User
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "send_email_to_user"
 _RECIPIENT_KEYS = ("to", "cc", "bcc", "recipient", "recipients", "email", "address", "reply_to", "headers")
@@ -104,7 +104,7 @@ TOOL = Tool(
         },
         "required": ["subject", "body"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("✉️", "Envoi de l'e-mail", "Sending the e-mail"),
     run=run,
     side_effects=True,

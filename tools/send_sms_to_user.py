@@ -14,7 +14,7 @@ from bot import library
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.outbound import MODEL_ADVICE, SendResult, send_to_user
 from bot.storage.models import User
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "send_sms_to_user"
 MAX_CHARS = 1000
@@ -81,7 +81,7 @@ TOOL = Tool(
     name=NAME,
     description="Short SMS to the user.",
     parameters={"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("💬", "Envoi du SMS", "Sending the SMS"),
     run=run,
     side_effects=True,

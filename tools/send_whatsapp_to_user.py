@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 from tools.send_sms_to_user import send_to_current_user
 
 NAME = "send_whatsapp_to_user"
@@ -29,7 +29,7 @@ TOOL = Tool(
         "properties": {"message": {"type": "string", "maxLength": 1000}, "file_id": {"type": "integer"}},
         "required": ["message"],
     },
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("📲", "Envoi du message WhatsApp", "Sending the WhatsApp message"),
     run=run,
     side_effects=True,

@@ -17,7 +17,7 @@ import httpx
 from bot import credentials
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.config import Settings
-from tools.modes import CHILD_AND_PRO
+from tools.modes import EVERY_PROFILE
 
 NAME = "web_search"
 MAX_RESULTS = 5
@@ -166,7 +166,7 @@ TOOL = Tool(
     name=NAME,
     description="Web search: 5 results, url and extract.",
     parameters={"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    modes=CHILD_AND_PRO,
+    modes=EVERY_PROFILE,
     step=StepText("🔎", "Recherche sur le web", "Searching the web"),
     run=run,
     progress_note={"fr": "Je cherche sur le web…", "en": "Searching the web…"},

@@ -54,6 +54,27 @@ def learner_blocks() -> dict[str, str]:
             "worst": learner_block(LearnerView(level="Ü" * 64, skills=worst, due=10**9))}
 
 
+def parent_prompt(language: str, family: str = "") -> dict[str, Any]:
+    """A parent's fixed prompt: the parents' prompt and the tools that name "parent" (every provider
+    configured); `family` adds a parent's children block."""
+    from bot.agent.prompts import PARENT
+
+    return current_prompt(PARENT, language, learner=family)
+
+
+def family_blocks() -> dict[str, str]:
+    """Two children blocks of a parent (bot.learning.family_text): a usual one (one child, a class,
+    two skills to work on, a week's answers, a task) and the largest one (more children than are
+    shown, every field at its longest, in accented letters that json.dumps sends as six bytes)."""
+    from bot.learning import ChildFacts, family_text
+
+    usual = ChildFacts("Awa", "4e", ("fractions", "géométrie"), ("Maths 3/4", "Français 2/2"), 1, 2,
+                       "Devoirs : fractions pas commencé.")
+    long = "é" * 200
+    worst = ChildFacts(long, "Ü" * 64, (long,) * 3, (long,) * 4, 10**9, 10**9, long)
+    return {"usual": family_text([usual]), "worst": family_text([worst] * 6)}
+
+
 def baseline_prompt(mode: str, language: str) -> dict[str, Any]:
     """The frozen copy of the prompt before it was made lean (bench/cost/baseline.json)."""
     data = json.loads(BASELINE_PATH.read_text(encoding="utf-8"))

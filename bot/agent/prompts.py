@@ -19,7 +19,11 @@ from bot.clock import zone
 
 PROMPTS_DIR = Path(__file__).with_name("prompts")
 MODES = ("child", "pro", "guest")
-TOOL_MODES = ("child", "pro")  # the modes offered tools, hence shown third-party text
+# A parent (role "parent", mode "child") has its own prompt but no mode of its own: its tools are
+# the child mode's, filtered for the role (tools.offered).
+PARENT = "parent"
+PROMPTS = (*MODES, PARENT)
+TOOL_MODES = ("child", "pro", PARENT)  # the prompts offered tools, hence shown third-party text
 MAX_MEMORIES = 30
 MAX_MEMORY_CHARS = 300
 DEFAULT_TIMEZONE = "Africa/Abidjan"
@@ -36,8 +40,15 @@ def read_prompt(name: str) -> str:
     return path.read_text(encoding="utf-8").strip() if path.is_file() else ""
 
 
+def prompt_name(mode: str | None, role: str | None) -> str:
+    """The prompt of a user: their mode's, or the parents' for a parent in the tutor's mode (a
+    parent who is a pro keeps role "pro", hence the pro's prompt)."""
+    mode = mode or "guest"
+    return PARENT if mode == "child" and role == "parent" else mode
+
+
 def stable_prefix(mode: str) -> str:
-    mode = mode if mode in MODES else "guest"
+    mode = mode if mode in PROMPTS else "guest"
     prefix = read_prompt(mode) + "\n\n" + read_prompt("common")
     if mode not in TOOL_MODES:
         return prefix
@@ -93,7 +104,8 @@ def build_system_prompt(
 ) -> str:
     """`now` (an aware datetime) adds the local date and time, last since it changes at every turn;
     `today` (YYYY-MM-DD) is the older, date-only form, used when `now` is not given. `learner` is
-    the student's block (bot.learning.learner_block), which carries the class itself."""
+    the student's block (bot.learning.learner_block), which carries the class itself, or a parent's
+    children (bot.learning.family_block); `mode` may be "parent" (prompt_name)."""
     parts = [stable_prefix(mode), "", PERSONAL_HEADING]
     profile = _profile_lines(user, with_level=not learner) if user is not None else []
     parts.extend(profile or ["- (profil non renseigné)"])

@@ -6,6 +6,7 @@ again taught again by the model (reteach)."""
 
 from bot.learning.assigned import due_text, homework_line, work_score
 from bot.learning.errors import LearningError
+from bot.learning.family import FAMILY_HEADING, FAMILY_MAX_BYTES, ChildFacts, family_block, family_text
 from bot.learning.items import due_count, due_items, needs_reteach, recently_missed
 from bot.learning.levels import (
     CYCLES,
@@ -71,6 +72,8 @@ from bot.learning.weekly import answer_streak, send_weekly_notes, streak_line, w
 __all__ = [
     "CYCLES",
     "DEFAULT_STUDY_HOUR",
+    "FAMILY_HEADING",
+    "FAMILY_MAX_BYTES",
     "LEVELS",
     "LEVEL_MENU_KIND",
     "MERGE_AT",
@@ -81,6 +84,7 @@ __all__ = [
     "REVIEW_KIND",
     "ROUND_SIZE",
     "SUBJECTS",
+    "ChildFacts",
     "Cycle",
     "LearnerView",
     "LearningError",
@@ -99,6 +103,8 @@ __all__ = [
     "due_count",
     "due_items",
     "due_text",
+    "family_block",
+    "family_text",
     "find_item",
     "has_items",
     "homework_line",

@@ -73,14 +73,15 @@ class ImportReport:
 
 async def make_parent(db: AsyncSession, user: User, signup_credits: int) -> None:
     """What a confirmed link makes of its parent, whoever confirmed it: role "parent" (a pro keeps
-    its profile), mode "child", no profile menu again (a number that never wrote stays "new": its
-    first message is answered, then welcomed without the profile question), the signup credits once."""
+    its profile), mode "child", no profile menu and no welcome again, the signup credits once. The
+    parent was welcomed by what made them one (the reply to their OUI, or the school's SMS): a
+    number that never wrote is not "new" any more, so its next question is answered, not greeted
+    as a stranger's after it already used OUI, ENFANTS or AIDE."""
     if user.role != "pro":
         user.role = "parent"
     if (user.mode or "guest") == "guest":
         user.mode = "child"
-    if user.onboarding_step != "new":
-        user.onboarding_step = None
+    user.onboarding_step = None
     await db.flush()
     if signup_credits > 0:
         await credits.apply(db, user.id, signup_credits, "signup", ref=f"signup:{user.id}")

@@ -57,11 +57,11 @@ class TurnSide(LoopSide, Protocol):
 
 def tools_for(services: Services, user: User,
               names: Collection[str] | None = None) -> tuple[list[Tool], frozenset[str]]:
-    """The tools of the user's mode (only those in `names`, the ones a saved turn was offered),
-    and the names the model may know from earlier turns."""
+    """The tools of the user's mode, seen for their role (only those in `names`, the ones a saved
+    turn was offered), and the names the model may know from earlier turns."""
     import tools
 
-    offered = tools.offered(services, user.mode or "guest")
+    offered = tools.offered(services, user.mode or "guest", user.role)
     if names is not None:
         wanted = set(names)
         offered = [t for t in offered if t.name in wanted]

@@ -13,9 +13,9 @@ from sqlalchemy import select
 
 from bot import library, safety
 from bot.agent import history, vision
-from bot.agent.prompts import build_system_prompt
+from bot.agent.prompts import PARENT, build_system_prompt, prompt_name
 from bot.channel.context import Incoming
-from bot.learning import learner_block, learner_view, reteach_block
+from bot.learning import family_block, learner_block, learner_view, reteach_block
 from bot.storage.models import Memory, UserFile
 from handlers.safety import DISTRESS
 
@@ -124,12 +124,14 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
     memories = list(
         (await db.scalars(select(Memory.fact).where(Memory.user_id == user.id).order_by(Memory.id))).all()
     )
-    learner = ""
-    if user.mode == "child":  # the learner block is for students only
+    learner, name = "", prompt_name(user.mode, user.role)
+    if name == PARENT:  # their children's figures, never their own (a parent is not the learner)
+        learner = await family_block(db, settings.learning, user.id, services.clock())
+    elif name == "child":  # the learner block is for students only
         view = await learner_view(db, user.id, user.school_level, settings.learning, services.clock())
         learner = "\n\n".join(part for part in (learner_block(view), await reteach_note(msg)) if part)
     system = build_system_prompt(
-        user.mode or "guest",
+        name,
         user=user,
         language=user.language or "fr",
         memories=memories,

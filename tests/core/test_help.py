@@ -200,7 +200,7 @@ async def test_a_parents_aide_shows_enfants_first(harness: Any) -> None:
     assert items[0]["item"] == "ENFANTS" and "Profil" not in body
     assert not {"REVISION", "CLASSE", "PARENT"} & {i["item"] for i in items}
     [explained] = await tap(h, PARENT, items[0])
-    assert explained.startswith("*ENFANTS* : les progrès de ton enfant")
+    assert explained.startswith("*ENFANTS* : les progrès de votre enfant")
     assert h.llm.requests == []
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import tools
 from bot.agent.toolspec import StepText, Tool
-from tools.modes import CHILD_AND_PRO, PRO
+from tools.modes import CHILD_AND_PRO, EVERY_PROFILE, PRO, PRO_AND_PARENT
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = ROOT / "tools"
@@ -62,7 +62,8 @@ def test_every_tool_module_states_its_modes_and_its_step_text() -> None:
         keywords = {k.arg for k in calls[0].keywords if k.arg is not None}
         assert {"modes", "step"} <= keywords, (path.name, sorted(keywords))
         tool = by_name[path.stem]
-        assert isinstance(tool, Tool) and tool.modes in (CHILD_AND_PRO, PRO), (path.name, tool.modes)
+        stated = (EVERY_PROFILE, CHILD_AND_PRO, PRO, PRO_AND_PARENT)
+        assert isinstance(tool, Tool) and tool.modes in stated, (path.name, tool.modes)
         assert isinstance(tool.step, StepText), path.name
         assert tool.step.emoji and tool.step.fr and tool.step.en, path.name
     assert sorted(by_name) == sorted(p.stem for p in modules)

@@ -56,10 +56,12 @@ async def test_the_profile_menu_is_not_offered_again(harness: Any) -> None:
     assert parent is not None and parent.role == "parent"
 
 
-async def test_a_parent_who_never_wrote_is_welcomed_without_the_profile_question(harness: Any) -> None:
+async def test_a_parent_who_never_wrote_is_not_welcomed_again(harness: Any) -> None:
+    """The reply to their OUI welcomed them: no second welcome, no profile question."""
     h = harness
     await linked_parent(h, wrote_first=False)
-    [welcome] = await say(h, PARENT, "Bonjour", channel="sms")
-    assert "Bienvenue" in welcome and "profil Parent" in welcome and "1 Élève" not in welcome
+    h.llm.push_text("Bonjour ! Que puis-je faire pour vous ?")
+    [answer] = await say(h, PARENT, "Bonjour", channel="sms")
+    assert answer == "Bonjour ! Que puis-je faire pour vous ?"
     [menu] = await say(h, PARENT, "MENU", channel="sms")
     assert "ENFANTS" in menu and "Profil" not in menu

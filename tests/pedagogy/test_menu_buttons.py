@@ -51,7 +51,7 @@ async def test_the_profile_menu_is_three_buttons_and_a_tap_chooses_without_the_m
     assert [b["title"] for b in buttons] == ["Élève", "Parent", "Professionnel"]
     assert numbers(buttons) == [1, 2, 3] and len({b["id"].rsplit(":", 1)[0] for b in buttons}) == 1
     [done] = await tap(h, buttons[1])
-    assert "Je peux aider ton enfant" in done
+    assert "accompagner votre enfant" in done
     user = await h.user(STUDENT)
     assert user is not None and (user.role, user.mode, user.onboarding_step) == ("parent", "child", None)
     [stale] = await tap(h, buttons[0])  # answered: the other buttons choose nothing any more

@@ -229,16 +229,17 @@ async def test_parent_during_onboarding_is_the_profile_choice(harness: Any) -> N
     assert not any("PARENT suivi" in t for t in await h.texts_to(OTHER))
 
 
-async def test_a_new_parent_is_onboarded_after_confirming(harness: Any) -> None:
+async def test_a_new_parent_is_not_welcomed_again_after_confirming(harness: Any) -> None:
+    """The reply to OUI was the parent's welcome: the next message is answered, not greeted."""
     h = harness
     await add_parent(h)
     await confirm(h)
     parent = await h.user(PARENT)
-    assert parent is not None and parent.onboarding_step == "new"
+    assert parent is not None and parent.onboarding_step is None
     assert (parent.role, parent.mode) == ("parent", "child")
-    welcome = await say(h, PARENT, "Bonjour", channel="sms")
-    assert any("Bienvenue" in t and "profil Parent" in t for t in welcome)
-    assert not any("1 Élève" in t for t in welcome)  # a parent is not asked who they are
+    h.llm.push_text("Bonjour ! Comment puis-je vous aider ?")
+    replies = await say(h, PARENT, "Bonjour", channel="sms")
+    assert replies == ["Bonjour ! Comment puis-je vous aider ?"]  # no welcome, no « 1 Élève »
 
 
 async def test_the_weekly_summary_goes_at_18_00_of_the_parent_s_own_zone(harness: Any) -> None:
