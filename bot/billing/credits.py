@@ -47,9 +47,12 @@ async def apply(
     return await _apply_unseen(db, user_id, delta, reason, ref)
 
 
-async def _applied(db: AsyncSession, reason: str, ref: str) -> bool:
-    return await db.scalar(
-        select(CreditEntry.id).where(CreditEntry.reason == reason, CreditEntry.ref == ref)) is not None
+async def _applied(db: AsyncSession, reason: str, ref: str, *more_reasons: str) -> bool:
+    """Whether (reason, ref) is in the ledger, or (any of `more_reasons`, ref): one query."""
+    reasons = (reason, *more_reasons)
+    return await db.scalar(select(CreditEntry.id).where(
+        CreditEntry.reason.in_(reasons) if more_reasons else CreditEntry.reason == reason,
+        CreditEntry.ref == ref).limit(1)) is not None
 
 
 async def _apply_unseen(db: AsyncSession, user_id: int, delta: int, reason: str,
@@ -110,7 +113,7 @@ async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str 
     asked again. Returns (credits taken, new balance or None)."""
     if due <= 0:
         return 0, None
-    if ref is not None and any([await _applied(db, r, ref) for r in (reason, pool.reason_of(reason))]):
+    if ref is not None and await _applied(db, reason, ref, pool.reason_of(reason)):
         return 0, None  # already charged (a replay): neither taken again nor logged as cut
     # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
     # (a background job and a new message's turn) read the balance one after the other.

@@ -119,7 +119,8 @@ async def test_the_offer_on_sms_and_in_english(harness: Any) -> None:
                         due_at=h.clock() - timedelta(hours=1), created_at=h.clock()))
         await db.commit()
     h.llm.push_text("Hello!")
-    assert await say(h, STUDENT, "Hi", channel="sms") == ["Hello!", "1 question to review - send REVIEW"]
+    # Short enough that the dash costs no more segments (bot.channel.formatting.to_sms): kept.
+    assert await say(h, STUDENT, "Hi", channel="sms") == ["Hello!", "1 question to review — send REVIEW"]
 
 
 async def test_nouveau_opens_a_session_at_once_with_the_note(harness: Any) -> None:
