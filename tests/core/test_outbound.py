@@ -12,8 +12,9 @@ from sqlalchemy import select, update
 from bot.channel.formatting import is_gsm7, sms_segments
 from bot.channel.links import file_url
 from bot.channel.outbound import send_to_number, send_to_user
-from bot.storage.models import OutboundMessage, User, UserFile
-from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness, new_sid
+from bot.storage.models import OutboundMessage
+from tests.support.files import make_file
+from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness
 
 PHONE = "+2250700000001"
 FRENCH = ("Très bien ! Voici l'exercice d'aujourd'hui : « être » et « avoir » au présent. "
@@ -31,17 +32,6 @@ def long_markdown(paragraphs: int = 6, sentences: int = 12) -> str:
 async def outbound_rows(h: Harness) -> list[OutboundMessage]:
     async with h.services.sessions() as db:
         return list((await db.scalars(select(OutboundMessage).order_by(OutboundMessage.id))).all())
-
-
-async def make_file(h: Harness, user: User, name: str, mime: str, data: bytes) -> UserFile:
-    key = f"users/{user.id}/test-{new_sid('F')}"
-    await h.services.files.put(key, data)
-    async with h.services.sessions() as db:
-        row = UserFile(user_id=user.id, name=name, mime=mime, size=len(data), origin="generated",
-                       storage_key=key, created_at=h.clock())
-        db.add(row)
-        await db.commit()
-        return row
 
 
 async def test_whatsapp_gets_whatsapp_markdown(harness: Harness) -> None:

@@ -13,30 +13,14 @@ import aiohttp
 from sqlalchemy import select
 
 from bot import library
-from bot.agent.toolspec import ToolContext
 from bot.channel.links import file_path
-from bot.channel.outbound import SendResult, send_to_user
-from bot.storage.models import User, UserFile
+from bot.storage.models import UserFile
+from tests.support.files import ctx_for
 from tests.support.harness import Harness
 from tools import by_name
 
 PHONE = "+2250711111111"
 OTHER = "+2250722222222"
-
-
-def ctx_for(h: Harness, user: User, channel: str) -> ToolContext:
-    async def deliver(text: str = "", media: UserFile | None = None) -> SendResult:
-        return await send_to_user(h.services, user, text=text, media=media, channel=channel, kind="tool")
-
-    return ToolContext(
-        services=h.services,
-        user_id=user.id,
-        conversation_id=0,
-        channel=channel,
-        mode=user.mode,
-        language=user.language,
-        deliver=deliver,
-    )
 
 
 async def fetch(url: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:

@@ -14,8 +14,7 @@ from sqlalchemy import select
 from bot.channel.formatting import WHATSAPP_CAPTION_MAX, WHATSAPP_MAX
 from bot.channel.outbound import SendKeys, deliver_outbox, send_to_user, sending, whatsapp_messages
 from bot.storage.models import OutboundMessage
-from tests.core.test_outbound import make_file
-from tests.files.test_delivery import ctx_for
+from tests.support.files import ctx_for, make_file
 from tests.support.harness import Harness
 from tools import by_name
 

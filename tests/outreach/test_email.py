@@ -170,7 +170,7 @@ async def test_not_offered_without_smtp(make_services):
     names = {t.name for t in for_mode("pro", services.settings)}
     assert "send_email_to_user" not in names
     assert SEND.side_effects is True
-    assert SEND.modes == frozenset({"child", "pro"})
+    assert SEND.modes == frozenset({"child", "pro", "parent"})
     assert "to" not in SEND.parameters["properties"]
 
 
@@ -206,7 +206,7 @@ async def test_draft_rejects_bad_addresses_and_is_pro_only(make_services):
     result = await DRAFT.run(tool_ctx(services, user, delivered=Delivered()), {
         "to": ["client@entreprise.ci\r\nBcc: x@y.z"], "subject": "s", "body": "b"})
     assert result["success"] is False and "invalid address" in result["error"]
-    assert DRAFT.modes == frozenset({"pro"})
+    assert DRAFT.modes == frozenset({"pro", "parent"})  # a parent's tools are a pro's, minus quizzes
     assert "draft_email" not in {t.name for t in for_mode("child", services.settings)}
     assert "draft_email" in {t.name for t in for_mode("pro", services.settings)}
     assert by_name()["draft_email"] is DRAFT

@@ -57,4 +57,4 @@ async def test_offered_only_when_a_destination_is_configured(make_services):
     whatsapp = await make_services(BUG_REPORT_WHATSAPP="+2250799999999",
                                    TWILIO_WHATSAPP_FROM="whatsapp:+14155238886")
     assert REPORT.unavailable(whatsapp.settings) is None
-    assert REPORT.modes == frozenset({"child", "pro"}) and REPORT.side_effects
+    assert REPORT.modes == frozenset({"child", "pro", "parent"}) and REPORT.side_effects

@@ -49,8 +49,10 @@ async def test_progres_merges_aliases_shows_skills_and_keeps_reports_apart(harne
     h = harness
     await _student(h)
     calls = len(h.llm.requests)
-    [reply, chart] = await say(h, STUDENT, "PROGRES")
-    assert chart == ""  # the chart goes alone, as an image (tests/pedagogy/test_progress_chart.py)
+    # One message: the summary is the chart's caption (tests/pedagogy/test_progress_chart.py).
+    [reply] = await say(h, STUDENT, "PROGRES")
+    [sent] = h.twilio.to(f"whatsapp:{STUDENT}")[-1:]
+    assert sent.get("MediaUrl") and sent["Body"] == reply
     lines = reply.splitlines()
     maths = [line for line in lines if line.startswith("• Maths")]
     assert len(maths) == 1, reply  # maths, Mathématiques, math, MATHS: one subject
@@ -69,7 +71,7 @@ async def test_progres_merges_aliases_shows_skills_and_keeps_reports_apart(harne
 async def test_progress_in_english_and_by_sms(make_harness: Any) -> None:
     h = await make_harness()
     await _student(h, language="en")
-    [reply, _chart] = await say(h, STUDENT, "PROGRESS")
+    [reply] = await say(h, STUDENT, "PROGRESS")  # the chart's caption
     assert "• Maths: 4 questions, 75% right" in reply and "mastered: les fractions (8 answers)" in reply
     assert "reported, not checked: 3 exercises, 2 done right" in reply
     assert "2 questions to review — send REVIEW" in reply
