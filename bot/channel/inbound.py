@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import re
 import time
 from collections import deque
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import phonenumbers
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.channel import inbound_store as store
@@ -296,6 +297,9 @@ class _SqliteThread:
         self._checkpointing: Future[None] | None = None
         self._checkpointed_at = 0.0
         self._finish = False  # whether the writer is to finish the last checkpoint (see _write)
+        self._path = make_url(database_url).database or ""
+        self._page_size = 4096
+        self._wal_high = 0  # the WAL file's largest size seen past the limit (_wal_outgrown)
 
     @classmethod
     def for_engine(cls, engine: AsyncEngine) -> _SqliteThread | None:
@@ -338,10 +342,24 @@ class _SqliteThread:
             # Nothing is lost: the WAL keeps the rows, and the next checkpoint copies them.
             log.warning("inbound writer checkpoint failed", exc_info=True)
 
+    def _wal_outgrown(self) -> bool:
+        """The WAL file grew past WAL_FRAMES_LIMIT frames and past its largest size so far: no
+        background pass started it over meanwhile (a starved or slow checkpoint thread). A WAL started
+        over is reused from its beginning and its file keeps its size, so this is rare."""
+        try:
+            size = os.path.getsize(f"{self._path}-wal")
+        except OSError:
+            return False
+        if size <= max(self._wal_high, WAL_FRAMES_LIMIT * (self._page_size + 24)):
+            return False
+        self._wal_high = size
+        return True
+
     def _write(self, how: store.Batch, items: store.Items) -> list[tuple[int, int | None]]:
         if self._conn is None or self._conn.closed:
             self._conn = self._engine.connect()
-        if self._finish and (self._checkpointing is None or self._checkpointing.done()):
+        outgrown = bool(self._path) and self._wal_outgrown()
+        if outgrown or (self._finish and (self._checkpointing is None or self._checkpointing.done())):
             # Webhooks without a pause: every background pass finds new frames, the WAL is never
             # all copied and only grows. The only writer finishes the copy here, between two batches
             # (short: the pass that just ended copied the bulk), and its write below starts the WAL

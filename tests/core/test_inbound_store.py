@@ -220,8 +220,7 @@ def _wal_size(path: Path) -> int:
     return Path(f"{path}-wal").stat().st_size
 
 
-# The machine to itself: the checkpoint thread must get a core while the writer runs flat out; with
-# both cores taken by the other test processes it is starved and the WAL bound below is not met.
+# The machine to itself: the timings of the first rounds assume the checkpoint thread gets a core.
 @pytest.mark.serial
 async def test_the_writer_s_commits_leave_the_wal_to_a_checkpoint_thread_that_starts_it_over(
     tmp_path: Path,
