@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.console.cohort_errors import no_class
 from bot.texts import fr_en
 
 __all__ = ["assign_command", "assign_parser", "assignment_lines"]
@@ -35,9 +36,7 @@ async def assign_command(settings: Settings, args: argparse.Namespace) -> int:
         async with services.sessions() as db:
             cohort = await find_cohort(db, name)
             if cohort is None:
-                print(fr_en(language, f"erreur : pas de classe {name!r} (cohorts list les montre)",
-                            f"error: no class named {name!r} (cohorts list shows them)"), file=sys.stderr)
-                return 1
+                return no_class(language, name)
             try:
                 due = parse_due(args.due, local_today(now, settings.default_timezone), language)
                 found = await assign(db, cohort, skill=args.skill, questions=args.questions, due_on=due,

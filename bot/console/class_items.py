@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.console.cohort_errors import no_class
 from bot.texts import fr_en
 
 __all__ = ["items_command"]
@@ -45,12 +46,6 @@ async def items_command(settings: Settings, args: argparse.Namespace, name: str)
         await services.close()
 
 
-def _no_class(name: str, language: str) -> int:
-    print(fr_en(language, f"erreur : aucune classe nommée {name!r} (cohorts list les montre)",
-                f"error: no class named {name!r} (cohorts list shows them)"), file=sys.stderr)
-    return 1
-
-
 async def _import(services: Any, name: str, rows: list[Any], language: str) -> int:
     from sqlalchemy.exc import IntegrityError
 
@@ -61,7 +56,7 @@ async def _import(services: Any, name: str, rows: list[Any], language: str) -> i
             async with services.sessions() as db:
                 cohort = await find_cohort(db, name)
                 if cohort is None:
-                    return _no_class(name, language)
+                    return no_class(language, name)
                 added, already = await add_items(db, cohort.id, rows, services.clock())
                 await db.commit()
             break
@@ -80,7 +75,7 @@ async def _list(services: Any, name: str, language: str) -> int:
     async with services.sessions() as db:
         cohort = await find_cohort(db, name)
         if cohort is None:
-            return _no_class(name, language)
+            return no_class(language, name)
         counts = await bank_counts(db, cohort.id)
     total = sum(count for _subject, _label, count in counts)
     print(fr_en(language, f"classe {name!r} : {total} question(s)", f"class {name!r}: {total} question(s)"))

@@ -5,10 +5,10 @@ database is touched (exit 2, nothing changed); a class that is not there is exit
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any
 
 from bot.billing import pool
+from bot.console.cohort_errors import no_class
 from bot.texts import fr_en
 
 __all__ = ["credits_problem", "fund", "pool_line"]
@@ -30,9 +30,7 @@ async def fund(services: Any, lang: str, name: str, credits: int) -> int:
     async with services.sessions() as db:
         cohort = await find_cohort(db, name)
         if cohort is None:
-            print(fr_en(lang, f"erreur : aucune classe nommée {name!r} (cohorts list les montre)",
-                        f"error: no class named {name!r} (cohorts list shows them)"), file=sys.stderr)
-            return 1
+            return no_class(lang, name)
         after = await pool.fund(db, cohort.id, credits, now, note="cohorts fund")
         await db.commit()
     cap = services.settings.class_pool_daily_cap

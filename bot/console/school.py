@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from bot.config import Settings
+from bot.console.cohort_errors import no_class
 from bot.console.pool import credits_problem, fund, pool_line
 from bot.formats import when
 from bot.texts import fr_en
@@ -156,8 +157,7 @@ async def _show(services: Any, name: str) -> int:
     async with services.sessions() as db:
         cohort = await find_cohort(db, name)
         if cohort is None:
-            return _not_found(lang, fr_en(lang, f"aucune classe nommée {name!r} (cohorts list les montre)",
-                                          f"no class named {name!r} (cohorts list shows them)"))
+            return no_class(lang, name)
         students = await roster(db, cohort.id)
         pool_text = await pool_line(db, lang, cohort.id, now)
         homework = await assignment_lines(db, cohort.id, {s.user_id: s.shown() for s in students}, lang)

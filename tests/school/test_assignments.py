@@ -113,7 +113,7 @@ async def test_without_a_template_nothing_is_claimed_and_they_are_told_when_they
 async def test_a_bad_request_is_one_line_and_changes_nothing(harness: Any) -> None:
     h = harness
     await a_class(h)
-    cases = [(("--skill", "fractions"), "Nope", 1, "pas de classe 'Nope'"),
+    cases = [(("--skill", "fractions"), "Nope", 1, "aucune classe nommée 'Nope'"),
              (("--skill", "   "), "6e A", 2, "la notion est vide, rien n'a changé"),
              (("--skill", "fractions", "--questions", "0"), "6e A", 2, "de 1 à 20, pas 0"),
              (("--skill", "fractions", "--questions", "21"), "6e A", 2, "de 1 à 20, pas 21"),
