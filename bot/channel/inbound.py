@@ -276,6 +276,7 @@ CHECKPOINT_EVERY_S = 0.5
 CHECKPOINT_PASSES = 20
 # Past this many frames (about 16 MB of WAL), the writer finishes a checkpoint itself (see _write).
 WAL_FRAMES_LIMIT = 4000
+_WAL_FRAME_BYTES = 4096 + 24  # a page (SQLite's default size, which the database keeps) and its header
 
 
 class _SqliteThread:
@@ -298,7 +299,6 @@ class _SqliteThread:
         self._checkpointed_at = 0.0
         self._finish = False  # whether the writer is to finish the last checkpoint (see _write)
         self._path = make_url(database_url).database or ""
-        self._page_size = 4096
         self._wal_high = 0  # the WAL file's largest size seen past the limit (_wal_outgrown)
 
     @classmethod
@@ -350,7 +350,7 @@ class _SqliteThread:
             size = os.path.getsize(f"{self._path}-wal")
         except OSError:
             return False
-        if size <= max(self._wal_high, WAL_FRAMES_LIMIT * (self._page_size + 24)):
+        if size <= max(self._wal_high, WAL_FRAMES_LIMIT * _WAL_FRAME_BYTES):
             return False
         self._wal_high = size
         return True
