@@ -15,7 +15,7 @@ from bot.learning import bkt_update
 from bot.pipeline.retention import purge
 from bot.storage.models import Message, QuizItem, SkillMastery
 from tests.support.learner import items_of, mastery_of, results_of
-from tests.support.pedagogy import MCQ_ARGS, OTHER, STUDENT, ask_quiz, say
+from tests.support.pedagogy import MCQ_ARGS, OTHER, STUDENT, ask_quiz, say, to_the_afternoon
 
 NO_LABELS = {k: v for k, v in MCQ_ARGS.items() if k not in ("subject", "topic")}
 
@@ -37,6 +37,7 @@ async def test_subject_aliases_and_topic_spellings_land_in_one_skill(harness: An
 
 async def test_each_quiz_answer_is_a_bkt_update_and_schedules_its_item(harness: Any) -> None:
     h = harness
+    to_the_afternoon(h.clock)
     learning = h.settings.learning
     user = await h.make_user(STUDENT, mode="child")
     await ask_quiz(h)

@@ -4,6 +4,7 @@ link to the progress page; the link's signature and expiry."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 from datetime import date, timedelta
@@ -103,6 +104,7 @@ async def test_progres_on_whatsapp_sends_the_chart_twilio_fetches(harness: Any) 
     assert fetched["status"] == 200 and fetched["content_type"] == "image/png"  # Twilio took it as an image
     image = _png(fetched["body"])
     assert image.width == 960 and image.height > 1000
+    await asyncio.to_thread(ARTIFACTS.mkdir, parents=True, exist_ok=True)  # this test may run first
     (ARTIFACTS / "progress-chart-whatsapp.png").write_bytes(fetched["body"])
     assert "/files/" in message["MediaUrl"] and message["MediaUrl"].endswith("/tes-progres-2026-03-05.png")
 

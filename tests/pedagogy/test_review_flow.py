@@ -12,11 +12,12 @@ from sqlalchemy import select, update
 from bot.learning import keep_item, schedule
 from bot.storage.models import InboundMessage, PendingMenu
 from tests.support.learner import add_items, items_of, mastery_of, results_of, student_in_conversation
-from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say
+from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say, to_the_afternoon
 
 
 async def test_revision_asks_a_missed_question_again_without_the_model(harness: Any) -> None:
     h = harness
+    to_the_afternoon(h.clock)
     user = await h.make_user(STUDENT, mode="child")
     await ask_quiz(h)
     await say(h, STUDENT, "1")  # missed

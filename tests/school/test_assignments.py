@@ -34,13 +34,14 @@ from tests.support.assignments import (
     works,
 )
 from tests.support.console import console
-from tests.support.pedagogy import say
+from tests.support.pedagogy import say, to_the_afternoon
 from tests.support.study import buttons, tap
 
 
 async def test_every_student_is_told_on_their_channel_and_answers_without_the_model(
         make_harness: Any) -> None:
     h = await make_harness(ASSIGNMENT_TEMPLATE_SID=TEMPLATE)
+    to_the_afternoon(h.clock)  # a notice goes within the day, 08:00–20:00
     h.twilio.approve(TEMPLATE, APPROVED)
     _, ids = await a_class(h)
     run = await assign(h)
@@ -92,6 +93,7 @@ async def test_every_student_is_told_on_their_channel_and_answers_without_the_mo
 
 async def test_without_a_template_nothing_is_claimed_and_they_are_told_when_they_write(harness: Any) -> None:
     h = harness
+    to_the_afternoon(h.clock)  # a notice goes within the day, 08:00–20:00
     _, ids = await a_class(h)
     await assign(h)
     await h.run_jobs("assignment_notices")

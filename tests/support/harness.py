@@ -29,7 +29,7 @@ from twilio.request_validator import RequestValidator
 
 from bot.billing import credits
 from bot.channel.web import create_app, create_metrics_app
-from bot.clock import ManualClock
+from bot.clock import ManualClock, system_now
 from bot.config import Settings, load_settings
 from bot.pipeline.scheduler import run_once
 from bot.pipeline.workers import Pipeline
@@ -318,6 +318,15 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+def start_clock() -> ManualClock:
+    """A harness's clock: now, or today at TEST_CLOCK_HOUR:00 UTC when set, to run the tests as at
+    that hour (what is sent within the day, or at a study hour, must not pass only by daylight)."""
+    hour = os.environ.get("TEST_CLOCK_HOUR")
+    if not hour:
+        return ManualClock()
+    return ManualClock(system_now().replace(hour=int(hour), minute=0, second=0, microsecond=0))
+
+
 async def start_harness(database: Database, data_dir: Path, redis_prefix: str, env: Mapping[str, str],
                         *, clock: ManualClock | None = None) -> Harness:
     from bot.cli import dispatch_function, job_runner, registered_jobs, registered_routes
@@ -367,7 +376,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         values["REDIS_KEY_PREFIX"] = redis_prefix
     values.update({k: str(v) for k, v in env.items()})
     settings = load_settings(values)
-    clock = clock or ManualClock()
+    clock = clock or start_clock()
     services = await build_services(settings, clock=clock)
     if not await services.state.ping():
         raise RuntimeError(f"Redis does not answer at {settings.redis_url} (the postgres backend)")

@@ -5,12 +5,13 @@ the database and a tool context that records what the tool delivers."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
 
 from bot.agent.toolspec import ToolContext
+from bot.clock import ManualClock
 from bot.services import Services
 from bot.storage.models import Conversation, ParentLink, User
 
@@ -25,6 +26,14 @@ MCQ_ARGS: dict[str, Any] = {
     "subject": "Maths",
     "topic": "multiplication",
 }
+
+
+def to_the_afternoon(clock: ManualClock, hour: int = 16) -> None:
+    """Moves a test's clock on to the next `hour`:00 UTC (Abidjan's time): a missed question is due
+    at the student's study hour, so a test that checks when it comes back must not depend on the
+    hour it runs at (at 23:00 the study hour is brought to 19:00, two evenings on)."""
+    later = clock.now.replace(hour=hour, minute=0, second=0, microsecond=0)
+    clock.now = later if later >= clock.now else later + timedelta(days=1)
 
 
 async def say(h: Any, phone: str, body: str, channel: str = "whatsapp") -> list[str]:
