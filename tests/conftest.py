@@ -9,8 +9,10 @@ each test then gets a copy (SQLite) or a truncated database (PostgreSQL) and its
 prefix. A missing PostgreSQL or Redis makes the tests fail, never skip.
 
 Markers: `postgres_only` (several processes writing at once: the PostgreSQL deployment),
-`sqlite_only` (the single-process deployment), `serial` (must have the machine to itself: run
-after the others, alone, by scripts/test).
+`sqlite_only` (the single-process deployment), `one_backend` (the database only holds what the test
+looks at: a document rendered, a photo read, a voice note converted, a sandbox run; what it checks
+does not depend on the backend, so it runs once, on sqlite), `serial` (must have the machine to
+itself: run after the others, alone, by scripts/test).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def _looks(path: Path) -> bool:
 def _backends_of(definition: pytest.Item) -> list[str]:
     if definition.get_closest_marker("postgres_only"):
         return ["postgres"]
-    if definition.get_closest_marker("sqlite_only") or _looks(definition.path):
+    once = any(definition.get_closest_marker(m) for m in ("sqlite_only", "one_backend"))
+    if once or _looks(definition.path):
         return ["sqlite"]
     return list(BACKENDS)
 

@@ -7,11 +7,9 @@ Run on both backends: PostgreSQL refuses a NUL byte that SQLite stores.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,13 +23,12 @@ from bot.channel.inbound import clean_form, clean_text, has_control
 from bot.channel.spool import Spool, SpoolEntry, encode
 from bot.config import ConfigError, load_settings
 from bot.storage.models import InboundMessage, Message, User
-from tests.support.console import users
+from tests.support.console import console, users
 from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
 PHONE = "+2250700000091"
 OTHER = "+2250700000092"
-ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
 SPOOLING = {"SPOOL_AFTER_S": "0.5", "SPOOL_REPLAY_S": "0.1"}
 
@@ -88,14 +85,8 @@ async def refusing(make_harness: Callable[..., Awaitable[Harness]]) -> AsyncIter
 
 async def spool_retry(h: Harness) -> tuple[int, str]:
     """`python -m bot spool retry` as the operator runs it, with the harness's settings."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TEST_")}, **h.env,
-           "PYTHONPATH": str(ROOT)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot", "spool", "retry", env=env, cwd=str(ROOT),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    out, _ = await proc.communicate()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    run = await console(h, "spool", "retry")
+    return run.code, run.out
 
 
 async def bodies(h: Harness) -> list[str]:

@@ -26,6 +26,9 @@ from bot.documents.pdf import build_pdf, register_fonts
 from bot.documents.pptx import MAX_SLIDES, build_pptx, parse_slides
 from bot.documents.xlsx import MAX_ROWS, build_xlsx, parse_number, parse_workbook
 
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
+
 FRENCH = "Élève, école, ça, cœur, « guillemets », 1 250 000 FCFA, 12 € — déjà là"
 
 

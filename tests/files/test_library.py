@@ -334,6 +334,7 @@ async def test_pdf_page_bound_at_100(lib: Library) -> None:
     assert "shorten" in over["error"] and len(lib.sent) == 1
 
 
+@pytest.mark.one_backend  # LibreOffice converts; the database only holds the files
 async def test_convert_library_files_to_pdf(lib: Library) -> None:
     samples = office_samples()
     expected = {

@@ -10,6 +10,9 @@ from tests.support.harness import Harness
 from tests.support.job_page import make_job, page_path
 from tests.support.stored import stored_file
 
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
+
 PHONE = "+2250700000092"
 PAGE = b"%PDF-1.4 le bilan de l'utilisateur\n%%EOF"
 ARABIC_DIGITS = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")  # str.isdigit takes them; int reads them

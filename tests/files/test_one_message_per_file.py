@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.channel.formatting import WHATSAPP_CAPTION_MAX, WHATSAPP_MAX
@@ -17,6 +18,9 @@ from bot.storage.models import OutboundMessage
 from tests.support.files import ctx_for, make_file
 from tests.support.harness import Harness
 from tools import by_name
+
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250733333333"
 

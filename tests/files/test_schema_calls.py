@@ -11,12 +11,17 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from bot.agent.executor import TurnMemory, execute_calls
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.storage.models import Conversation
 from tests.support.library import Library
 from tools.registry import TOOLS
+
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 # What a model writes in a text field of a given name (a plain word elsewhere).
 TEXTS = {

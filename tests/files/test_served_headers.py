@@ -8,6 +8,9 @@ from bot.channel.links import file_path
 from tests.support.harness import Harness
 from tests.support.stored import stored_file
 
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
+
 PHONE = "+2250700000090"
 PAGE = b"<!doctype html><html><body><script>fetch('/files/1').then(r => r.text())</script></body></html>"
 SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(document.domain)</script></svg>'

@@ -7,11 +7,15 @@ import asyncio
 import os
 import tracemalloc
 
+import pytest
 from multidict import CIMultiDict
 
 from bot.channel.links import file_path
 from tests.support.harness import Harness
 from tests.support.stored import stored_file
+
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250700000091"
 DATA = bytes(range(256)) * 4  # 1024 bytes, each position recognisable

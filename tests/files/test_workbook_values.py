@@ -8,10 +8,14 @@ import io
 from typing import Any
 
 import openpyxl
+import pytest
 
 from bot import library
 from tests.support.library import Library
 from tools import by_name
+
+# One backend: the database only holds the file; the document does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

@@ -7,6 +7,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot import library
@@ -15,6 +16,9 @@ from bot.storage.models import CreditEntry, Message, TurnRecord, UserFile
 from tests.fakes.llm import image_parts
 from tests.support.harness import Harness
 from tests.support.media import blank_photo, decode, french_page, large_photo, small_png
+
+# One backend: the database only holds the message; the photo or voice does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

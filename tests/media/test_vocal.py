@@ -9,12 +9,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.storage.models import CreditEntry, TurnRecord, User
 from tests.fakes.speech import FakeSpeech
 from tests.support.harness import Harness
 from tests.support.media import SPEECH_KEY
+
+# One backend: the database only holds the message; the photo or voice does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

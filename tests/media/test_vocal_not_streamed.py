@@ -6,9 +6,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
 from bot.channel import formatting
 from tests.fakes.speech import FakeSpeech
 from tests.support.harness import Harness
+
+# One backend: the database only holds the message; the photo or voice does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250700000321"
 SENTENCE = "Une fraction partage un tout en parts égales, et le dénominateur dit combien de parts. "

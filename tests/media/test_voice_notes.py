@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import pytest
 from sqlalchemy import select
 
 from bot import library
@@ -12,6 +13,9 @@ from bot.storage.models import CreditEntry, InboundMessage, Message, User, UserF
 from tests.fakes.speech import FakeSpeech, sine_audio
 from tests.support.harness import Harness
 from tests.support.media import SPEECH_KEY
+
+# One backend: the database only holds the message; the photo or voice does not depend on it.
+pytestmark = pytest.mark.one_backend
 
 PHONE = "+2250700000001"
 MakeHarness = Callable[..., Awaitable[Harness]]

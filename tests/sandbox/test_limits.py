@@ -24,7 +24,8 @@ from tests.support.sandbox import (
 )
 from tools import for_mode
 
-pytestmark = pytest.mark.timeout(90)
+# One backend: the database only holds the turn; a sandbox run does not depend on it.
+pytestmark = [pytest.mark.timeout(90), pytest.mark.one_backend]
 
 # Forks and allocates in every process: 32 processes may each hold 200 MB, far past the group's cap.
 FORK_AND_ALLOCATE = """python3 -c '

@@ -18,7 +18,8 @@ from tests.support.sandbox import assert_bot_unharmed, bash, cgroup_name, make_s
 from tools import for_mode
 from tools.bash_execute import TOOL as BASH
 
-pytestmark = pytest.mark.timeout(60)
+# One backend: the database only holds the turn; a sandbox run does not depend on it.
+pytestmark = [pytest.mark.timeout(60), pytest.mark.one_backend]
 
 
 @pytest.fixture
