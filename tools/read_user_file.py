@@ -38,7 +38,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         result["name"] = f"{row.name} {school.class_label(classes[row.cohort_id], ctx.language)}"
         result["read_only"] = True
     if vision.is_image(row.mime):
-        shown = await _show_image(ctx, row, result)
+        shown = await _show_image(ctx, row, result, list(classes))
         if shown is not None:
             return shown
     text = row.text or ""
@@ -53,7 +53,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return result
 
 
-async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolResult | None:
+async def _show_image(ctx: ToolContext, row: Any, result: ToolResult,
+                      cohorts: list[int]) -> ToolResult | None:
     """A photo: shown to a vision model as an image part, else its text read by OCR (kept on the file)."""
     images = ctx.extra.get("images")
     if ctx.services.settings.llm_vision and isinstance(images, list):
@@ -65,7 +66,7 @@ async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolRes
         result["note"] = "the image is shown to you right after this result"
         return result
     async with ctx.services.sessions() as db:
-        fresh = await library.get_file(db, ctx.user_id, row.id)
+        fresh = await library.get_file(db, ctx.user_id, row.id, cohorts)
         text = await vision.read_text(ctx.services, db, fresh) if fresh is not None else ""
         await db.commit()
     if not text:
