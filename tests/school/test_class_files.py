@@ -97,7 +97,8 @@ async def test_the_operator_adds_a_file_the_class_students_read_but_cannot_chang
 
 
 async def test_a_student_own_files_and_the_class_files_together(harness: Harness) -> None:
-    """The student's own file and the class's are searched and listed together, each as it is."""
+    """The student's own file and the class's are searched and listed together, each as it is; the
+class's sent to her counts as opened."""
     h = harness
     awa = await h.make_user("+2250700000103")
     cohort_id = await make_cohort(h, "CM2", [awa])
@@ -116,4 +117,11 @@ async def test_a_student_own_files_and_the_class_files_together(harness: Harness
     assert [f.get("read_only", False) for f in listed["files"] if f["name"] == "mes-notes.txt"] == [False]
     found = await tool(lib, awa, "search_user_files", {"query": "chloroplastes"})
     assert sorted(r["name"] for r in found["results"]) == ["mes-notes.txt", "photosynthese.txt (classe CM2)"]
+    # Sent to her on WhatsApp: an opening, as the teacher sees it.
+    class_file = next(f for f in listed["files"] if f.get("read_only"))
+    sent = await tool(lib, awa, "send_whatsapp_to_user", {"message": "Le cours", "file_id": class_file["id"]})
+    assert sent["success"], sent
+    async with h.services.sessions() as db:
+        opens = [(o.file_id, o.user_id, o.count) for o in await db.scalars(select(ClassFileOpen))]
+    assert opens == [(class_file["id"], awa.id, 1)]
 
