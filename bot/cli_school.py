@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_items_parser", "school_parsers"]
+__all__ = ["add_files_parser", "add_items_parser", "school_parsers"]
 
 
 def add_items_parser(cohorts_sub: argparse._SubParsersAction[Any]) -> None:
@@ -21,6 +21,17 @@ def add_items_parser(cohorts_sub: argparse._SubParsersAction[Any]) -> None:
     imported.add_argument("file", type=Path)
     listed = items_sub.add_parser("list", help="the class's questions counted per subject and skill")
     listed.add_argument("name")
+
+
+def add_files_parser(cohorts_sub: argparse._SubParsersAction[Any]) -> None:
+    """`cohorts files add NAME FILE` and `cohorts files list NAME`."""
+    files = cohorts_sub.add_parser("files", help="a class's library: add a file its students read, list them")
+    files_sub = files.add_subparsers(dest="files_command", required=True)
+    added = files_sub.add_parser("add", help="add a file (PDF, Word, text, photo…) the class's students "
+                                 "can search and read, but not change")
+    added.add_argument("name")
+    added.add_argument("file", type=Path)
+    files_sub.add_parser("list", help="the class's files and who opened each").add_argument("name")
 
 
 def school_parsers(sub: argparse._SubParsersAction[Any]) -> None:
@@ -40,6 +51,7 @@ def school_parsers(sub: argparse._SubParsersAction[Any]) -> None:
     imported.add_argument("--school", default=None,
                           help="the school's name, as parents' SMS say who linked them")
     add_items_parser(cohorts_sub)
+    add_files_parser(cohorts_sub)
     from bot.console.assign import assign_parser
     assign_parser(cohorts_sub)
     operators_parser = sub.add_parser("operators", help="who logs in to the dashboard: admins and teachers")

@@ -1,12 +1,13 @@
 """list_user_files: the user's uploaded and generated files, newest first, with their ids: each
 with its name, kind (« photo », « pdf », « word »…), date, size and its first words, so the model
-and the person tell two files apart without opening them."""
+and the person tell two files apart without opening them. The files of the classes the student is
+in now come with them, each marked « (classe 6e A) » and read-only (bot.school.class_files)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot import library
+from bot import library, school
 from bot.agent import vision
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult
 from bot.documents.extract import kind_of
@@ -32,6 +33,12 @@ def _first_words(text: str | None) -> str:
     return " ".join(words[:FIRST_WORDS]) + ("…" if len(words) > FIRST_WORDS else "")
 
 
+def _name(row: Any, classes: dict[int, str], language: str) -> str:
+    """A class's file marked « (classe 6e A) », so the model and the student tell it from their own."""
+    cohort = classes.get(row.cohort_id) if row.cohort_id is not None else None
+    return f"{row.name} {school.class_label(cohort, language)}" if cohort is not None else str(row.name)
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     try:
         limit = min(max(int(args.get("limit") or 20), 1), MAX_LIMIT)
@@ -39,15 +46,16 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     except (TypeError, ValueError):
         limit, offset = 20, 0
     async with ctx.services.sessions() as db:
-        rows = await library.list_files(db, ctx.user_id, limit=limit, offset=offset)
-        total = await library.count_files(db, ctx.user_id)
+        classes = await school.student_classes(db, ctx.user_id)
+        rows = await library.list_files(db, ctx.user_id, limit=limit, offset=offset, cohorts=list(classes))
+        total = await library.count_files(db, ctx.user_id, list(classes))
     return {
         "success": True,
         "total": total,
         "files": [
             {
                 "id": row.id,
-                "name": row.name,
+                "name": _name(row, classes, ctx.language),
                 "kind": _kind(row.name, row.mime),
                 "mime": row.mime,
                 "size": row.size,
@@ -55,6 +63,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
                 "created_at": row.created_at.isoformat(timespec="seconds"),
                 "has_text": bool(row.text),
                 **({"first_words": _first_words(row.text)} if row.text else {}),
+                **({"read_only": True} if row.cohort_id is not None else {}),
             }
             for row in rows
         ],
@@ -63,7 +72,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="The user's files, newest first, ids.",
+    description="The user's files and their classes' (read-only), newest first, ids.",
     parameters={
         "type": "object",
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},

@@ -1,6 +1,8 @@
 """read_user_file: the text of one of the user's files (PDF, Word, Excel, PowerPoint, text, CSV).
 
 The text was written by whoever wrote the document, not by the user: the model gets it as data.
+A file of a class the student is in now is read too (marked « (classe 6e A) », read-only), and the
+reading is recorded for the class's teacher (bot.school.record_opening).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot import library
+from bot import library, school
 from bot.agent import vision
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from tools.modes import EVERY_PROFILE
@@ -19,7 +21,12 @@ NAME = "read_user_file"
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     file_id = args.get("file_id")
     async with ctx.services.sessions() as db:
-        row = await library.get_file(db, ctx.user_id, file_id)  # scoped: another user's id is "not found"
+        classes = await school.student_classes(db, ctx.user_id)
+        # scoped: another user's id, or a class's the student is not in, is "not found"
+        row = await library.get_file(db, ctx.user_id, file_id, list(classes))
+        if row is not None and row.cohort_id is not None:
+            await school.record_opening(db, row.id, ctx.user_id, ctx.services.clock())
+            await db.commit()
     if row is None:
         return tool_error(f"no file with id {file_id} in the user's library (see list_user_files)")
     try:
@@ -27,8 +34,11 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     except (TypeError, ValueError):
         offset = 0
     result: ToolResult = {"success": True, "file_id": row.id, "name": row.name, "mime": row.mime}
+    if row.cohort_id is not None and row.cohort_id in classes:
+        result["name"] = f"{row.name} {school.class_label(classes[row.cohort_id], ctx.language)}"
+        result["read_only"] = True
     if vision.is_image(row.mime):
-        shown = await _show_image(ctx, row, result)
+        shown = await _show_image(ctx, row, result, list(classes))
         if shown is not None:
             return shown
     text = row.text or ""
@@ -43,7 +53,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return result
 
 
-async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolResult | None:
+async def _show_image(ctx: ToolContext, row: Any, result: ToolResult,
+                      cohorts: list[int]) -> ToolResult | None:
     """A photo: shown to a vision model as an image part, else its text read by OCR (kept on the file)."""
     images = ctx.extra.get("images")
     if ctx.services.settings.llm_vision and isinstance(images, list):
@@ -55,7 +66,7 @@ async def _show_image(ctx: ToolContext, row: Any, result: ToolResult) -> ToolRes
         result["note"] = "the image is shown to you right after this result"
         return result
     async with ctx.services.sessions() as db:
-        fresh = await library.get_file(db, ctx.user_id, row.id)
+        fresh = await library.get_file(db, ctx.user_id, row.id, cohorts)
         text = await vision.read_text(ctx.services, db, fresh) if fresh is not None else ""
         await db.commit()
     if not text:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import library
+from bot import library, school
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.outbound import MODEL_ADVICE, SendResult, send_to_user
 from bot.storage.models import User
@@ -33,7 +33,8 @@ async def send_to_current_user(ctx: ToolContext, args: dict[str, Any], channel: 
             return tool_error("user not found")
         media = None
         if args.get("file_id") not in (None, ""):
-            media = await library.get_file(db, ctx.user_id, args["file_id"])
+            classes = await school.student_classes(db, ctx.user_id)
+            media = await library.get_file(db, ctx.user_id, args["file_id"], list(classes))
             if media is None:
                 return tool_error(f"no file with id {args['file_id']} in this user's library")
         if user.opted_out:
@@ -46,6 +47,11 @@ async def send_to_current_user(ctx: ToolContext, args: dict[str, Any], channel: 
         return tool_error(f"the message could not be sent: {type(exc).__name__}: {str(exc)[:200]}",
                           delivered=False, reason="error",
                           what_user_can_do="Give the content here, in the conversation, instead.")
+    if result.ok and media is not None and media.cohort_id is not None:
+        # A class's file sent to the student: opened, as the teacher sees it.
+        async with ctx.services.sessions() as db:
+            await school.record_opening(db, media.id, ctx.user_id, ctx.services.clock())
+            await db.commit()
     return _result(result, channel)
 
 

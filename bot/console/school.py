@@ -62,6 +62,10 @@ async def cohorts_command(settings: Settings, args: argparse.Namespace) -> int:
         from bot.console.class_items import items_command
 
         return await items_command(settings, args, name)
+    if args.cohorts_command == "files":
+        from bot.console.class_files import files_command
+
+        return await files_command(settings, args, name)
     if args.cohorts_command == "assign":
         from bot.console.assign import assign_command
 

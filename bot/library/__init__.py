@@ -24,6 +24,7 @@ from bot.library.files import (
     new_storage_key,
     publish_generated,
     read_bytes,
+    visible,
 )
 from bot.library.index import (
     INDEX_INTERVAL_S,
@@ -80,4 +81,5 @@ __all__ = [
     "search_files",
     "snippet_of",
     "unique_name",
+    "visible",
 ]

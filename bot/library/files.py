@@ -1,6 +1,8 @@
 """The user's files: uploaded and generated, stored with their text and indexed for search.
 
 Every lookup is scoped to one user: a file id of someone else behaves exactly like a missing id.
+A class's file (`cohort_id`, origin « class ») is stored and indexed once; a lookup takes the
+`cohorts` its caller says the user is in now, and only a person's own file is ever deleted.
 Bytes live in the file store (services.files) under keys we make; the user's file name is only
 ever a label.
 """
@@ -10,9 +12,10 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.toolspec import ToolContext
@@ -26,20 +29,27 @@ from bot.storage.models import UserFile
 
 log = logging.getLogger(__name__)
 
-ORIGINS = ("upload", "generated")
+ORIGINS = ("upload", "generated", "class")
 
 
-def new_storage_key(user_id: int, name: str, mime: str) -> str:
+def new_storage_key(user_id: int | None, name: str, mime: str, *, cohort_id: int | None = None) -> str:
     ext = extension_of(name, mime)
     ext = ext if re.fullmatch(r"\.[a-z0-9]{1,8}", ext) else ".bin"
-    return f"u{int(user_id)}/{secrets.token_hex(16)}{ext}"
+    owner = f"c{int(cohort_id)}" if cohort_id is not None else f"u{int(user_id or 0)}"
+    return f"{owner}/{secrets.token_hex(16)}{ext}"
+
+
+def visible(user_id: int, cohorts: Sequence[int] = ()) -> ColumnElement[bool]:
+    """The user's own files, and the files of the classes in `cohorts` (those they are in now)."""
+    own = UserFile.user_id == user_id
+    return or_(own, UserFile.cohort_id.in_(list(cohorts))) if cohorts else own
 
 
 async def add_file(
     services: Services,
     db: AsyncSession,
     *,
-    user_id: int,
+    user_id: int | None,
     name: str,
     mime: str,
     data: bytes,
@@ -47,13 +57,15 @@ async def add_file(
     text_content: str | None = None,
     caption: str | None = None,
     own_title: bool = False,
+    cohort_id: int | None = None,
 ) -> UserFile:
     """Stores `data`, extracts its text and records it as the user's file (flushed, not committed).
 
     `text_content` skips extraction when the caller already has the text (generated files).
     `own_title` (a received file): named after `caption` when it names anything, else after the
     document's own title, made unique among the user's files; `name` is kept when neither does.
-    Its chunks are indexed by keywords at once and embedded (index.py).
+    Its chunks are indexed by keywords at once and embedded (index.py). With `cohort_id` (and no
+    `user_id`), the class's file: origin « class ».
     """
     if origin not in ORIGINS:
         raise ValueError(f"origin must be one of {ORIGINS}, got {origin!r}")
@@ -66,12 +78,13 @@ async def add_file(
             text_content = None
     if text_content:
         text_content = text_content.replace("\x00", "")[:MAX_TEXT_CHARS]
-    if own_title:
+    if own_title and user_id is not None:
         clean_name = await _titled(db, user_id, clean_name, clean_mime, data, text_content, caption)
-    key = new_storage_key(user_id, clean_name, clean_mime)
+    key = new_storage_key(user_id, clean_name, clean_mime, cohort_id=cohort_id)
     await services.files.put(key, data)
     row = UserFile(
         user_id=user_id,
+        cohort_id=cohort_id,
         name=clean_name,
         mime=clean_mime,
         size=len(data),
@@ -101,15 +114,16 @@ async def _titled(db: AsyncSession, user_id: int, name: str, mime: str, data: by
     return await unique_name(db, user_id, title, extension_of(name, mime)) if title else name
 
 
-async def get_file(db: AsyncSession, user_id: int, file_id: Any) -> UserFile | None:
-    """The user's file with this id, or None (also when it belongs to someone else). `file_id` is
-    what the model sent: anything `int()` does not take finds nothing."""
+async def get_file(db: AsyncSession, user_id: int, file_id: Any,
+                   cohorts: Sequence[int] = ()) -> UserFile | None:
+    """The user's file with this id, or of one of `cohorts`, else None (also when it belongs to
+    someone else). `file_id` is what the model sent: anything `int()` does not take finds nothing."""
     try:
         file_id = int(file_id)
     except (TypeError, ValueError):
         return None
     return (
-        await db.execute(select(UserFile).where(UserFile.id == file_id, UserFile.user_id == user_id))
+        await db.execute(select(UserFile).where(UserFile.id == file_id, visible(user_id, cohorts)))
     ).scalar_one_or_none()
 
 
@@ -117,11 +131,12 @@ async def read_bytes(services: Services, user_file: UserFile) -> bytes:
     return await services.files.get(user_file.storage_key)
 
 
-async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset: int = 0) -> list[UserFile]:
-    """Newest first."""
+async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset: int = 0,
+                     cohorts: Sequence[int] = ()) -> list[UserFile]:
+    """Newest first: the user's files and those of `cohorts`."""
     rows = await db.execute(
         select(UserFile)
-        .where(UserFile.user_id == user_id)
+        .where(visible(user_id, cohorts))
         .order_by(UserFile.created_at.desc(), UserFile.id.desc())
         .limit(limit)
         .offset(offset)
@@ -129,15 +144,16 @@ async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset:
     return list(rows.scalars())
 
 
-async def count_files(db: AsyncSession, user_id: int) -> int:
+async def count_files(db: AsyncSession, user_id: int, cohorts: Sequence[int] = ()) -> int:
     return int(
         (
-            await db.execute(select(func.count()).select_from(UserFile).where(UserFile.user_id == user_id))
+            await db.execute(select(func.count()).select_from(UserFile).where(visible(user_id, cohorts)))
         ).scalar_one()
     )
 
 
 async def delete_file(services: Services, db: AsyncSession, user_id: int, file_id: int) -> bool:
+    """Deletes the user's own file; a class's file is never theirs to delete (not found here)."""
     row = await get_file(db, user_id, file_id)
     if row is None:
         return False

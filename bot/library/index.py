@@ -68,7 +68,8 @@ async def index_file(services: Services, db: AsyncSession, row: UserFile, data: 
         sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
         words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words
         terms = f"{named} {' '.join(words)}".strip()
-        rows.append(LibraryChunk(user_id=row.user_id, file_id=row.id, ordinal=chunk.ordinal,
+        rows.append(LibraryChunk(user_id=row.user_id, cohort_id=row.cohort_id, file_id=row.id,
+                                 ordinal=chunk.ordinal,
                                  locator=chunk.locator[:80], text=chunk.text, terms=terms,
                                  words=len(terms.split()), source_chars=len(row.text or ""), attempts=0,
                                  created_at=now))
@@ -156,10 +157,11 @@ def _pending(model: str, now: datetime) -> ColumnElement[bool]:
 
 async def _due(services: Services, model: str, user_id: int | None, now: datetime) -> list[tuple[int, str]]:
     """Chunks to embed, each user's newest first; without `user_id`, the users taken in turns
-    (round robin), so one user's ten large files never hold back another's new file."""
+    (round robin), so one user's ten large files never hold back another's new file; the classes'
+    files (no user) take one turn together."""
     async with services.sessions() as db:
         if user_id is not None:
-            users = [user_id]
+            users: list[int | None] = [user_id]
         else:
             users = list((await db.execute(select(LibraryChunk.user_id).where(_pending(model, now))
                                            .group_by(LibraryChunk.user_id).order_by(LibraryChunk.user_id)
@@ -168,7 +170,8 @@ async def _due(services: Services, model: str, user_id: int | None, now: datetim
         for uid in users:
             query = (select(LibraryChunk.id, UserFile.name, LibraryChunk.locator, LibraryChunk.text)
                      .join(UserFile, UserFile.id == LibraryChunk.file_id)
-                     .where(LibraryChunk.user_id == uid, _pending(model, now))
+                     .where(LibraryChunk.user_id.is_(None) if uid is None else LibraryChunk.user_id == uid,
+                            _pending(model, now))
                      .order_by(LibraryChunk.file_id.desc(), LibraryChunk.ordinal).limit(EMBED_PER_PASS))
             queues.append((await db.execute(query)).all())
     turns = [queue[i] for i in range(EMBED_PER_PASS) for queue in queues if i < len(queue)][:EMBED_PER_PASS]

@@ -82,7 +82,7 @@ async def read_and_index(services: Services, db: AsyncSession, row: UserFile, te
     if text and not (row.text or "").strip():
         row.text = text
     title = first_line_title(row.text) if rename else ""
-    if title:
+    if title and row.user_id is not None:  # a class's file keeps the name its teacher gave it
         ext = extension_of(row.name, row.mime)
         row.name = await unique_name(db, row.user_id, title, ext, other_than=row.id)
     await db.flush()

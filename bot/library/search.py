@@ -5,7 +5,8 @@ or sheet of its best chunk and a snippet around the words found there.
 
 BM25 is computed here, not by the database, from the candidate chunks (every chunk holding a
 query word, so the document frequencies are exact) and the user's chunk count: SQLite and
-PostgreSQL then rank alike."""
+PostgreSQL then rank alike. A search covers the user's files and those of the classes (`cohorts`)
+its caller says they are in now: a class's file is indexed once, for all its students."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import func, select, text
+from sqlalchemy import ColumnElement, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.library.embeddings import Embedder, EmbeddingError
@@ -46,6 +48,7 @@ class SearchHit:
     snippet: str
     score: float
     locator: str = ""  # « page 3 », « feuille Bilan »; "" for a file without pages
+    cohort_id: int | None = None  # a class's file
 
 
 def query_terms(query: str) -> list[str]:
@@ -64,17 +67,31 @@ def _keyword_query(query: str) -> list[str]:
     return list(dict.fromkeys(keyword_terms(query)))[:MAX_QUERY_TERMS]
 
 
-async def _candidates(db: AsyncSession, user_id: int, terms: list[str]) -> list[tuple[int, int, str]]:
-    """(chunk id, file id, keyword text) of the user's chunks holding any of the terms."""
+def _scope(user_id: int, cohorts: Sequence[int]) -> ColumnElement[bool]:
+    own = LibraryChunk.user_id == user_id
+    return or_(own, LibraryChunk.cohort_id.in_(list(cohorts))) if cohorts else own
+
+
+def _scope_sql(column: str, cohorts: Sequence[int]) -> str:
+    """The same as text SQL: the class ids are ints the caller read from the database."""
+    classes = ", ".join(str(int(c)) for c in cohorts)
+    own = f"{column}user_id = :uid"
+    return f"({own} OR {column}cohort_id IN ({classes}))" if classes else own
+
+
+async def _candidates(db: AsyncSession, user_id: int, cohorts: Sequence[int],
+                      terms: list[str]) -> list[tuple[int, int, str]]:
+    """(chunk id, file id, keyword text) of the chunks in scope holding any of the terms."""
     if db.get_bind().dialect.name == "sqlite":
         sql = ("SELECT c.id, c.file_id, c.terms FROM library_chunks_fts "
                "JOIN library_chunks c ON c.id = library_chunks_fts.rowid "
-               "WHERE library_chunks_fts MATCH :match AND c.user_id = :uid ORDER BY c.id LIMIT :limit")
+               f"WHERE library_chunks_fts MATCH :match AND {_scope_sql('c.', cohorts)} "
+               "ORDER BY c.id LIMIT :limit")
         params: dict[str, object] = {"match": " OR ".join(f'"{t}"' for t in terms)}
     else:
         params = {f"t{i}": t for i, t in enumerate(terms)}
         tsquery = " || ".join(f"plainto_tsquery('simple'::regconfig, :t{i})" for i in range(len(terms)))
-        sql = ("SELECT id, file_id, terms FROM library_chunks WHERE user_id = :uid "
+        sql = (f"SELECT id, file_id, terms FROM library_chunks WHERE {_scope_sql('', cohorts)} "
                f"AND to_tsvector('simple'::regconfig, terms) @@ ({tsquery}) ORDER BY id LIMIT :limit")
     rows = await db.execute(text(sql), {**params, "uid": user_id, "limit": MAX_CANDIDATES})
     return [(int(r[0]), int(r[1]), str(r[2])) for r in rows]
@@ -85,15 +102,16 @@ async def _name_terms(db: AsyncSession, file_ids: set[int]) -> dict[int, Counter
     return {int(fid): Counter(name_terms(name)) for fid, name in rows}
 
 
-async def _keyword_ranking(db: AsyncSession, user_id: int, terms: list[str]) -> list[tuple[int, int, float]]:
+async def _keyword_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int],
+                           terms: list[str]) -> list[tuple[int, int, float]]:
     """(file id, best chunk id, BM25) best first, one entry per file."""
     if not terms:
         return []
-    candidates = await _candidates(db, user_id, terms)
+    candidates = await _candidates(db, user_id, cohorts, terms)
     if not candidates:
         return []
     total, mean = (await db.execute(select(func.count(), func.avg(LibraryChunk.words))
-                                    .where(LibraryChunk.user_id == user_id))).one()
+                                    .where(_scope(user_id, cohorts)))).one()
     n, avgdl = int(total), float(mean or 1.0) or 1.0
     named = await _name_terms(db, {fid for _, fid, _ in candidates})
     # A chunk whose only query words are its file's name is no hit: every chunk carries the name.
@@ -117,7 +135,7 @@ async def _keyword_ranking(db: AsyncSession, user_id: int, terms: list[str]) -> 
     return [(file_id, chunk_id, score) for file_id, (score, chunk_id) in ranked]
 
 
-async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
+async def _vector_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int], query: str,
                           embedder: Embedder | None) -> list[tuple[int, int, float]]:
     """(file id, best chunk id, cosine) best first, the VECTOR_DEPTH best files; nothing when the
     user has no chunk embedded by this model yet or the query cannot be embedded now."""
@@ -125,7 +143,7 @@ async def _vector_ranking(db: AsyncSession, user_id: int, query: str,
         return []
     rows = (await db.execute(
         select(LibraryChunk.id, LibraryChunk.file_id, LibraryChunk.embedding)
-        .where(LibraryChunk.user_id == user_id, LibraryChunk.model == embedder.model,
+        .where(_scope(user_id, cohorts), LibraryChunk.model == embedder.model,
                LibraryChunk.embedding.is_not(None), LibraryChunk.text != "")  # not by its name alone
         .order_by(LibraryChunk.id))).all()
     if not rows:
@@ -195,12 +213,12 @@ def snippet_of(chunk_text: str, terms: list[str]) -> str:
 
 
 async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int = 5,
-                       embedder: Embedder | None = None) -> list[SearchHit]:
-    """The user's files best matching `query` (keywords, and meaning when `embedder` is given and
-    the user's chunks have vectors), best first, with the page or sheet and a snippet."""
+                       embedder: Embedder | None = None, cohorts: Sequence[int] = ()) -> list[SearchHit]:
+    """The user's files (and those of `cohorts`) best matching `query` (keywords, and meaning when
+    `embedder` is given and the chunks have vectors), best first, with the page or sheet and a snippet."""
     terms = _keyword_query(query)
-    keywords = await _keyword_ranking(db, user_id, terms)
-    vectors = await _vector_ranking(db, user_id, query, embedder)
+    keywords = await _keyword_ranking(db, user_id, cohorts, terms)
+    vectors = await _vector_ranking(db, user_id, cohorts, query, embedder)
     fused = fuse(keywords, vectors)[:limit]
     if not fused:
         return []
@@ -214,5 +232,6 @@ async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int
         if row is None or chunk is None:
             continue
         snippet = snippet_of(chunk.text, terms) or row.name
-        hits.append(SearchHit(file_id, row.name, row.mime, snippet[:400], score, chunk.locator))
+        hits.append(SearchHit(file_id, row.name, row.mime, snippet[:400], score, chunk.locator,
+                              row.cohort_id))
     return hits

@@ -107,12 +107,14 @@ async def _purge_inbound(services: Services, cutoff: datetime) -> int:
 
 
 async def _purge_files(services: Services, cutoff: datetime, report: PurgeReport) -> int:
-    """Old files: the bytes first, then the rows whose bytes are gone."""
+    """Old files: the bytes first, then the rows whose bytes are gone. A class's library is the
+    school's teaching, not a person's data: kept for as long as the class."""
     total = 0
     for _ in range(_MAX_BATCHES):
         async with services.sessions() as db:
             rows = (await db.execute(
-                select(UserFile.id, UserFile.storage_key).where(UserFile.created_at < cutoff)
+                select(UserFile.id, UserFile.storage_key)
+                .where(UserFile.created_at < cutoff, UserFile.cohort_id.is_(None))
                 .order_by(UserFile.id).limit(_BATCH)
             )).all()
         gone: list[int] = []

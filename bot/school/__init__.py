@@ -8,6 +8,8 @@
 - `items_file`: a teacher's questions read and checked whole, then added to the class's bank
   (`read_items`, `add_items`, `bank_counts`); `bank_review` fills a student's review round with
   them (`bank_fill`);
+- `class_files`: a class's library, files its current students read (`add_class_file`,
+  `student_classes`, `class_files` with who opened each, `record_opening`);
 - `enrolment`: a checked list written in one transaction, and the parents' one SMS;
 - `classes`: a class as its teacher sees it (roster, at risk, skills to work on), for the weekly
   summary and the dashboard;
@@ -38,6 +40,16 @@ from bot.school.assignments import (
 )
 from bot.school.bank import bank_items, student_copy
 from bot.school.bank_review import bank_fill
+from bot.school.class_files import (
+    MAX_CLASS_FILE_BYTES,
+    ClassFile,
+    Opener,
+    add_class_file,
+    class_files,
+    class_label,
+    record_opening,
+    student_classes,
+)
 from bot.school.classes import (
     FELL_BY,
     QUIET_DAYS,
@@ -81,18 +93,21 @@ __all__ = [
     "ASSIGNMENT_MENU",
     "DUMMY_HASH",
     "FELL_BY",
+    "MAX_CLASS_FILE_BYTES",
     "QUESTIONS_MAX",
     "QUIET_DAYS",
     "ROLES",
     "AssignmentError",
     "AtRisk",
     "ClassAssignment",
+    "ClassFile",
     "ClassSkill",
     "ClassSummary",
     "FallenSkill",
     "ImportReport",
     "ItemRow",
     "ItemsError",
+    "Opener",
     "OperatorError",
     "OperatorView",
     "RosterError",
@@ -101,6 +116,7 @@ __all__ = [
     "SheetError",
     "Student",
     "Table",
+    "add_class_file",
     "add_items",
     "add_operator",
     "answered",
@@ -112,6 +128,8 @@ __all__ = [
     "bank_items",
     "bkt_before",
     "class_assignments",
+    "class_files",
+    "class_label",
     "class_summary",
     "draw_items",
     "enrol_roster",
@@ -137,11 +155,13 @@ __all__ = [
     "read_items",
     "read_roster",
     "read_table",
+    "record_opening",
     "remove_operator",
     "roster",
     "send_assignment_notices",
     "send_teacher_summaries",
     "skills_to_work_on",
+    "student_classes",
     "student_copy",
     "summary_text",
     "teacher_summary_jobs",

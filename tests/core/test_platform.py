@@ -109,7 +109,7 @@ DOMAINS: dict[str, set[str]] = {
     "bot.library": {"bot.documents"},
     "bot.learning": {"bot.documents"},
     "bot.media": {"bot.library", "bot.billing", "bot.documents"},
-    "bot.school": {"bot.accounts", "bot.billing", "bot.learning", "bot.safety"},
+    "bot.school": {"bot.accounts", "bot.billing", "bot.learning", "bot.library", "bot.safety"},
 }
 EDGES = ("bot.web", "bot.console", "bot.doctor", "bot.pipeline")
 ALLOWED: dict[str, set[str]] = {

@@ -4,7 +4,7 @@ Import from here: `from bot.storage.models import User`."""
 from __future__ import annotations
 
 from bot.storage.models.base import PK, Base, UTCDateTime, utcnow
-from bot.storage.models.classwork import Assignment, AssignmentWork, ClassItem
+from bot.storage.models.classwork import Assignment, AssignmentWork, ClassFileOpen, ClassItem
 from bot.storage.models.consent import Consent, consent_lacking
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
@@ -54,6 +54,7 @@ __all__ = [
     "Assignment",
     "AssignmentWork",
     "Base",
+    "ClassFileOpen",
     "ClassItem",
     "Cohort",
     "CohortMember",

@@ -72,3 +72,16 @@ class AssignmentWork(Base):
     asked: Mapped[int] = mapped_column(Integer, default=0)
     correct: Mapped[int] = mapped_column(Integer, default=0)
     item_ids: Mapped[list[Any] | None]
+
+
+class ClassFileOpen(Base):
+    """A student who opened a class's file (read it with the tutor, or had it sent): when first,
+    when last, how many times; shown per file on the class's page. Gone with the file or the student."""
+
+    __tablename__ = "class_file_opens"
+
+    file_id: Mapped[int] = mapped_column(ForeignKey("user_files.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True)
+    first_at: Mapped[datetime] = mapped_column(default=utcnow)
+    last_at: Mapped[datetime] = mapped_column(default=utcnow)
+    count: Mapped[int] = mapped_column(Integer, default=1)

@@ -23,10 +23,13 @@ class LibraryChunk(Base):
     __table_args__ = (
         Index("ix_library_chunks_file", "file_id", "ordinal", unique=True),
         Index("ix_library_chunks_user", "user_id", "model"),
+        Index("ix_library_chunks_cohort", "cohort_id", "model"),
     )
 
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    # Its file's owner: a person, or a class (a class's file is indexed once for all its students).
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    cohort_id: Mapped[int | None] = mapped_column(ForeignKey("cohorts.id", ondelete="CASCADE"))
     file_id: Mapped[int] = mapped_column(ForeignKey("user_files.id", ondelete="CASCADE"))
     ordinal: Mapped[int] = mapped_column(Integer)
     locator: Mapped[str] = mapped_column(String(80), default="")  # « page 3 », « feuille Bilan »

@@ -297,15 +297,20 @@ class ExerciseResult(Base):
 
 
 class UserFile(Base):
+    """A person's file (`user_id`), or a class's (`cohort_id`, origin « class »: its library, stored
+    once and read by the class's current students, never changed by them)."""
+
     __tablename__ = "user_files"
-    __table_args__ = (Index("ix_user_files_user", "user_id", "id"),)
+    __table_args__ = (Index("ix_user_files_user", "user_id", "id"),
+                      Index("ix_user_files_cohort", "cohort_id"))
 
     id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    cohort_id: Mapped[int | None] = mapped_column(ForeignKey("cohorts.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(255))
     mime: Mapped[str] = mapped_column(String(128))
     size: Mapped[int] = mapped_column(BigInteger)
-    origin: Mapped[str] = mapped_column(String(16))  # upload | generated
+    origin: Mapped[str] = mapped_column(String(16))  # upload | generated | class
     storage_key: Mapped[str] = mapped_column(String(512))
     text: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -171,9 +171,10 @@ async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Respon
 
 async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int = 200, notice: str = "",
                        fund_form: dict[str, str] | None = None, problem: str = "",
-                       form: dict[str, str] | None = None) -> web.Response:
+                       form: dict[str, str] | None = None, files_problem: str = "") -> web.Response:
     """The class's page; with `fund_form`, an admin's funding form applied first (once per nonce);
-    `problem` and `form`: an assignment form sent back with what is wrong."""
+    `problem` and `form`: an assignment form sent back with what is wrong; `files_problem`: the
+    library's form's."""
     services = _services(request)
     async with services.sessions() as db:
         cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
@@ -187,8 +188,10 @@ async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int
         pool_use = await funding.pool_use(db, cohort, services)
         bank = await school.bank_counts(db, cohort.id)
         homework = await school.class_assignments(db, cohort.id, language_of(request))
+        class_files = await school.class_files(db, cohort.id)
     return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use,
-                 notice=notice, nonce=secrets.token_urlsafe(24), bank=bank,
+                 class_files=class_files, files_problem=files_problem, notice=notice,
+                 nonce=secrets.token_urlsafe(24), bank=bank,
                  daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND,
                  homework=homework, problem=problem, form=form or {}, questions_max=school.QUESTIONS_MAX)
 
@@ -288,16 +291,25 @@ def posted(request: web.Request) -> dict[str, str]:
     return request[FORM]
 
 
+async def _cohort_action(request: web.Request, viewer: auth.Viewer, what: str) -> tuple[Any, float]:
+    """The route's class if the viewer may see it (else None, nothing counted), and the seconds to
+    wait before `what` may be done again by them (0: now; throttle.take_action counted it)."""
+    services = _services(request)
+    async with services.sessions() as db:
+        cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
+    if cohort is None:
+        return None, 0.0
+    return cohort, await throttle.take_action(services.state, what, viewer.operator_id)
+
+
 @signed_in
 async def cohort_items(request: web.Request, viewer: auth.Viewer) -> web.Response:
     """A teacher's questions file for the class: the problems by line (nothing stored), or how many
     were added; at most throttle.UPLOADS_FREE files per operator in UPLOADS_WINDOW_S."""
     services = _services(request)
-    async with services.sessions() as db:
-        cohort = await classes.cohort_for(db, viewer, request.match_info["name"])
-        if cohort is None:
-            return _not_found(request, viewer)
-    wait_s = await throttle.take_action(services.state, "items", viewer.operator_id)
+    cohort, wait_s = await _cohort_action(request, viewer, "items")
+    if cohort is None:
+        return _not_found(request, viewer)
     if wait_s:
         resp = _page(request, "items.html", status=429, viewer=viewer, cohort=cohort, result=None)
         resp.headers["Retry-After"] = str(math.ceil(wait_s))
@@ -305,6 +317,25 @@ async def cohort_items(request: web.Request, viewer: auth.Viewer) -> web.Respons
     result = await uploads.import_items(services, cohort, request[FILES].get("file"), language_of(request))
     return _page(request, "items.html", status=422 if result.problems else 200, viewer=viewer, cohort=cohort,
                  result=result)
+
+
+@signed_in
+async def cohort_files(request: web.Request, viewer: auth.Viewer) -> web.Response:
+    """A file for the class's library (bot.school.class_files): stored and indexed once, read by the
+    class's students; at most ACTION_LIMITS["files"] per operator in the window."""
+    services, t = _services(request), translator(language_of(request))
+    cohort, wait_s = await _cohort_action(request, viewer, "files")
+    if cohort is None:
+        return _not_found(request, viewer)
+    if wait_s:
+        resp = await _cohort_page(request, viewer, status=429, files_problem=t("files_throttled"))
+        resp.headers["Retry-After"] = str(math.ceil(wait_s))
+        return resp
+    upload = request[FILES].get("file")
+    if upload is None or not upload.data:
+        return await _cohort_page(request, viewer, status=422, files_problem=t("files_chosen"))
+    await school.add_class_file(services, cohort, upload.filename, upload.data)
+    return web.HTTPSeeOther(f"/admin/cohorts/{quote(request.match_info['name'], safe='')}#files")
 
 
 @signed_in
@@ -426,5 +457,6 @@ ROUTES = [
     web.post("/admin/cohorts/{name}/assign", cohort_assign),
     web.get("/admin/cohorts/{name}/{what:roster|results}.csv", cohort_csv),
     web.post("/admin/cohorts/{name}/items", cohort_items),
+    web.post("/admin/cohorts/{name}/files", cohort_files),
     web.get(f"/admin/students/{ID}", student_page),
 ]

@@ -100,6 +100,8 @@ ACTION_LIMITS = {
     # would hold a worker; a person correcting a file sends a few.
     "items": 20,
     "assign": 10,  # homework set to a class texts every student: a stuck button must not do it all day
+    # A class's library: each file is read (a scan by OCR) and embedded as it is added.
+    "files": 20,
 }
 
 
