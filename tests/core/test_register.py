@@ -27,7 +27,7 @@ AUDIENCE: dict[str, str] = {
     # The students' own features.
     "bot/learning/": "student", "bot/safety/reply.py": "student", "bot/safety/hold.py": "student",
     "bot/billing/pool.py:_class_pool_text": "student", "bot/school/assignments.py": "student",
-    "handlers/level.py": "student", "handlers/review.py": "student", "handlers/quiz_answer.py": "student",
+    "handlers/level.py": "student", "handlers/review.py": "student",
     "handlers/weekly_note.py": "student", "handlers/assignment.py": "student",
     "handlers/consent.py": "student", "handlers/session_start.py": "student",
     "handlers/buttons.py:_reminder_tap": "student", "handlers/credits_choice.py:_not_offered": "student",
@@ -41,8 +41,9 @@ AUDIENCE: dict[str, str] = {
     "bot/school/enrolment.py": "adult", "bot/safety/__init__.py:parent_note": "adult",
     "bot/assistant/tasks.py:digest_text": "adult", "bot/learning/progress.py:student_name": "adult",
     "bot/learning/progress.py:weekly_text": "adult",
-    # Every learner's (students' and pros'): PROGRES.
-    "bot/learning/progress.py": "anyone",
+    # Every learner's (students' and pros'): PROGRES and the quizzes.
+    "bot/learning/progress.py": "anyone", "bot/learning/quiz_types.py": "anyone",
+    "bot/learning/quiz.py": "anyone", "handlers/quiz_answer.py": "anyone",
     # The school's people and the operator.
     "bot/web/admin/": "staff", "bot/console/": "staff", "bot/doctor/": "staff", "bot/cli.py": "staff",
     "bot/cli_school.py": "staff", "bot/school/": "staff",
