@@ -4,8 +4,10 @@ names no one. Every French text of bot/, handlers/ and tools/ (read from the sou
 register.py), every entry of AIDE's catalogue and every template is held to its audience's register.
 
 Who a text is for is data: `AUDIENCE` names it by folder, module or function (the longest match
-wins), and `to_audience`'s « tu » and « vous » texts are the students' and the adults'. A text with
-no second person suits everyone; the English side has no register.
+wins), and `to_audience`'s « tu » and « vous » texts are the students' and the adults' (its « tu »
+goes to a guest too, most often a pupil: handlers/help.py). A text with no second person suits
+everyone; the English side has no register. A lone word is no sentence (a keyword, a list's entry),
+and what a text quotes between « » is someone's own words.
 """
 
 from __future__ import annotations
