@@ -36,10 +36,10 @@ CONFIRM_KIND = "confirm_delete"
 def ask_text(msg: Incoming) -> str:
     minutes = CONFIRM_WINDOW_S // 60
     return msg.t(
-        "⚠️ Tu demandes d'effacer tout ce que Deblo garde de toi : conversations, fichiers, mémoire, "
-        "tâches, résultats de quiz et liens avec tes parents ou enfants. Tes crédits restants seront "
+        "⚠️ Demande d'effacement de tout ce que Deblo garde de ce compte : conversations, fichiers, "
+        "mémoire, tâches, résultats de quiz et liens avec parents ou enfants. Les crédits restants seront "
         "perdus ; seule la comptabilité anonyme des crédits et paiements est conservée. C'est définitif.\n\n"
-        f"Réponds OUI dans les {minutes} minutes pour confirmer. Tout autre message annule.",
+        f"OUI dans les {minutes} minutes pour confirmer. Tout autre message annule.",
         "⚠️ You are asking to erase everything Deblo keeps about you: conversations, files, memory, "
         "tasks, quiz results and links with your parents or children. Your remaining credits will be "
         "lost; only the anonymous accounting of credits and payments is kept. This cannot be undone.\n\n"
@@ -103,7 +103,7 @@ async def handle(msg: Incoming) -> bool:
         await erase(msg)
         return True
     await msg.db.commit()
-    await msg.reply(msg.t("Suppression annulée : tes données sont conservées.",
+    await msg.reply(msg.t("Suppression annulée : les données sont conservées.",
                           "Deletion cancelled: your data is kept."), kind="system")
     return word in NO_WORDS or tap is False
 
@@ -121,8 +121,8 @@ async def erase(msg: Incoming) -> None:
     # This turn's message and user rows no longer exist: the worker must not write them back.
     msg.db.expunge_all()
     result = await send_to_user(msg.services, ghost, channel=msg.channel, kind="system", text=msg.t(
-        "C'est fait : tout ce que Deblo gardait de toi est effacé. Si tu m'écris de nouveau, tu "
-        "recommenceras comme un nouvel utilisateur.",
+        "C'est fait : tout ce que Deblo gardait de ce compte est effacé. Un nouveau message "
+        "recommencera comme celui d'un nouvel utilisateur.",
         "Done: everything Deblo kept about you is erased. If you write again, you will start as a new user.",
     ))
     if not result.ok:

@@ -53,7 +53,7 @@ async def handle(msg: Incoming) -> bool:
         return False
     await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
     stale = msg.t("Ce choix n'est plus valable : ce menu a déjà reçu une réponse ou a expiré. "
-                  "Réponds au dernier message, ou écris-moi ta question.",
+                  "Une réponse au dernier message, ou une question, fera l'affaire.",
                   "This choice is no longer valid: that menu was already answered or has expired. "
                   "Answer the latest message, or write me your question.")
     await msg.reply(stale if msg.channel == "sms" else f"⌛ {stale}")

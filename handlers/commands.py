@@ -21,7 +21,7 @@ def profile_line(msg: Incoming) -> str:
     """The exact reply that opens a profile, for someone who has none yet."""
     gift = msg.services.settings.signup_credits
     return msg.t(
-        "Profil : réponds 1 Élève, 2 Parent, 3 Pro" + (f" (+{gift} crédits)" if gift > 0 else ""),
+        "Profil : répondre 1 Élève, 2 Parent, 3 Pro" + (f" (+{gift} crédits)" if gift > 0 else ""),
         "Profile: reply 1 Student, 2 Parent, 3 Pro" + (f" (+{gift} credits)" if gift > 0 else ""),
     )
 

@@ -46,7 +46,7 @@ async def handle(msg: Incoming) -> bool:
             await menus.clear_menu(msg.services, msg.conversation.id, db=msg.db)
             await msg.reply(
                 msg.t(
-                    "Ce menu a expiré. Envoie ACHETER pour revoir les offres.",
+                    "Ce menu a expiré. ACHETER pour revoir les offres.",
                     "That menu has expired. Send BUY to see the packs again.",
                 )
             )
@@ -59,7 +59,7 @@ async def handle(msg: Incoming) -> bool:
     if not 1 <= choice <= len(offered):
         await msg.reply(
             msg.t(
-                f"Réponds par un numéro entre 1 et {len(offered)}.",
+                f"Réponse attendue : un numéro entre 1 et {len(offered)}.",
                 f"Reply with a number from 1 to {len(offered)}.",
             )
         )
@@ -70,7 +70,8 @@ async def handle(msg: Incoming) -> bool:
     except PaymentError:
         await msg.reply(
             msg.t(
-                "Le service de paiement ne répond pas pour le moment. Réessaie dans quelques minutes.",
+                "Le service de paiement ne répond pas pour le moment. Merci de réessayer dans quelques "
+                "minutes.",
                 "The payment service is not answering right now. Try again in a few minutes.",
             )
         )

@@ -66,15 +66,15 @@ async def _status(msg: Incoming) -> None:
     user = msg.user
     if user.email and user.email_verified:
         await _reply(msg, msg.t(
-            f"Ton adresse e-mail confirmée : {user.email}\n"
+            f"Adresse e-mail confirmée : {user.email}\n"
             "Pour la changer : EMAIL nouvelle@adresse.com — pour la retirer : EMAIL SUPPRIMER",
             f"Your confirmed e-mail address: {user.email}\n"
             "To change it: EMAIL new@address.com — to remove it: EMAIL DELETE",
         ))
         return
     await _reply(msg, msg.t(
-        "Pour recevoir des documents par e-mail, envoie : EMAIL ton@adresse.com\n"
-        "Je t'enverrai un code à 6 chiffres pour confirmer.",
+        "Pour recevoir des documents par e-mail : EMAIL nom@adresse.com\n"
+        "Un code à 6 chiffres arrivera à cette adresse pour la confirmer.",
         "To receive documents by e-mail, send: EMAIL your@address.com\n"
         "I'll send you a 6-digit code to confirm it.",
     ))
@@ -86,7 +86,7 @@ async def _remove(msg: Incoming) -> None:
     user.email = None
     user.email_verified = False
     _clear_code(msg)
-    await _reply(msg, msg.t("Ton adresse e-mail a été retirée.", "Your e-mail address has been removed."))
+    await _reply(msg, msg.t("L'adresse e-mail a été retirée.", "Your e-mail address has been removed."))
     if previous:
         await _tell_previous(msg, previous, None)
 
@@ -106,12 +106,12 @@ async def _register(msg: Incoming, raw: str) -> None:
                               "E-mail is not available at the moment."))
         return
     if user.email_verified and user.email == address:
-        await _reply(msg, msg.t(f"{address} est déjà ton adresse confirmée.",
+        await _reply(msg, msg.t(f"{address} est déjà l'adresse confirmée.",
                               f"{address} is already your confirmed address."))
         return
     sent = await services.state.incr(f"email-code-sent:{user.id}", 3600)
     if sent > MAX_CODES_PER_HOUR:
-        await _reply(msg, msg.t("Trop de codes demandés. Réessaie dans une heure.",
+        await _reply(msg, msg.t("Trop de codes demandés. Merci de réessayer dans une heure.",
                               "Too many codes requested. Try again in an hour."))
         return
     code = f"{secrets.randbelow(1_000_000):06d}"
@@ -119,14 +119,14 @@ async def _register(msg: Incoming, raw: str) -> None:
     mail = build_message(
         from_addr=sender_address(settings),
         to=[address],
-        subject=msg.t("Ton code de confirmation Deblo", "Your Deblo confirmation code"),
+        subject=msg.t("Code de confirmation Deblo", "Your Deblo confirmation code"),
         body=render(f"email/confirm_code.{msg.t('fr', 'en')}.txt", code=code, minutes=minutes),
     )
     try:
         await send_message(settings, mail)
     except EmailError:
         await _reply(msg, msg.t(
-            "Je n'ai pas pu envoyer le code à cette adresse. Vérifie-la et réessaie plus tard.",
+            "Je n'ai pas pu envoyer le code à cette adresse. Merci de la vérifier et de réessayer plus tard.",
             "I could not send the code to this address. Check it and try again later.",
         ))
         return
@@ -136,7 +136,7 @@ async def _register(msg: Incoming, raw: str) -> None:
     user.email_code_expires_at = services.clock() + timedelta(seconds=settings.email_code_ttl_s)
     await services.state.kv_delete(f"email-code-wrong:{user.id}")
     await _reply(msg, msg.t(
-        f"Je t'ai envoyé un code à {address}. Réponds ici : CODE suivi des 6 chiffres "
+        f"Un code est parti à {address}. Réponse ici : CODE suivi des 6 chiffres "
         f"(ex. CODE 123456). Valable {minutes} minutes.",
         f"I sent a code to {address}. Reply here: CODE followed by the 6 digits "
         f"(e.g. CODE 123456). Valid for {minutes} minutes.",
@@ -147,7 +147,7 @@ async def _confirm(msg: Incoming, code: str) -> None:
     services, user = msg.services, msg.user
     if not user.pending_email or not user.email_code:
         await _reply(msg, msg.t(
-            "Aucun code en attente. Pour enregistrer ton adresse : EMAIL ton@adresse.com",
+            "Aucun code en attente. Pour enregistrer une adresse : EMAIL nom@adresse.com",
             "No code is pending. To register your address: EMAIL your@address.com",
         ))
         return
@@ -155,7 +155,7 @@ async def _confirm(msg: Incoming, code: str) -> None:
     if expires is None or services.clock() >= expires:
         _clear_code(msg)
         await _reply(msg, msg.t(
-            "Ce code a expiré. Renvoie EMAIL ton@adresse.com pour en recevoir un nouveau.",
+            "Ce code a expiré. EMAIL nom@adresse.com de nouveau pour en recevoir un autre.",
             "This code has expired. Send EMAIL your@address.com again to get a new one.",
         ))
         return
@@ -168,11 +168,11 @@ async def _confirm(msg: Incoming, code: str) -> None:
         if wrong >= MAX_WRONG_CODES:
             _clear_code(msg)
             await _reply(msg, msg.t(
-                "Code incorrect trop de fois. Renvoie EMAIL ton@adresse.com pour recommencer.",
+                "Code incorrect trop de fois. EMAIL nom@adresse.com de nouveau pour recommencer.",
                 "Wrong code too many times. Send EMAIL your@address.com to start again.",
             ))
             return
-        await _reply(msg, msg.t("Code incorrect. Vérifie l'e-mail reçu et réessaie.",
+        await _reply(msg, msg.t("Code incorrect. Le bon code est dans l'e-mail reçu.",
                               "Wrong code. Check the e-mail you received and try again."))
         return
     if msg.channel == SPOOFABLE:
@@ -189,7 +189,7 @@ async def _apply(msg: Incoming) -> None:
     _clear_code(msg)
     await services.state.kv_delete(f"email-code-wrong:{user.id}")
     await _reply(msg, msg.t(
-        f"C'est confirmé ✅ Je pourrai t'envoyer tes documents à {user.email}.",
+        f"C'est confirmé ✅ Les documents pourront partir à {user.email}.",
         f"Confirmed ✅ I can now send your documents to {user.email}.",
     ))
     if previous and previous.lower() != (user.email or "").lower():
@@ -205,9 +205,9 @@ async def _ask_approval(msg: Incoming) -> None:
         approval = f"{secrets.randbelow(1_000_000):06d}"
         subject = msg.t("Changement d'adresse e-mail demandé", "E-mail change requested")
         if await _mail(msg, previous, subject, msg.t(
-            f"Bonjour,\n\nQuelqu'un a demandé par SMS de remplacer l'adresse e-mail de ton compte Deblo "
-            f"({previous}) par {user.pending_email}.\n\nSi c'est toi, envoie CODE {approval} dans ta "
-            "conversation avec Deblo pour confirmer. Sinon, ignore ce message : rien ne change.",
+            f"Bonjour,\n\nQuelqu'un a demandé par SMS de remplacer l'adresse e-mail du compte Deblo "
+            f"({previous}) par {user.pending_email}.\n\nPour confirmer cette demande : CODE {approval} dans "
+            "la conversation avec Deblo. Sans cela, rien ne change.",
             f"Hello,\n\nSomeone asked by SMS to replace the e-mail address of your Deblo account "
             f"({previous}) with {user.pending_email}.\n\nIf it was you, send CODE {approval} in your "
             "conversation with Deblo to confirm. Otherwise, ignore this message: nothing changes.",
@@ -215,13 +215,13 @@ async def _ask_approval(msg: Incoming) -> None:
             user.email_approval_code = approval
             user.email_code_expires_at = services.clock() + timedelta(seconds=settings.email_code_ttl_s)
     other = msg.t(
-        f", ou envoie le code envoyé à ton adresse actuelle {previous}",
+        f", ou le code envoyé à l'adresse actuelle {previous}",
         f", or send the code sent to your current address {previous}",
     ) if user.email_approval_code else ""
     await _reply(msg, msg.t(
-        f"Le code est bon, mais pour ta sécurité un changement d'adresse demandé par SMS doit être "
-        f"confirmé : envoie ce même code (CODE suivi des 6 chiffres) depuis WhatsApp{other}. "
-        f"D'ici là, {'ton adresse reste ' + previous if previous else 'aucune adresse n’est enregistrée'}.",
+        f"Le code est bon, mais par sécurité un changement d'adresse demandé par SMS doit être "
+        f"confirmé : ce même code (CODE suivi des 6 chiffres) depuis WhatsApp{other}. "
+        f"D'ici là, {'l’adresse reste ' + previous if previous else 'aucune adresse n’est enregistrée'}.",
         f"The code is right, but for your safety an address change asked by SMS must be confirmed: "
         f"send the same code (CODE followed by the 6 digits) from WhatsApp{other}. "
         f"Until then, {'your address stays ' + previous if previous else 'no address is registered'}.",
@@ -236,7 +236,7 @@ def _confirmed(msg: Incoming) -> str | None:
 async def _tell_previous(msg: Incoming, previous: str, new: str | None) -> None:
     """The previous address hears of the change, so that a change its owner did not ask for is seen."""
     channel = "WhatsApp" if msg.channel == "whatsapp" else msg.channel.upper()
-    subject = msg.t("Ton adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
+    subject = msg.t("L'adresse e-mail Deblo a changé", "Your Deblo e-mail address changed")
     body = render(f"email/address_changed.{msg.t('fr', 'en')}.txt", previous=previous, new=new,
                   channel=channel)
     await _mail(msg, previous, subject, body)

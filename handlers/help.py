@@ -268,7 +268,7 @@ async def answer_tap(msg: Incoming, menu_id: str, number: int) -> None:
         if page.more and number == len(page.commands) + 1:
             await _send_page(msg, [], n + 1)  # the lists do not depend on the head
             return
-    await msg.reply(msg.t("Cette liste n'est plus à jour. Écris AIDE pour la revoir, ou AIDE suivi d'une "
+    await msg.reply(msg.t("Cette liste n'est plus à jour. AIDE pour la revoir, ou AIDE suivi d'une "
                           "commande (AIDE STATUT).",
                           "This list is out of date. Send HELP to see it again, or HELP and a command "
                           "(HELP STATUS)."))

@@ -60,7 +60,7 @@ async def handle(msg: Incoming) -> bool:
         count = len(await memory.list_facts(msg.db, msg.user.id))
         await msg.reply(
             msg.t(
-                f"Je n'ai pas de souvenir numéro {arg} (j'en ai {count}). Envoie MEMOIRE pour voir la liste.",
+                f"Je n'ai pas de souvenir numéro {arg} (j'en ai {count}). MEMOIRE pour voir la liste.",
                 f"I have no memory number {arg} (I have {count}). Send MEMORY to see the list.",
             )
         )

@@ -47,6 +47,7 @@ from bot.channel.locale import default_locale, locale_for
 from bot.storage.models import InboundMessage, User
 from handlers import turn
 from handlers.commands import LANGUAGE_WORDS
+from handlers.help import to_audience
 from handlers.profile_menu import PROFILE_MENU_KIND, PROFILE_NAMES, profile_menu
 
 PROFILES = {
@@ -88,8 +89,8 @@ def zone_note(msg: Incoming) -> str:
     if not place.guessed or msg.user.timezone != place.timezone:
         return ""
     now = msg.services.clock().astimezone(clock.zone(place.timezone)).strftime("%H:%M")
-    return msg.t(f"\n\nJe règle tes rappels sur l'heure de {place.timezone} (il est {now}). Pas la "
-                 "bonne ? Envoie FUSEAU et le nom de ta ville.",
+    return msg.t(f"\n\nLes rappels suivent l'heure de {place.timezone} (il est {now}). Pas la "
+                 "bonne ? FUSEAU et le nom de la ville.",
                  f"\n\nI set your reminders to {place.timezone} time (it is {now}). Not yours? Send "
                  "TIMEZONE and the name of your city.")
 
@@ -98,13 +99,13 @@ def welcome(msg: Incoming, answered: bool = False) -> str:
     """The welcome and the profile menu; `answered`: it follows the answer to a first question."""
     gift = msg.services.settings.signup_credits
     if answered:
-        more = msg.t("Pose-moi d'autres questions quand tu veux.", "Ask me more whenever you like.")
+        more = msg.t("D'autres questions ? Elles sont les bienvenues.", "Ask me more whenever you like.")
     else:
-        more = msg.t("Tu peux aussi me poser une question tout de suite.",
+        more = msg.t("Une question peut aussi venir tout de suite.",
                      "You can also ask me a question right away.")
     return msg.t(
-        f"{_hello(msg)} Je t'aide pour les devoirs, les révisions et le travail.{zone_note(msg)}\n\n"
-        "Qui es-tu ? Réponds avec le numéro"
+        f"{_hello(msg)} Deblo aide pour les devoirs, les révisions et le travail.{zone_note(msg)}\n\n"
+        "Quel profil ? Réponse avec le numéro"
         + (f" ({gift} crédits offerts)" if gift > 0 else "") + " :\n"
         "1 Élève\n2 Parent\n3 Professionnel\n\n"
         f"{more} MENU : toutes les commandes. STOP : ne plus rien recevoir.",
@@ -119,11 +120,15 @@ async def enrolled_welcome(msg: Incoming) -> str:
     """For a number the operator set up: its profile is chosen, so no menu, just what it has."""
     balance = await credits.balance(msg.db, msg.user.id)
     fr, en = PROFILE_NAMES.get(msg.user.role or "", ("", ""))
-    return msg.t(
-        f"{_hello(msg)} Ton compte est prêt" + (f" (profil {fr})" if fr else "")
-        + f" et tu as {balance} crédit{'s' if balance > 1 else ''}. Pose-moi tes questions ou envoie "
+    profile, credit = (f" (profil {fr})" if fr else ""), f"{balance} crédit{'s' if balance > 1 else ''}"
+    return to_audience(
+        msg,
+        f"{_hello(msg)} Ton compte est prêt{profile} et tu as {credit}. Pose-moi tes questions ou envoie "
         "la photo d'un exercice. Écris MENU pour voir toutes les commandes, STOP pour ne plus recevoir "
         "de messages.",
+        f"{_hello(msg)} Votre compte est prêt{profile} et vous avez {credit}. Posez-moi vos questions ou "
+        "envoyez la photo d'un document. Écrivez MENU pour voir toutes les commandes, STOP pour ne plus "
+        "recevoir de messages.",
         f"{_hello(msg)} Your account is ready" + (f" ({en} profile)" if en else "")
         + f" and you have {balance} credit{'s' if balance != 1 else ''}. Ask me your questions or send a "
         "photo of an exercise. Send MENU to see every command, STOP to receive no more messages.",
@@ -132,12 +137,21 @@ async def enrolled_welcome(msg: Incoming) -> str:
 
 def confirmation(msg: Incoming, role: str, balance: int | None) -> str:
     """« tu » to a student, « vous » to a parent or a pro (one register per audience)."""
-    gift = msg.t(f" Je t'offre {balance} crédits pour commencer." if role == "student"
-                 else f" Je vous offre {balance} crédits pour commencer.",
-                 f" Here are {balance} credits to start.") if balance else ""
     if role == "student":
-        return msg.t("C'est parti ! Pose-moi une question ou envoie la photo d'un exercice.",
-                     "Let's go! Ask me a question or send a photo of an exercise.") + gift
+        return _student_confirmation(msg, balance)
+    return _adult_confirmation(msg, role, balance)
+
+
+def _student_confirmation(msg: Incoming, balance: int | None) -> str:
+    gift = msg.t(f" Je t'offre {balance} crédits pour commencer.",
+                 f" Here are {balance} credits to start.") if balance else ""
+    return msg.t("C'est parti ! Pose-moi une question ou envoie la photo d'un exercice.",
+                 "Let's go! Ask me a question or send a photo of an exercise.") + gift
+
+
+def _adult_confirmation(msg: Incoming, role: str, balance: int | None) -> str:
+    gift = msg.t(f" Je vous offre {balance} crédits pour commencer.",
+                 f" Here are {balance} credits to start.") if balance else ""
     if role == "parent":
         return msg.t("Bienvenue ! Je peux vous aider à accompagner votre enfant dans ses devoirs et vous "
                      "tenir au courant de ses progrès. Posez-moi votre question.",

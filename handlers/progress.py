@@ -43,7 +43,7 @@ async def handle(msg: Incoming) -> bool:
         await msg.db.commit()
     if word in PROGRESS_WORDS:
         text, own = await own_progress(msg)
-        await _send(msg, msg.user, text, msg.t("Tes progrès", "Your progress") if own else None)
+        await _send(msg, msg.user, text, msg.t("Progrès", "Your progress") if own else None)
         return True
     if word in CHILDREN_WORDS:
         await children_progress(msg)
@@ -60,8 +60,7 @@ async def own_progress(msg: Incoming) -> tuple[str, bool]:
     stats = await subject_stats(msg.db, msg.user.id, now)
     skills = await skill_views(msg.db, msg.user.id, learning)
     due = await due_count(msg.db, msg.user.id, now)
-    children = msg.t("Les progrès de votre enfant : envoyez ENFANTS.",
-                     "Your child's progress: send CHILDREN.")
+    children = parent_pointer(msg)
     if msg.user.role == "parent" and not stats and not skills:
         return children, False  # a parent asks about their child: their own empty results would puzzle them
     streak = await answer_streak(msg.db, msg.user.id, now, msg.user.timezone,
@@ -71,8 +70,14 @@ async def own_progress(msg: Incoming) -> tuple[str, bool]:
     if msg.user.role == "parent":
         text += "\n" + children
     elif not stats and not skills:
-        text += "\n" + msg.t("Demande-moi un quiz pour commencer !", "Ask me for a quiz to get started!")
+        text += "\n" + msg.t("Pour commencer, il suffit de demander un quiz !",
+                             "Ask me for a quiz to get started!")
     return text, True
+
+
+def parent_pointer(msg: Incoming) -> str:
+    """PROGRES from a parent: where their child's progress is."""
+    return msg.t("Les progrès de votre enfant : envoyez ENFANTS.", "Your child's progress: send CHILDREN.")
 
 
 async def children_progress(msg: Incoming) -> None:

@@ -28,7 +28,7 @@ from bot.storage.models import Message
 
 async def _expired_hint(msg: Incoming) -> None:
     await msg.db.commit()  # sends write in their own sessions; SQLite has one writer at a time
-    hint = msg.t("Ce quiz a expiré. Demande-moi un nouveau quiz quand tu veux !",
+    hint = msg.t("Ce quiz a expiré. Un nouveau quiz ? Il suffit de le demander !",
                  "This quiz has expired. Ask me for a new one whenever you like!")
     await msg.reply(hint if msg.channel == "sms" else f"⏰ {hint}")
 

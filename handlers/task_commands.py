@@ -63,7 +63,7 @@ async def _list(msg: Incoming) -> None:
         lines.append(f"{number}. {task.title}{mark}{due}{tags}")
     if len(open_) > _SHOWN:
         lines.append(msg.t(f"… et {len(open_) - _SHOWN} autres.", f"… and {len(open_) - _SHOWN} more."))
-    lines.append(msg.t("Réponds FAIT n pour terminer la tâche n.", "Reply DONE n to close task n."))
+    lines.append(msg.t("FAIT n pour terminer la tâche n.", "Reply DONE n to close task n."))
     await msg.reply("\n".join(lines))
 
 
@@ -73,7 +73,7 @@ async def _done(msg: Incoming, number: int) -> None:
     if not 1 <= number <= len(ids):
         await msg.reply(
             msg.t(
-                f"Je ne trouve pas de tâche n°{number}. Envoie TACHES pour voir la liste.",
+                f"Je ne trouve pas de tâche n°{number}. TACHES pour voir la liste.",
                 f"There is no task number {number}. Send TASKS to see the list.",
             )
         )
@@ -86,7 +86,7 @@ async def _done(msg: Incoming, number: int) -> None:
     if not closed:
         await msg.reply(
             msg.t(
-                f"La tâche n°{number} est déjà terminée. Envoie TACHES pour la liste à jour.",
+                f"La tâche n°{number} est déjà terminée. TACHES pour la liste à jour.",
                 f"Task {number} is already done. Send TASKS for the current list.",
             )
         )

@@ -34,7 +34,7 @@ async def handle(msg: Incoming) -> bool:
         return False
     if wanted and msg.channel != "whatsapp":
         await msg.reply(msg.t(
-            "Les réponses vocales ne sont proposées que sur WhatsApp. Écris-moi VOCAL sur WhatsApp.",
+            "Les réponses vocales ne sont proposées que sur WhatsApp. VOCAL sur WhatsApp pour les activer.",
             "Spoken replies are only offered on WhatsApp. Send me VOICE on WhatsApp.",
         ))
         return True
@@ -49,12 +49,12 @@ async def handle(msg: Incoming) -> bool:
     await msg.db.commit()
     if wanted:
         await msg.reply(msg.t(
-            "🔊 C'est noté : mes réponses arriveront aussi en note vocale. Écris VOCAL pour arrêter.",
+            "🔊 C'est noté : mes réponses arriveront aussi en note vocale. VOCAL pour arrêter.",
             "🔊 Done: my answers will also come as a voice note. Send VOICE to stop.",
         ))
     else:
         await msg.reply(msg.t(
-            "C'est noté : mes réponses arriveront seulement en texte. Écris VOCAL pour les réentendre.",
+            "C'est noté : mes réponses arriveront seulement en texte. VOCAL pour les réentendre.",
             "Done: my answers will come as text only. Send VOICE to hear them again.",
         ))
     return True

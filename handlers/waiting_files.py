@@ -33,7 +33,7 @@ async def handle(msg: Incoming) -> bool:
         media = files.get(item.file_id)
         sent = True
         if media is not None:
-            intro = msg.t("📎 Voici le fichier qui t'attendait.",
+            intro = msg.t("📎 Voici le fichier qui attendait.",
                           "📎 Here is the file that was waiting for you.")
             text = f"{intro}\n\n{item.text}" if item.text.strip() else intro
             result = await send_to_user(services, user, text=text, media=media, channel=msg.channel,

@@ -88,7 +88,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     # user may open it days later: it lasts FILE_LINK_SMS_TTL_S.
     link = file_url(ctx.services.settings, saved, read_later=True)
     hint = fr_en(ctx.language,
-                 f"Pour le modifier et l'envoyer depuis ta messagerie, ouvre ce fichier .eml : {link}",
+                 f"Pour le modifier et l'envoyer depuis une messagerie, ouvrir ce fichier .eml : {link}",
                  f"To edit and send it from your mailbox, open this .eml file: {link}")
     shown = await ctx.send(text="\n".join(header) + f"\n\n{plain}\n\n{hint}")
     out: dict[str, Any] = {

@@ -45,5 +45,5 @@ TOOL = Tool(
     step=StepText("📝", "Rédaction du document Word", "Writing the Word document"),
     run=run,
     side_effects=True,
-    progress_note={"fr": "Je prépare ton document Word…", "en": "Preparing your Word document…"},
+    progress_note={"fr": "Je prépare le document Word…", "en": "Preparing your Word document…"},
 )

@@ -89,5 +89,5 @@ TOOL = Tool(
     step=StepText("📄", "Création du PDF", "Making the PDF"),
     run=run,
     side_effects=True,
-    progress_note={"fr": "Je prépare ton document PDF…", "en": "Preparing your PDF document…"},
+    progress_note={"fr": "Je prépare le document PDF…", "en": "Preparing your PDF document…"},
 )

@@ -67,5 +67,5 @@ TOOL = Tool(
     step=StepText("📽️", "Création de la présentation PowerPoint", "Building the PowerPoint deck"),
     run=run,
     side_effects=True,
-    progress_note={"fr": "Je prépare ta présentation…", "en": "Preparing your presentation…"},
+    progress_note={"fr": "Je prépare la présentation…", "en": "Preparing your presentation…"},
 )

@@ -82,5 +82,5 @@ TOOL = Tool(
     step=StepText("📊", "Génération du tableur Excel", "Building the Excel spreadsheet"),
     run=run,
     side_effects=True,
-    progress_note={"fr": "Je prépare ton fichier Excel…", "en": "Preparing your Excel file…"},
+    progress_note={"fr": "Je prépare le fichier Excel…", "en": "Preparing your Excel file…"},
 )

@@ -78,6 +78,6 @@ TOOL = Tool(
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},
     },
     modes=EVERY_PROFILE,
-    step=StepText("🗂️", "Liste de tes fichiers", "Listing your files"),
+    step=StepText("🗂️", "Liste des fichiers", "Listing your files"),
     run=run,
 )

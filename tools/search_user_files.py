@@ -64,7 +64,7 @@ TOOL = Tool(
         "required": ["query"],
     },
     modes=EVERY_PROFILE,
-    step=StepText("🔍", "Recherche dans tes fichiers", "Searching your files"),
+    step=StepText("🔍", "Recherche dans les fichiers", "Searching your files"),
     run=run,
     untrusted_source="file",
 )

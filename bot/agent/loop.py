@@ -68,18 +68,18 @@ __all__ = [
 
 FALLBACK_TEXT: dict[str, dict[str, str]] = {
     PROVIDER_ERROR: {
-        "fr": "Désolé, je n'arrive pas à te répondre pour le moment (mon service est indisponible). "
-        "Réessaie dans quelques minutes.",
+        "fr": "Désolé, je ne peux pas répondre pour le moment (mon service est indisponible). "
+        "Merci de réessayer dans quelques minutes.",
         "en": "Sorry, I can't answer right now (my service is unavailable). "
         "Please try again in a few minutes.",
     },
     EMPTY_ANSWER: {
-        "fr": "Désolé, je n'ai pas réussi à formuler une réponse. Peux-tu reformuler ta question ?",
+        "fr": "Désolé, je n'ai pas réussi à formuler une réponse. Merci de reformuler la question.",
         "en": "Sorry, I couldn't put an answer together. Could you rephrase your question?",
     },
     OVER_BUDGET: {
-        "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qu'il te reste. "
-        "Envoie **ACHETER** pour en obtenir, ou **NOUVEAU** pour repartir d'une conversation "
+        "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qui restent. "
+        "**ACHETER** pour en obtenir, ou **NOUVEAU** pour repartir d'une conversation "
         "plus courte, qui coûte moins.",
         "en": "I have to stop here: going on would cost more than the credits you have left. "
         "Send **BUY** to get more, or **NEW** to start a shorter conversation, which costs less.",

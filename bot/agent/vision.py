@@ -232,8 +232,8 @@ def unreadable_reply(language: str) -> str:
     if language == "en":
         return ("I can't read any text on your photo. Could you type the exercise, or send a sharper "
                 "photo (well lit, taken from above, close to the page)?")
-    return ("Je n'arrive à lire aucun texte sur ta photo. Peux-tu taper l'exercice, ou envoyer une "
-            "photo plus nette (bien éclairée, prise de face, près de la page) ?")
+    return ("Je n'arrive à lire aucun texte sur cette photo. Merci de taper l'exercice, ou d'envoyer une "
+            "photo plus nette (bien éclairée, prise de face, près de la page).")
 
 
 async def photo_notes(services: Any, db: AsyncSession, rows: list[UserFile], language: str) -> list[str]:

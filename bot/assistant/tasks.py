@@ -244,12 +244,12 @@ def _user_text(user: User, task: Task, kind: str, tz: ZoneInfo, now: datetime) -
             )
         return (
             f"⏰ Rappel : « {task.title} » est prévu à {when} (dans {minutes} min). "
-            "Réponds TACHES pour la liste."
+            "TACHES : la liste."
         )
     if user.language == "en":
         return f"⏰ It's time: “{task.title}” ({when}). Reply DONE n once done (TASKS for the list)."
     return (
-        f"⏰ C'est l'heure : « {task.title} » ({when}). Réponds FAIT n quand c'est fait (TACHES : la liste)."
+        f"⏰ C'est l'heure : « {task.title} » ({when}). FAIT n une fois fait (TACHES : la liste)."
     )
 
 

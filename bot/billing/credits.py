@@ -231,8 +231,8 @@ async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
 
 
 DAILY_LIMIT_TEXT = {
-    "fr": "Je m'arrête ici pour aujourd'hui : tu as atteint la limite d'utilisation du jour. "
-    "Je te répondrai de nouveau demain.",
+    "fr": "Je m'arrête ici pour aujourd'hui : la limite d'utilisation du jour est atteinte. "
+    "Je répondrai de nouveau demain.",
     "en": "I'm stopping here for today: you have reached the day's usage limit. "
     "I'll answer you again tomorrow.",
 }
@@ -284,7 +284,7 @@ def daily_tokens(state: Any, settings: Settings, user: User, now: datetime) -> D
 
 # The turn's end when the credits run out and nothing is for sale: the loop's own text says ACHETER.
 NO_SALE_TEXT = {
-    "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qu'il te reste. Envoie **NOUVEAU** "
+    "fr": "Je m'arrête ici : continuer coûterait plus que les crédits qui restent. **NOUVEAU** "
     "pour repartir d'une conversation plus courte, qui coûte moins.",
     "en": "I have to stop here: going on would cost more than the credits you have left. Send **NEW** to "
     "start a shorter conversation, which costs less.",

@@ -174,29 +174,35 @@ async def usage(db: AsyncSession, cohort_id: int, now: datetime) -> PoolUse:
 def no_credits_text(place: Standing, can_buy: bool, language: str | None) -> str:
     """What a user with nothing left to spend (their balance and their class's pool for today) is
     told at every message: what they can do, and ACHETER only when `can_buy` (payments are set up),
-    never a way of paying that is not there."""
+    never a way of paying that is not there. A student of a class is told « tu »; anyone else's
+    text names no one (it reaches students, parents and pros alike)."""
+    if place.in_class:
+        return _class_pool_text(place, can_buy, language)
+    if can_buy:
+        return fr_en(language,
+                     "Il ne reste plus de crédits, alors je ne peux pas répondre à ce message. Pour en "
+                     "obtenir : **ACHETER**, et les offres s'affichent.",
+                     "You have no credits left, so I can't answer this message. To get more, send **BUY**: "
+                     "you'll see the packs.")
+    return fr_en(language,
+                 "Il ne reste plus de crédits, alors je ne peux pas répondre à ce message, et l'achat de "
+                 "crédits n'est pas proposé ici pour le moment.",
+                 "You have no credits left, so I can't answer this message, and buying credits is not "
+                 "offered here for now.")
+
+
+def _class_pool_text(place: Standing, can_buy: bool, language: str | None) -> str:
+    """To a student of a class whose credits and class's pool are spent (for today or for good)."""
     buy_fr, buy_en = (" Tu peux aussi envoyer **ACHETER** pour acheter des crédits.",
                       " You can also send **BUY** to buy credits.") if can_buy else ("", "")
-    if place.in_class and place.pool > 0:  # the day's cap: the pool is there again tomorrow
+    if place.pool > 0:  # the day's cap: the pool is there again tomorrow
         return fr_en(language,
                      f"Tu as utilisé les {place.cap} crédits que ta classe t'offre chaque jour et tu n'as "
                      f"plus de crédits à toi : je te répondrai de nouveau demain.{buy_fr}",
                      f"You have used the {place.cap} credits your class gives you each day and have no "
                      f"credits of your own left: I'll answer you again tomorrow.{buy_en}")
-    if place.in_class:
-        return fr_en(language,
-                     "Tu n'as plus de crédits et ceux de ta classe sont épuisés, alors je ne peux pas "
-                     f"répondre. Demande à ton enseignant de recharger les crédits de la classe.{buy_fr}",
-                     "You have no credits left and your class's credits are used up, so I can't answer. "
-                     f"Ask your teacher to top up the class's credits.{buy_en}")
-    if can_buy:
-        return fr_en(language,
-                     "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message. Pour en obtenir, "
-                     "envoie **ACHETER** : tu verras les offres.",
-                     "You have no credits left, so I can't answer this message. To get more, send **BUY**: "
-                     "you'll see the packs.")
     return fr_en(language,
-                 "Tu n'as plus de crédits, alors je ne peux pas répondre à ce message, et l'achat de crédits "
-                 "n'est pas proposé ici pour le moment.",
-                 "You have no credits left, so I can't answer this message, and buying credits is not "
-                 "offered here for now.")
+                 "Tu n'as plus de crédits et ceux de ta classe sont épuisés, alors je ne peux pas "
+                 f"répondre. Demande à ton enseignant de recharger les crédits de la classe.{buy_fr}",
+                 "You have no credits left and your class's credits are used up, so I can't answer. "
+                 f"Ask your teacher to top up the class's credits.{buy_en}")

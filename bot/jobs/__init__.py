@@ -163,7 +163,7 @@ async def request_cancel(services: Services, job_id: int) -> GenerationJob | Non
         user = await db.get(User, job.user_id)
     if job.status == CANCELLED:
         text = fr_en(user.language if user is not None else None,
-                     "Annulé à ta demande avant d'avoir commencé.",
+                     "Annulé sur demande avant d'avoir commencé.",
                      "Cancelled at your request before it started.")
         await record_event(services, job_id, f"status:{CANCELLED}:{job.attempts}", "status",
                            {"status": CANCELLED})

@@ -151,7 +151,7 @@ def format_progress(stats: list[SubjectStats], language: str, *, name: str | Non
     if name:
         head = fr_en(language, f"📊 Progrès de {name}", f"📊 {name}'s progress")
     else:
-        head = fr_en(language, "📊 Tes progrès", "📊 Your progress")
+        head = fr_en(language, "📊 Progrès", "📊 Your progress")
     if not stats and not skills:
         empty = fr_en(language, "Pas encore d'exercice enregistré.", "No exercise recorded yet.")
         return f"{head}\n{empty}"
@@ -216,12 +216,12 @@ def struggles_line(name: str | None, skills: Sequence[SkillView], language: str,
     """« Awa a du mal avec fractions et géométrie » (skills from checked answers only)."""
     names = _names(skills, language, limit)
     if name is None:
-        return fr_en(language, f"Tu as du mal avec {names}.", f"You struggle with {names}.")
+        return fr_en(language, f"À retravailler : {names}.", f"You struggle with {names}.")
     return fr_en(language, f"{name} a du mal avec {names}.", f"{name} struggles with {names}.")
 
 
 def due_line(due: int, language: str) -> str:
-    return fr_en(language, f"🔁 {due} question{'s' if due > 1 else ''} à revoir — écris REVISION",
+    return fr_en(language, f"🔁 {due} question{'s' if due > 1 else ''} à revoir — REVISION pour réviser",
                  f"🔁 {due} question{'s' if due > 1 else ''} to review — send REVIEW")
 
 

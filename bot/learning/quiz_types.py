@@ -69,7 +69,7 @@ class QuizType:
     parse_words: Callable[[Options, str], int | None]
     """The zero-based option a reply that is not a number chooses, or None."""
     retry_hint: Callable[[Options, str], str]
-    """What a review answers to a short reply that is no option (« Réponds par 1, 2, 3 ou 4 »)."""
+    """What a review answers to a short reply that is no option (« Réponse attendue : 1, 2, 3 ou 4. »)."""
 
 
 # --- multiple choice ----------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def _mcq_render(question: str, options: Options, whatsapp: bool, language: str) 
     numbers = ", ".join(str(i + 1) for i in range(len(options) - 1))
     last = len(options)
     lines.append(
-        fr_en(language, f"Réponds avec le numéro de ta réponse ({numbers} ou {last}).",
+        fr_en(language, f"Réponse : le numéro du choix ({numbers} ou {last}).",
               f"Reply with the number of your answer ({numbers} or {last}).")
     )
     return "\n".join(lines)
@@ -104,7 +104,7 @@ def _mcq_words(options: Options, reply: str) -> int | None:
 def _mcq_hint(options: Options, language: str) -> str:
     numbers = ", ".join(str(i + 1) for i in range(len(options) - 1))
     last = len(options)
-    return fr_en(language, f"Réponds par {numbers} ou {last}.", f"Reply with {numbers} or {last}.")
+    return fr_en(language, f"Réponse attendue : {numbers} ou {last}.", f"Reply with {numbers} or {last}.")
 
 
 MULTIPLE_CHOICE_TYPE = QuizType(
@@ -137,7 +137,7 @@ def _true_false_render(question: str, options: Options, whatsapp: bool, language
         if whatsapp
         else f"1 {true_label} / 2 {false_label}"
     )
-    how = fr_en(language, "Réponds 1 (Vrai) ou 2 (Faux).", "Reply 1 (True) or 2 (False).")
+    how = fr_en(language, "Réponse : 1 (Vrai) ou 2 (Faux).", "Reply 1 (True) or 2 (False).")
     lines = [f"🧠 {head} {question}" if whatsapp else f"{head} {question}", choices, how]
     return "\n".join(lines)
 
@@ -164,7 +164,7 @@ TRUE_FALSE_TYPE = QuizType(
     render=_true_false_render,
     parse_words=_true_false_words,
     retry_hint=lambda options, language: fr_en(
-        language, "Réponds par 1 (Vrai) ou 2 (Faux).", "Reply with 1 (True) or 2 (False)."),
+        language, "Réponse attendue : 1 (Vrai) ou 2 (Faux).", "Reply with 1 (True) or 2 (False)."),
 )
 
 

@@ -215,21 +215,21 @@ def _failure_text(msg: Incoming, kind: str) -> str:
     limit = msg.services.settings.transcribe_max_seconds
     if kind == "too_long":
         return msg.t(
-            f"Ta note vocale est trop longue pour moi (plus de {limit} secondes). Peux-tu écrire ta "
-            "question, ou envoyer une note plus courte ? Je la garde dans tes fichiers.",
+            f"Cette note vocale est trop longue pour moi (plus de {limit} secondes). Merci d'écrire la "
+            "question, ou d'envoyer une note plus courte. Je la garde dans les fichiers.",
             f"Your voice note is too long for me (over {limit} seconds). Could you type your question, "
             "or send a shorter note? I keep it in your files.",
         )
     if kind == "unreadable":
         return msg.t(
-            "Je n'ai pas réussi à comprendre ta note vocale. Peux-tu écrire ta question, ou la "
-            "renvoyer en parlant plus près du téléphone ? Je la garde dans tes fichiers.",
+            "Je n'ai pas réussi à comprendre cette note vocale. Merci d'écrire la question, ou de la "
+            "renvoyer en parlant plus près du téléphone. Je la garde dans les fichiers.",
             "I could not make out your voice note. Could you type your question, or send it again "
             "speaking closer to the phone? I keep it in your files.",
         )
     return msg.t(
-        "Je n'ai pas pu écouter ta note vocale pour le moment. Peux-tu écrire ta question, ou la "
-        "renvoyer dans un instant ? Je la garde dans tes fichiers.",
+        "Je n'ai pas pu écouter cette note vocale pour le moment. Merci d'écrire la question, ou de la "
+        "renvoyer dans un instant. Je la garde dans les fichiers.",
         "I could not listen to your voice note right now. Could you type your question, or send it "
         "again in a moment? I keep it in your files.",
     )

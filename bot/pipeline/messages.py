@@ -45,15 +45,15 @@ class Ran(enum.Enum):
 
 
 APOLOGY = (
-    "Désolé, un problème technique m'a empêché de répondre à ton message. Réessaie dans un instant.",
+    "Désolé, un problème technique m'a empêché de répondre à ce message. Merci de réessayer dans un instant.",
     "Sorry, a technical problem stopped me from answering your message. Please try again in a moment.",
 )
 GAVE_UP = (
-    "Désolé, je n'ai pas réussi à traiter ton message « {quote} ». Peux-tu le renvoyer ?",
+    "Désolé, je n'ai pas réussi à traiter le message « {quote} ». Merci de le renvoyer.",
     "Sorry, I could not process your message \"{quote}\". Could you send it again?",
 )
 INTERRUPTED = (
-    "Ma réponse précédente a été interrompue. Si elle te semble incomplète, redemande-moi.",
+    "Ma réponse précédente a été interrompue. Si elle semble incomplète, il suffit de redemander.",
     "My previous answer was interrupted. If it looks incomplete, please ask again.",
 )
 
@@ -193,7 +193,7 @@ class Messages:
         msg.extra["media_failed"] = failed
         if failed:
             await msg.reply(msg.t(
-                "Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?",
+                "Je n'ai pas pu recevoir ce fichier. Merci de le renvoyer.",
                 "I could not receive your file. Could you send it again?",
             ), kind="system")
         # Photos and scans are read (OCR) while the turn goes on, kept with the message.

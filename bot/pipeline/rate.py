@@ -31,7 +31,7 @@ log = logging.getLogger("bot.pipeline.rate")
 
 WINDOW_S = 60.0
 NOTICE = (
-    "Tu m'envoies beaucoup de messages d'un coup : je les garde tous et j'y réponds dans l'ordre "
+    "Beaucoup de messages d'un coup : je les garde tous et j'y réponds dans l'ordre "
     "d'ici quelques instants.",
     "You are sending me a lot of messages at once: I am keeping them all and will answer them in "
     "order shortly.",

@@ -35,9 +35,9 @@ NO_REFRESH_S = 20  # the page's own refresh when script is off
 
 TEXTS: dict[str, dict[str, Any]] = {
     "fr": {
-        "title": "Ta demande", "steps": "Étapes", "empty": "Ça démarre…", "result": "Résultat",
+        "title": "La demande", "steps": "Étapes", "empty": "Ça démarre…", "result": "Résultat",
         "files": "Fichiers", "live": "Cette page se met à jour toute seule.",
-        "ended": "C'est terminé. Tu peux fermer cette page.", "dec": ",", "kb": "Ko", "mb": "Mo",
+        "ended": "C'est terminé. Cette page peut être fermée.", "dec": ",", "kb": "Ko", "mb": "Mo",
         "download": "Télécharger",
         "status": {"queued": "En attente", "running": "En cours", "completed": "Terminé",
                    "failed": "Échec", "cancelled": "Annulé"},

@@ -104,7 +104,7 @@ def _title(student: User, lang: str) -> str:
 def _denied(status: int) -> web.Response:
     """The same short page in both languages: before the link is checked, nobody's language is known."""
     if status == 403:
-        fr = ("Ce lien n'est pas valide ou a expiré. Envoyez PROGRES (ou ENFANTS) à Deblo pour en recevoir "
+        fr = ("Ce lien n'est pas valide ou a expiré. PROGRES (ou ENFANTS) envoyé à Deblo en donne "
               "un nouveau.")
         en = "This link is invalid or has expired. Send PROGRESS (or CHILDREN) to Deblo to get a new one."
     else:

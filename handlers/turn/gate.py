@@ -69,9 +69,9 @@ def guest_limit_text(msg: Incoming) -> str:
     settings = msg.services.settings
     limit, gift = settings.guest_daily_messages, settings.signup_credits
     return msg.t(
-        f"Tu as utilisé tes {limit} messages gratuits d'aujourd'hui. Pour continuer tout de suite, "
-        "crée ton profil : réponds **1** (Élève), **2** (Parent) ou **3** (Pro)"
-        + (f" et reçois {gift} crédits." if gift > 0 else ".") + " Sinon, à demain !",
+        f"Les {limit} messages gratuits d'aujourd'hui sont utilisés. Pour continuer tout de suite, "
+        "un profil suffit : **1** (Élève), **2** (Parent) ou **3** (Pro)"
+        + (f", avec {gift} crédits offerts." if gift > 0 else ".") + " Sinon, à demain !",
         f"You have used your {limit} free messages for today. To go on right away, create your "
         "profile: reply **1** (Student), **2** (Parent) or **3** (Pro)"
         + (f" and get {gift} credits." if gift > 0 else ".") + " Otherwise, see you tomorrow!",
@@ -125,8 +125,8 @@ async def _within_daily_tokens(msg: Incoming) -> bool:
     log.info("daily token limit reached", extra={"user_id": msg.user.id})
     if await msg.services.state.set_if_absent(f"notice:{today.key}", "1", 36 * 3600):
         await msg.reply(msg.t(
-            "Tu as atteint la limite d'utilisation d'aujourd'hui, alors je ne peux plus répondre à "
-            "tes questions avant demain. À demain !",
+            "La limite d'utilisation d'aujourd'hui est atteinte, alors je ne peux plus répondre "
+            "avant demain. À demain !",
             "You have reached today's usage limit, so I can't answer more questions until tomorrow. "
             "See you tomorrow!",
         ), kind="notice")

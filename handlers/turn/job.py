@@ -45,8 +45,8 @@ __all__ = ["run_job"]
 log = logging.getLogger(__name__)
 
 FAILED_NOTE = (
-    "❌ Désolé, je n'ai pas pu finir ce travail : {what}. Ce qui était prêt t'a été envoyé ; "
-    "redemande-le-moi pour recommencer.",
+    "❌ Désolé, je n'ai pas pu finir ce travail : {what}. Ce qui était prêt a été envoyé ; "
+    "il suffit de redemander pour recommencer.",
     "❌ Sorry, I could not finish this work: {what}. Whatever was ready has been sent to you; "
     "ask me again to start over.",
 )

@@ -36,14 +36,14 @@ __all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "background_asked", "drop_reserved",
 log = logging.getLogger(__name__)
 
 LONG_WORK_NOTE = (
-    "⏳ C'est un long travail : je continue et je t'envoie tout dès que c'est prêt. "
-    "Écris STATUT pour voir où j'en suis.",
+    "⏳ C'est un long travail : je continue, et tout arrive ici dès que c'est prêt. "
+    "STATUT pour voir où j'en suis.",
     "⏳ This is a long piece of work: I'll carry on and send you everything as soon as it's ready. "
     "Write STATUS to see where I am.",
 )
 QUEUED_NOTE = (
-    "⏳ C'est un long travail : je le commence dès que le travail en cours est fini, et je t'envoie "
-    "tout dès que c'est prêt. Écris STATUT pour voir où j'en suis.",
+    "⏳ C'est un long travail : je le commence dès que le travail en cours est fini, et tout "
+    "arrive ici dès que c'est prêt. STATUT pour voir où j'en suis.",
     "⏳ This is a long piece of work: I'll start it as soon as the current one is done and send you "
     "everything when it's ready. Write STATUS to see where I am.",
 )

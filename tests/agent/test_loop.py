@@ -290,7 +290,7 @@ async def test_provider_down_user_still_gets_text(fake_llm: FakeLLM) -> None:
     turn = await drive(llm, [ECHO])
     assert len(fake_llm.requests) == 6  # 3 attempts per model
     assert turn.outcome.exit_reason == PROVIDER_ERROR
-    assert len(turn.texts) == 1 and "Réessaie" in turn.texts[0]
+    assert len(turn.texts) == 1 and "réessayer" in turn.texts[0]
     await llm.close()
 
 

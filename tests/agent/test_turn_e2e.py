@@ -232,7 +232,7 @@ async def test_provider_dying_mid_stream_and_down(harness: Any) -> None:
     await h.inbound(PHONE, "Deux")
     await h.settle()
     last = (await h.texts_to(PHONE))[-1]
-    assert "Réessaie" in last
+    assert "réessayer" in last
     assert (await turns(h))[-1].exit_reason == "provider_error"
 
 

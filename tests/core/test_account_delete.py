@@ -16,7 +16,7 @@ async def test_supprimer_then_oui_erases_everything_and_says_so(harness: Harness
     async with h.services.sessions() as db:
         keys = list(await db.scalars(select(UserFile.storage_key).where(UserFile.user_id == user.id)))
     *_waiting_file, ask = await say(h, PHONE, "Supprimer")  # a file kept for later goes out first
-    assert "effacer tout ce que Deblo garde de toi" in ask and "OUI" in ask and "5 minutes" in ask
+    assert "effacement de tout ce que Deblo garde de ce compte" in ask and "OUI" in ask and "5 minutes" in ask
     assert await h.user(PHONE) is not None  # nothing happens before the confirmation
     [done] = await say(h, PHONE, "oui")
     assert "C'est fait" in done and "effacé" in done
@@ -48,7 +48,7 @@ async def test_anything_else_cancels(harness: Harness) -> None:
     h = harness
     await h.make_user(PHONE)
     await say(h, PHONE, "SUPPRIMER")
-    assert await say(h, PHONE, "non") == ["Suppression annulée : tes données sont conservées."]
+    assert await say(h, PHONE, "non") == ["Suppression annulée : les données sont conservées."]
     # No request pending any more: OUI is an ordinary message.
     h.llm.push_text("Oui à quoi ?")
     assert await say(h, PHONE, "OUI") == ["Oui à quoi ?"]
@@ -56,7 +56,7 @@ async def test_anything_else_cancels(harness: Harness) -> None:
     h.llm.push_text("2 + 2 = 4")
     # Another message cancels, and is still answered.
     assert await say(h, PHONE, "Combien font 2 + 2 ?") == [
-        "Suppression annulée : tes données sont conservées.", "2 + 2 = 4"]
+        "Suppression annulée : les données sont conservées.", "2 + 2 = 4"]
     assert await h.user(PHONE) is not None
     async with h.services.sessions() as db:
         assert await db.scalar(select(func.count()).select_from(InboundMessage)) == 5

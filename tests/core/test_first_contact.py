@@ -54,7 +54,7 @@ async def test_first_question_reaches_the_model_and_the_answer_comes_with_the_me
     answer, welcome = texts
     assert answer.startswith("Bien sûr ! Une fraction")
     assert welcome.startswith("Bienvenue sur Deblo, Awa !") and WELCOME_MENU in welcome
-    assert "Pose-moi d'autres questions" in welcome  # not « tu peux aussi me poser une question »
+    assert "D'autres questions ? Elles sont les bienvenues." in welcome  # not « une question peut venir »
     [request] = h.llm.requests
     assert request["messages"][-1] == {"role": "user", "content": "aide-moi à réviser les fractions"}
     assert "sans outils" in request["messages"][0]["content"] and not request.get("tools")  # a guest turn
@@ -81,7 +81,7 @@ async def test_the_welcome_arrives_even_when_the_model_fails(harness: Harness) -
     for _ in range(3):
         h.llm.push_status(502)
     apology, welcome = await say(h, "Explique-moi le théorème de Pythagore")
-    assert "Réessaie" in apology
+    assert "réessayer" in apology
     assert WELCOME_MENU in welcome
 
 
@@ -117,7 +117,8 @@ async def test_a_number_enrolled_with_a_mode_is_answered_in_that_mode(harness: H
     assert user is not None and (user.mode, user.onboarding_step) == ("pro", None)
     # The balance it is told is the one left after the answer was charged.
     assert 0 < user.credit_balance < h.settings.signup_credits
-    assert f"Ton compte est prêt (profil Professionnel) et tu as {user.credit_balance} crédits." in welcome
+    assert (f"Votre compte est prêt (profil Professionnel) et vous avez {user.credit_balance} crédits."
+            in welcome)
     assert "1 Élève" not in welcome
 
 
@@ -134,12 +135,12 @@ async def test_the_guest_limit_names_the_reply_that_opens_a_profile(make_harness
     await say(h, "Et 9 x 6 ?")
     [limit] = await say(h, "Et 12 x 12 ?")
     assert limit == (
-        "Tu as utilisé tes 2 messages gratuits d'aujourd'hui. Pour continuer tout de suite, crée ton "
-        "profil : réponds *1* (Élève), *2* (Parent) ou *3* (Pro) et reçois 50 crédits. Sinon, à demain !"
+        "Les 2 messages gratuits d'aujourd'hui sont utilisés. Pour continuer tout de suite, un profil "
+        "suffit : *1* (Élève), *2* (Parent) ou *3* (Pro), avec 50 crédits offerts. Sinon, à demain !"
     )
     assert len(h.llm.requests) == 2
     # Do exactly what it says, as the user would.
-    reply = re.search(r"réponds \*(\d)\* \(Élève\)", limit)
+    reply = re.search(r"\*(\d)\* \(Élève\)", limit)
     assert reply is not None
     [done] = await say(h, reply.group(1))
     assert "C'est parti" in done and "50 crédits" in done
@@ -156,11 +157,11 @@ async def test_the_guest_limit_on_sms_is_plain_gsm7(make_harness: Any) -> None:
     await say(h, "Bonjour", channel="sms")
     await say(h, "Une question", channel="sms")
     [limit] = await say(h, "Une autre", channel="sms")
-    assert "réponds 1 (Élève), 2 (Parent) ou 3 (Pro)" in limit and "*" not in limit
+    assert "un profil suffit : 1 (Élève), 2 (Parent) ou 3 (Pro)" in limit and "*" not in limit
     assert formatting.is_gsm7(limit)
 
 
-MENU_FR_GUEST = "{head}\nProfil : réponds 1 Élève, 2 Parent, 3 Pro (+50 crédits)\n"
+MENU_FR_GUEST = "{head}\nProfil : répondre 1 Élève, 2 Parent, 3 Pro (+50 crédits)\n"
 
 
 async def test_menu_offers_a_guest_the_profile_choice_on_whatsapp_and_sms(harness: Harness) -> None:

@@ -209,7 +209,7 @@ async def test_a_guest_sees_the_profile_choice_and_what_a_guest_can_use(harness:
     [menu] = await say(h, GUEST, "MENU")
     body, items = last_list(h, GUEST)
     within_limits(items)
-    assert menu == body and "Profil : réponds 1 Élève, 2 Parent, 3 Pro" in body
+    assert menu == body and "Profil : répondre 1 Élève, 2 Parent, 3 Pro" in body
     offered = {i["item"] for i in items}
     assert offered == {c.item("fr") for c in help.entries_for("guest", payments=False)} - {"AIDE", "MENU"}
     assert not {"REVISION", "TACHES", "ENFANTS", "STATUT"} & offered
@@ -312,7 +312,7 @@ def test_every_command_of_an_audience_is_on_its_sms_pages_and_its_lists(who: str
     for language in ("fr", "en"):
         words = help.words_offered(who, language)
         pages = help.sms_pages(["Deblo t'aide à l'école et au travail. Pose ta question !",
-                                "Profil : réponds 1 Élève, 2 Parent, 3 Pro (+50 crédits)"], who, language)
+                                "Profil : répondre 1 Élève, 2 Parent, 3 Pro (+50 crédits)"], who, language)
         assert all(formatting.sms_segments(formatting.to_sms(page))[1] <= 2 for page in pages)
         assert len(pages) <= 3
         lines = [line for page in pages for line in page.split("\n")]

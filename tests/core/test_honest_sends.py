@@ -114,7 +114,7 @@ async def test_file_outside_the_window_with_a_template_waits_and_goes_on_the_nex
     [invite] = h.twilio.sent
     assert invite["ContentSid"] == TEMPLATE and "MediaUrl" not in invite and "Body" not in invite
     variable = json.loads(invite["ContentVariables"])["1"]
-    assert "Voici ton bilan." in variable and "réponds à ce message pour le recevoir" in variable
+    assert "Voici ton bilan." in variable and "une réponse à ce message, et il arrive" in variable
     assert "\n" not in variable  # Meta refuses new lines in a template parameter
     [waiting] = await pending_rows(h)
     assert waiting.file_id == doc.id and waiting.sent_at is None
@@ -128,7 +128,7 @@ async def test_file_outside_the_window_with_a_template_waits_and_goes_on_the_nex
     media = [m for m in after if m.get("MediaUrl")]
     assert len(media) == 1 and media[0]["MediaUrl"].endswith("/bilan-syscohada-2026.pdf")
     bodies = [m.get("Body", "") for m in after]
-    assert bodies[0].startswith("📎 Voici le fichier qui t'attendait.") and bodies[-1] == "Avec plaisir !"
+    assert bodies[0].startswith("📎 Voici le fichier qui attendait.") and bodies[-1] == "Avec plaisir !"
     assert after.index(media[0]) < len(after) - 1
     fetched = [f for f in h.twilio.fetched if f["url"] == media[0]["MediaUrl"]]
     assert fetched and fetched[0]["status"] == 200 and fetched[0]["body"] == b"%PDF-1.4 bilan"

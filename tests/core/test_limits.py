@@ -247,7 +247,7 @@ async def test_waiting_for_a_slot_counts_toward_the_calls_deadline(tmp_path: Pat
 # --- USER_DAILY_TOKEN_LIMIT --------------------------------------------------------------------
 
 
-LIMIT_NOTICE = "Tu as atteint la limite d'utilisation d'aujourd'hui"
+LIMIT_NOTICE = "La limite d'utilisation d'aujourd'hui est atteinte"
 
 
 async def test_the_daily_token_ceiling_refuses_turns_and_says_so_once_a_day(make_harness: Any) -> None:

@@ -65,7 +65,7 @@ async def test_a_failed_download_is_told_to_the_user(harness: Harness) -> None:
     missing = h.twilio.url + f"/2010-04-01/Accounts/{h.twilio.account_sid}/Messages/MMx/Media/MEmissing"
     await h.inbound(PHONE, "", media=[missing])
     await h.settle()
-    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?"]
+    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ce fichier. Merci de le renvoyer."]
     assert seen.texts == []  # nothing else to act on
 
 
@@ -76,7 +76,7 @@ async def test_a_failed_download_with_text_still_answers_the_text(harness: Harne
     await h.make_user(PHONE)
     await h.inbound(PHONE, "Voici mon devoir", media=["http://127.0.0.1:9/nowhere"])
     await h.settle()
-    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?", "reçu"]
+    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ce fichier. Merci de le renvoyer.", "reçu"]
     assert seen.files == [[]]
 
 
@@ -87,7 +87,7 @@ async def test_a_file_over_the_size_cap_is_refused(make_harness: Any) -> None:
     await h.make_user(PHONE)
     await h.inbound(PHONE, "Grosse photo", media=[(JPEG, "image/jpeg")])
     await h.settle()
-    assert (await h.texts_to(PHONE))[0].startswith("Je n'ai pas pu recevoir ton fichier")
+    assert (await h.texts_to(PHONE))[0].startswith("Je n'ai pas pu recevoir ce fichier")
     async with h.services.sessions() as db:
         assert (await db.scalars(select(UserFile))).all() == []
 
@@ -171,7 +171,7 @@ async def test_a_media_url_elsewhere_is_not_fetched_and_the_text_is_still_answer
     finally:
         await runner.cleanup()
     assert asked == []  # never asked, so the account's credentials never left for it
-    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ton fichier. Peux-tu le renvoyer ?", "reçu"]
+    assert await h.texts_to(PHONE) == ["Je n'ai pas pu recevoir ce fichier. Merci de le renvoyer.", "reçu"]
     assert seen.texts == ["Voici ma photo"] and seen.files == [[]]
     async with h.services.sessions() as db:
         assert (await db.scalars(select(UserFile))).all() == []

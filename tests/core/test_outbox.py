@@ -133,7 +133,7 @@ async def test_a_refused_reply_is_not_retried_and_is_told_with_the_next_one(make
     await h.settle()
     texts = await h.texts_to(PHONE)
     assert texts[0] == "Les décimaux ont une virgule."
-    assert len(texts) == 2 and "n'a pas pu t'être remis" in texts[1]
+    assert len(texts) == 2 and "n'a pas pu être remis" in texts[1]
     assert "Voici la règle des fractions équivalentes." in texts[1]
     told = next(r for r in await rows(h) if r.id == refused.id)
     assert told.failure_told_at is not None

@@ -197,7 +197,7 @@ async def test_a_message_that_keeps_crashing_is_given_up_after_three_attempts(ma
         await h.start_workers(blocking)
     await h.settle()
     [text] = await h.texts_to(PHONE)
-    assert text.startswith("Désolé, je n'ai pas réussi à traiter ton message « slow »")
+    assert text.startswith("Désolé, je n'ai pas réussi à traiter le message « slow »")
     async with h.services.sessions() as db:
         row = await db.scalar(select(InboundMessage))
         assert row is not None and row.status == "failed" and row.attempts == 3

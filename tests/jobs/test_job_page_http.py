@@ -71,7 +71,7 @@ async def test_the_page_speaks_the_owners_language(harness: Harness) -> None:
     english = await h.make_user(PHONE, language="en")
     french = await h.make_user(OTHER, language="fr")
     cases = ((english, ["Your request", "Steps", "Working", "Searching the web"], "Étapes"),
-             (french, ["Ta demande", "Étapes", "En cours", "Recherche sur le web"], "Steps"))
+             (french, ["La demande", "Étapes", "En cours", "Recherche sur le web"], "Steps"))
     for user, words, absent in cases:
         job = await make_job(h, user, "Sales table")
         await step(h, job.id, 1, "call_a", "web_search", lang=user.language, duration_ms=2400)

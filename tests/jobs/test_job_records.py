@@ -68,7 +68,7 @@ async def test_cancelling_a_queued_job_ends_it_at_once(harness: Harness) -> None
     assert row.status == jobs.CANCELLED and row.cancel_requested and row.finished_at == h.clock()
     stored = await stored_events(h, job.id)
     assert [(e["type"], e["status"]) for e in stored] == [("status", "cancelled"), ("done", "cancelled")]
-    assert stored[1]["text"] == "Annulé à ta demande avant d'avoir commencé."
+    assert stored[1]["text"] == "Annulé sur demande avant d'avoir commencé."
     assert live == stored  # a page watching the job sees it end
     assert await jobs.request_cancel(h.services, job.id) is None  # already ended: nothing to do
 

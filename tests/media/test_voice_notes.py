@@ -105,8 +105,8 @@ async def test_a_failed_transcription_tells_the_user_and_keeps_the_file(
     user = await h.make_user(PHONE)
     speech.push_transcription_error(500)
     [reply] = await _say(h, media=[(await sine_audio(1.5, "ogg"), "audio/ogg")])
-    assert reply == ("Je n'ai pas pu écouter ta note vocale pour le moment. Peux-tu écrire ta question, "
-                     "ou la renvoyer dans un instant ? Je la garde dans tes fichiers.")
+    assert reply == ("Je n'ai pas pu écouter cette note vocale pour le moment. Merci d'écrire la question, "
+                     "ou de la renvoyer dans un instant. Je la garde dans les fichiers.")
     assert h.llm.requests == []
     async with h.services.sessions() as db:
         files = await library.list_files(db, user.id)

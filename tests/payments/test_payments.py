@@ -52,7 +52,7 @@ async def test_webhook_credits_once_however_often_delivered(h, paystack) -> None
     await h.twilio.idle()
     assert await balance(h) == before + 250
     told = [t for t in await h.texts_to(USER) if "Paiement reçu" in t]
-    assert told == [f"✅ Paiement reçu : +250 crédits. Ton solde : {before + 250} crédits. Merci !"]
+    assert told == [f"✅ Paiement reçu : +250 crédits. Solde : {before + 250} crédits. Merci !"]
     # Paystack retries, sometimes concurrently.
     statuses = await asyncio.gather(*(post_webhook(h, event, paystack.signed(event)) for _ in range(5)))
     assert statuses == [200] * 5

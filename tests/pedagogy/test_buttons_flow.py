@@ -254,7 +254,7 @@ async def test_credit_packs_are_a_list_and_a_tap_picks_the_pack(make_harness: An
     h = await make_harness(PAYMENT_PROVIDER="local", PAYMENT_SECRET="local-secret")
     user = await h.make_user(STUDENT, mode="child")
     [shown] = await say(h, STUDENT, "ACHETER")
-    assert "FCFA" in shown and "réponds par un numéro" in shown
+    assert "FCFA" in shown and "réponse par un numéro" in shown
     kind, items = choices(last_content(h))
     assert kind == "twilio/list-picker"
     assert all("crédits" in i["item"] and len(i["item"]) <= 24 for i in items)

@@ -64,7 +64,7 @@ async def test_progres_merges_aliases_shows_skills_and_keeps_reports_apart(harne
     assert "à revoir : géométrie (4 réponses)" in block
     assert "déclarés, non vérifiés : 3 exercices, 2 réussis" in block
     assert "• Français : 1 question, 0 % justes" in reply and "à revoir : accords (2 réponses)" in reply
-    assert "2 questions à revoir — écris REVISION" in reply  # the two due, not the later nor the new one
+    assert "2 questions à revoir — REVISION pour réviser" in reply  # the two due, not the later, not the new
     assert len(h.llm.requests) == calls  # no model call
 
 

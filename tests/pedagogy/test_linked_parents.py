@@ -1,11 +1,21 @@
-"""A number that confirmed a PARENT link is a parent: MENU / AIDE list ENFANTS and no profile
-choice, PROGRES points to ENFANTS, and the profile menu is never offered again."""
+"""A number that confirmed a PARENT link, or that a school's class list named as a parent, is a
+parent: MENU / AIDE list ENFANTS and no profile choice, PROGRES points to ENFANTS, the profile menu
+is never offered again, and when they first write themselves they are not welcomed as new: what
+made them a parent (the reply to their OUI, the school's SMS) welcomed them, in « vous »."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from sqlalchemy import select
+
+from bot.school import enrol_roster, notify_parents, read_roster
+from bot.storage.models import Cohort, User
 from tests.support.pedagogy import MONDAY, PARENT, STUDENT, confirm, link_status, say
+from tests.support.register import tu_marks
+
+NEW_USER_WELCOME = ("Bienvenue sur Deblo", "1 Élève", "Quel profil")
 
 
 async def linked_parent(h: Any, *, wrote_first: bool) -> None:
@@ -60,8 +70,53 @@ async def test_a_parent_who_never_wrote_is_not_welcomed_again(harness: Any) -> N
     """The reply to their OUI welcomed them: no second welcome, no profile question."""
     h = harness
     await linked_parent(h, wrote_first=False)
+    [invitation, thanks] = await h.texts_to(PARENT)  # the student's invitation, the reply to the OUI
+    assert "Merci ! Vous suivez maintenant" in thanks and not tu_marks(thanks), thanks
+    assert not any(w in t for t in (invitation, thanks) for w in NEW_USER_WELCOME)
     h.llm.push_text("Bonjour ! Que puis-je faire pour vous ?")
     [answer] = await say(h, PARENT, "Bonjour", channel="sms")
     assert answer == "Bonjour ! Que puis-je faire pour vous ?"
     [menu] = await say(h, PARENT, "MENU", channel="sms")
     assert "ENFANTS" in menu and "Profil" not in menu
+
+
+async def import_class(h: Any, csv: str) -> None:
+    """A class list imported as `cohorts import` does it: enrolled in one transaction, then each
+    newly linked parent told by SMS."""
+    async with h.services.sessions() as db:
+        cohort = Cohort(name="6e A", created_at=h.clock())
+        db.add(cohort)
+        await db.flush()
+        report = await enrol_roster(db, h.services, cohort.id, read_roster(csv.encode(), "CI"), h.clock(),
+                                    school="Lycée Moderne")
+        await db.commit()
+    await notify_parents(h.services, report, "Lycée Moderne", "6e A", h.clock())
+
+
+@pytest.mark.parametrize("wrote_first", [False, True])
+async def test_a_parent_named_by_a_class_list_is_not_welcomed_as_new(harness: Any, wrote_first: bool) -> None:
+    """The school's SMS told them who linked them and what comes: their first message is answered,
+    not greeted with the new number's welcome and profile menu; « 1 » does not make them a student."""
+    h = harness
+    h.clock.now = MONDAY
+    if wrote_first:  # a guest who had been welcomed with the profile menu and never chose
+        [welcome] = await say(h, PARENT, "Bonjour", channel="sms")
+        assert "1 Élève" in welcome
+    await import_class(h, f"phone,name,level,parent_phone\n{STUDENT},Awa Koné,6e,{PARENT}\n")
+    parent = await h.user(PARENT)
+    assert parent is not None
+    assert (parent.role, parent.mode, parent.onboarding_step) == ("parent", "child", None)
+    [sms] = (await h.texts_to(PARENT))[-1:]
+    assert "Lycée Moderne (classe 6e A)" in sms and not tu_marks(sms), sms
+    before = len(await h.texts_to(PARENT))
+    h.llm.push_text("Bonjour ! Que puis-je faire pour vous ?")
+    assert await say(h, PARENT, "Bonjour", channel="sms") == ["Bonjour ! Que puis-je faire pour vous ?"]
+    h.llm.push_text("Que voulez-vous dire par 1 ?")
+    await say(h, PARENT, "1", channel="sms")
+    [menu] = await say(h, PARENT, "MENU", channel="sms")
+    assert "ENFANTS" in menu and "Profil" not in menu and "posez votre question" in menu, menu
+    after = (await h.texts_to(PARENT))[before:]
+    assert not any(w in t for t in after for w in NEW_USER_WELCOME), after
+    async with h.services.sessions() as db:
+        parent = await db.scalar(select(User).where(User.phone == PARENT))
+    assert parent is not None and parent.role == "parent"

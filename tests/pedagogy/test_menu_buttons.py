@@ -144,7 +144,7 @@ async def test_the_deletion_is_confirmed_by_the_oui_button_only(harness: Any) ->
     h = harness
     await h.make_user(STUDENT, mode="child")
     [ask] = await say(h, STUDENT, "SUPPRIMER")
-    assert "Réponds OUI" in ask
+    assert "OUI dans les 5 minutes pour confirmer" in ask
     kind, buttons = shown(h)
     assert kind == "twilio/quick-reply" and [b["title"] for b in buttons] == ["Oui", "Non"]
     # Typed, « 1 » is any other message: it cancels, and is then answered as usual.

@@ -97,7 +97,7 @@ async def test_progres_on_whatsapp_sends_the_chart_twilio_fetches(harness: Any) 
     await progress_student(h, STUDENT)
     # One billed message: the summary rides as the chart's caption.
     [text] = await say(h, STUDENT, "PROGRES")
-    assert text.startswith("📊 Tes progrès")
+    assert text.startswith("📊 Progrès")
     [message] = [m for m in h.twilio.to(f"whatsapp:{STUDENT}") if m.get("MediaUrl")]
     assert message["Body"] == text
     [fetched] = [f for f in h.twilio.fetched if f["url"] == message["MediaUrl"]]
@@ -106,7 +106,7 @@ async def test_progres_on_whatsapp_sends_the_chart_twilio_fetches(harness: Any) 
     assert image.width == 960 and image.height > 1000
     await asyncio.to_thread(ARTIFACTS.mkdir, parents=True, exist_ok=True)  # this test may run first
     (ARTIFACTS / "progress-chart-whatsapp.png").write_bytes(fetched["body"])
-    assert "/files/" in message["MediaUrl"] and message["MediaUrl"].endswith("/tes-progres-2026-03-05.png")
+    assert "/files/" in message["MediaUrl"] and message["MediaUrl"].endswith("/progres-2026-03-05.png")
 
 
 async def test_enfants_on_whatsapp_sends_one_chart_per_child(harness: Any) -> None:

@@ -78,7 +78,7 @@ async def test_the_page_shows_one_student_in_their_language(harness: Any) -> Non
     assert [w[1:] for w in weeks] == [["7", "2", "9"], ["1", "0", "1"], ["5", "5", "10"], ["6", "3", "9"],
                                       ["0", "0", "0"], ["4", "2", "6"], ["2", "1", "3"], ["0", "0", "0"]]
     assert "Et 3 exercices déclarés sans vérification, comptés à part." in page
-    assert "1 question à revoir : écris REVISION à Deblo." in page
+    assert "1 question à revoir : REVISION, envoyé à Deblo, les propose." in page
     svgs = [attrs for tag, attrs in parsed.tags if tag == "svg"]
     labels = [a.get("aria-label") for a in svgs]
     assert labels == ["Maîtrise par compétence", "Réponses vérifiées, 8 semaines"]

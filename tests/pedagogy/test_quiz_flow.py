@@ -53,7 +53,7 @@ async def test_quiz_menu_on_whatsapp_answered_right_without_model_call(harness: 
     texts = await ask_quiz(h)
     menu = next(t for t in texts if "Combien font" in t)
     assert "1️⃣ 12\n2️⃣ 15\n3️⃣ 18\n4️⃣ 20" in menu
-    assert "Réponds avec le numéro" in menu
+    assert "Réponse : le numéro du choix" in menu
     assert_secret_kept(h)
     calls = len(h.llm.requests)
     h.clock.advance(seconds=42)

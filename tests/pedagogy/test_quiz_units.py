@@ -70,7 +70,7 @@ def test_rendering_per_channel_and_language() -> None:
     q = quiz()
     whatsapp = render_quiz(q, "whatsapp", "fr")
     assert "1️⃣ 12\n2️⃣ 15\n3️⃣ 18\n4️⃣ 20" in whatsapp
-    assert whatsapp.splitlines()[-1].startswith("Réponds avec le numéro")
+    assert whatsapp.splitlines()[-1].startswith("Réponse : le numéro du choix")
     sms = render_quiz(q, "sms", "fr")
     assert "1) 12\n2) 15\n3) 18\n4) 20" in sms and "️⃣" not in sms
     tf = quiz(TRUE_FALSE, ("true", "false"), 0)

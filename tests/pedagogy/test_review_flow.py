@@ -103,7 +103,7 @@ async def test_a_reply_that_is_not_an_option_changes_nothing(harness: Any) -> No
     await say(h, STUDENT, "REVISION")
     [before] = await items_of(h, user.id)
     for bad in ("7", "e", "euh", "je sais pas"):
-        assert await say(h, STUDENT, bad) == ["Réponds par 1, 2, 3 ou 4."]
+        assert await say(h, STUDENT, bad) == ["Réponse attendue : 1, 2, 3 ou 4."]
     assert len(h.llm.requests) == calls
     [after] = await items_of(h, user.id)
     assert (after.answers, after.due_at, after.card) == (before.answers, before.due_at, before.card)
@@ -196,7 +196,7 @@ async def test_a_true_false_item_on_sms(harness: Any) -> None:
     [question] = await say(h, STUDENT, "REVISION", channel="sms")
     assert "Révision 1/1\nVrai ou faux ? L'eau bout à 100 degrés.\n1 Vrai / 2 Faux" in question
     assert "📚" not in question and "🧠" not in question
-    assert await say(h, STUDENT, "peut-être", channel="sms") == ["Réponds par 1 (Vrai) ou 2 (Faux)."]
+    assert await say(h, STUDENT, "peut-être", channel="sms") == ["Réponse attendue : 1 (Vrai) ou 2 (Faux)."]
     [verdict] = await say(h, STUDENT, "vrai", channel="sms")
     assert verdict.startswith("Bravo, bonne réponse : Vrai") and "1/1" in verdict
     [mastery] = await mastery_of(h, user.id)

@@ -63,7 +63,7 @@ async def test_the_streak_in_progres_counts_days_in_a_row_in_the_students_zone(h
     assert "🔥" not in await progres(h, STUDENT, friday)
     await quiz_answers(h, STUDENT, friday + timedelta(hours=1), [("fractions", False)])
     text = await progres(h, STUDENT, friday + timedelta(hours=2))
-    assert text.splitlines()[:2] == ["📊 Tes progrès", "🔥 1 jour de suite"]
+    assert text.splitlines()[:2] == ["📊 Progrès", "🔥 1 jour de suite"]
 
 
 async def test_the_weekly_note_once_a_week_inside_the_window_with_the_weeks_figures(harness: Any) -> None:

@@ -83,7 +83,7 @@ def menu_text(settings: Settings, language: str) -> str:
         lines = ["💳 Buy credits — reply with a number:"]
         lines += [f"{p.number}. {p.credits} credits — {price_text(p)}" for p in packs(settings)]
     else:
-        lines = ["💳 Acheter des crédits — réponds par un numéro :"]
+        lines = ["💳 Acheter des crédits — réponse par un numéro :"]
         lines += [f"{p.number}. {p.credits} crédits — {price_text(p)}" for p in packs(settings)]
     return "\n".join(lines)
 
@@ -239,7 +239,7 @@ async def _tell_user(services: Services, payment: Payment, balance: int) -> None
     if user.language == "en":
         text = f"✅ Payment received: +{payment.credits} credits. Your balance: {balance} credits. Thank you!"
     else:
-        text = f"✅ Paiement reçu : +{payment.credits} crédits. Ton solde : {balance} crédits. Merci !"
+        text = f"✅ Paiement reçu : +{payment.credits} crédits. Solde : {balance} crédits. Merci !"
     try:
         await send_to_user(services, user, text=text, kind="payment")
     except Exception:
@@ -253,6 +253,6 @@ def payment_link_text(pack: Pack, checkout: Checkout, language: str) -> str:
             "Your credits are added as soon as the payment is confirmed."
         )
     return (
-        f"🔗 Pour acheter {pack.credits} crédits ({price_text(pack)}), paie ici :\n{checkout.url}\n"
-        "Tes crédits sont ajoutés dès que le paiement est confirmé."
+        f"🔗 Pour acheter {pack.credits} crédits ({price_text(pack)}), paiement ici :\n{checkout.url}\n"
+        "Les crédits sont ajoutés dès que le paiement est confirmé."
     )

@@ -332,7 +332,8 @@ async def wait_sent(services: Services, sid: str, status: str) -> str:
     return status
 
 
-TOLD = ("⚠️ Un de mes messages précédents n'a pas pu t'être remis : {items}. Redemande-le-moi si besoin.",
+TOLD = ("⚠️ Un de mes messages précédents n'a pas pu être remis : {items}. Il suffit de le redemander "
+        "si besoin.",
         "⚠️ One of my previous messages could not be delivered to you: {items}. Ask me again if needed.")
 
 

@@ -112,36 +112,38 @@ MODEL_ADVICE = {
 }
 # The same for a person reading it (handlers tell the user directly): French, then English.
 USER_ADVICE = {
-    "opted_out": ("Rien n'a été envoyé : tu as demandé à ne plus recevoir de messages. Écris START pour "
+    "opted_out": ("Rien n'a été envoyé : ce numéro a demandé à ne plus recevoir de messages. START pour "
                   "les recevoir de nouveau.",
                   "Nothing was sent: you asked to receive no more messages. Send START to get them again."),
     "delivery_blocked": ("Rien n'a été envoyé : les derniers messages vers ce numéro ont été refusés. "
-                         "Vérifie le numéro ; ici, dans notre conversation, mes réponses t'arrivent.",
+                         "Le numéro est-il le bon ? Ici, dans notre conversation, mes réponses arrivent "
+                         "bien.",
                          "Nothing was sent: the last messages to this number were refused. Check the "
                          "number; here, in our chat, my answers still reach you."),
-    "window_closed": ("Rien n'a été envoyé sur WhatsApp : tu ne m'y as pas écrit depuis plus de 24 h. "
-                      "Écris-moi sur WhatsApp, puis redemande-le.",
+    "window_closed": ("Rien n'a été envoyé sur WhatsApp : aucun message de ce numéro n'y est arrivé depuis "
+                      "plus de 24 h. Un message sur WhatsApp d'abord, puis la demande de nouveau.",
                       "Nothing was sent on WhatsApp: you have not written to me there for over 24 h. "
                       "Write to me on WhatsApp, then ask again."),
-    "no_address": ("Rien n'a été envoyé : je n'ai pas de numéro pour ce canal. Je peux te le donner ici.",
+    "no_address": ("Rien n'a été envoyé : je n'ai pas de numéro pour ce canal. Je peux le donner ici.",
                    "Nothing was sent: I have no number for that channel. I can give it to you here."),
     "not_configured": ("Rien n'a été envoyé : ce moyen d'envoi n'est pas disponible sur ce service. "
-                       "Je peux te le donner ici, dans notre conversation.",
+                       "Je peux le donner ici, dans notre conversation.",
                        "Nothing was sent: that way of sending is not available on this service. "
                        "I can give it to you here, in our chat."),
     "empty": ("Il n'y avait rien à envoyer.", "There was nothing to send."),
     "erased": ("Rien n'a été envoyé : les données de ce compte ont été effacées.",
                "Nothing was sent: this account's data was erased."),
-    "file_waiting": ("Ton fichier n'a pas pu partir tout de suite : il t'attend. Écris-moi n'importe quel "
-                     "message et je te l'envoie aussitôt.",
+    "file_waiting": ("Le fichier n'a pas pu partir tout de suite : il attend ici. Au prochain message, quel "
+                     "qu'il soit, je l'envoie aussitôt.",
                      "Your file could not go right away: it is waiting for you. Send me any message and "
                      "I will send it at once."),
-    "refused": ("Le message n'a pas été envoyé : l'opérateur l'a refusé. Vérifie le numéro, ou "
-                "demande-le-moi ici.",
+    "refused": ("Le message n'a pas été envoyé : l'opérateur l'a refusé. Le numéro est-il le bon ? "
+                "Je peux aussi le donner ici.",
                 "The message was not sent: the carrier refused it. Check the number, or ask me for it here."),
-    "failed": ("Le message n'a pas pu être remis. Je peux te le donner ici, dans notre conversation.",
+    "failed": ("Le message n'a pas pu être remis. Je peux le donner ici, dans notre conversation.",
                "The message could not be delivered. I can give it to you here, in our chat."),
-    "unavailable": ("Le service d'envoi ne répond pas : rien n'est parti. Réessaie dans quelques minutes.",
+    "unavailable": ("Le service d'envoi ne répond pas : rien n'est parti. Merci de réessayer dans quelques "
+                    "minutes.",
                     "The messaging service is not answering: nothing was sent. Try again in a few minutes."),
     "queued": ("Le message n'est pas encore parti : le service d'envoi ne répond pas. Il partira tout "
                "seul dès que possible.",

@@ -192,7 +192,7 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
         log.warning("whatsapp window closed: file kept for the next message", extra={"user_id": user.id})
         return SendResult(channel="whatsapp", pending_id=pending_id)
     invite = fr_en(user.language,
-                   f"📎 Ton fichier « {media.name} » est prêt : réponds à ce message pour le recevoir.",
+                   f"📎 Le fichier « {media.name} » est prêt : une réponse à ce message, et il arrive.",
                    f"📎 Your file \"{media.name}\" is ready: reply to this message to receive it.")
     result = await _send_template(services, user.id, to, f"{text}\n\n{invite}" if text.strip() else invite,
                                   kind)
