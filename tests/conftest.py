@@ -44,6 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run the tests that use the database on this backend only (default: all)")
     parser.addoption("--database-tests", choices=("all", "only", "none"), default="all",
                      help="only: just the tests that use the database; none: just the others (default: all)")
+    parser.addoption("--plain-areas", default=None,
+                     help="the tests that use no database to run, by area (tests/AREA): 'agent,sandbox' "
+                          "those areas' only, '~agent,~sandbox' all but those (default: --database-tests)")
 
 
 def _looks(path: Path) -> bool:
@@ -69,17 +72,37 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                              scope="session")
 
 
+def _plain_wanted(config: pytest.Config) -> Callable[[pytest.Item], bool]:
+    """Whether a test that uses no database runs in this process: scripts/test splits them by area
+    between its two processes, so that each process's share of the suite takes as long."""
+    areas = config.getoption("--plain-areas")
+    if areas is None:
+        everyone = config.getoption("--database-tests") != "only"
+        return lambda _item: everyone
+    names = {a.strip() for a in areas.split(",") if a.strip()}
+    excluded = {n[1:] for n in names if n.startswith("~")}
+    included = names - {f"~{n}" for n in excluded}
+
+    def wanted(item: pytest.Item) -> bool:
+        parts = item.path.relative_to(config.rootpath).parts
+        area = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+        return area not in excluded if excluded else area in included
+
+    return wanted
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chosen, database_tests = config.getoption("--backend"), config.getoption("--database-tests")
-    if chosen == "all" and database_tests == "all":
+    if chosen == "all" and database_tests == "all" and config.getoption("--plain-areas") is None:
         return
+    plain_wanted = _plain_wanted(config)
     kept: list[pytest.Item] = []
     left: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
         name = callspec.params.get("backend_name") if callspec else None
         if name is None:
-            wanted = database_tests != "only"
+            wanted = plain_wanted(item)
         else:
             wanted = database_tests != "none" and chosen in ("all", name)
         (kept if wanted else left).append(item)
