@@ -14,6 +14,10 @@ in any second, with no burst after a quiet spell. The moments are read from this
 as much). A 20429 all the same (another deployment on the account, a lower limit) is retried by
 `TwilioClient` with backoff, through the schedule again; Twilio refused it, so nothing went twice.
 
+While the shared state does not answer (Redis down or stalled: `RESERVE_TIMEOUT_S`), each process
+paces on its own schedule rather than stop sending: the processes together may then exceed the
+pace, and Twilio's 20429 is retried as above.
+
 A message waits at most until SEND_MAX_AGE_S after it was queued (its age read on the caller's
 clock, `Services.clock`, the rest of the wait on this one): a moment later than that is not
 reserved, and the message is dropped (`SendExpired`): recorded as expired by its caller, counted in
@@ -28,14 +32,15 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
-from bot import metrics
-from bot.storage.state import MemoryState, State
+from bot import logs, metrics
+from bot.storage.state import MemoryState, State, is_unavailable
 
 __all__ = ["Pacer", "SenderRates", "channel_of"]
 
 log = logging.getLogger("bot.channel.pacing")
 
 Sleep = Callable[[float], Awaitable[None]]
+RESERVE_TIMEOUT_S = 2.0  # a shared schedule that takes longer is taken as down (see above)
 
 
 def channel_of(sender: str) -> str:
@@ -61,6 +66,7 @@ class Pacer:
     def __init__(self, state: State | None, rates: SenderRates, *, clock: Callable[[], float] = time.time,
                  sleep: Sleep = asyncio.sleep) -> None:
         self.state: State = state if state is not None else MemoryState()
+        self._alone = MemoryState()  # this process's own schedule while the shared one is down
         self.rates = rates
         self.clock = clock
         self.sleep = sleep
@@ -76,7 +82,7 @@ class Pacer:
         now = self.clock()
         now_us = int(now * 1_000_000)
         latest_us = now_us + (10**15 if math.isinf(max_wait_s) else int(max_wait_s * 1_000_000))
-        at_us = await self.state.reserve(f"pace:{sender}", now_us, step_us, latest_us)
+        at_us = await self._reserve(f"pace:{sender}", now_us, step_us, latest_us)
         if at_us is None:
             return False
         delay = at_us / 1_000_000 - now
@@ -85,3 +91,14 @@ class Pacer:
             metrics.SEND_PACE_WAIT.observe(delay)
             await self.sleep(delay)
         return True
+
+    async def _reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None:
+        try:
+            async with asyncio.timeout(RESERVE_TIMEOUT_S):
+                return await self.state.reserve(key, now_us, step_us, latest_us)
+        except Exception as exc:
+            if not (isinstance(exc, TimeoutError) or is_unavailable(exc)):
+                raise
+            logs.warning_sampled(log, "shared state unavailable: this process paces its sends alone",
+                                 extra={"error": repr(exc)[:200]})
+            return await self._alone.reserve(key, now_us, step_us, latest_us)

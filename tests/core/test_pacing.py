@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+import redis.exceptions
 from sqlalchemy import select
 
 from bot import metrics
@@ -132,3 +133,24 @@ async def test_a_send_whose_moment_comes_after_send_max_age_is_dropped_and_count
         rows = list((await db.scalars(select(OutboundMessage).where(OutboundMessage.sid.is_(None)))).all())
     assert [(r.status, r.error_code) for r in rows] == [("failed", "expired")] * 2
     assert all("SEND_MAX_AGE_S" in (r.last_error or "") for r in rows)
+
+
+class _DownState:
+    """A shared state that does not answer (Redis down): every reservation fails."""
+
+    async def reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None:
+        raise redis.exceptions.ConnectionError("Connection refused")
+
+
+async def test_with_the_shared_state_down_each_process_paces_alone() -> None:
+    vt = VirtualTime()
+    pacer = Pacer(_DownState(), SenderRates((("sms", 2),)), clock=vt, sleep=vt.sleep)  # type: ignore[arg-type]
+    moments: list[float] = []
+
+    async def send() -> None:
+        assert await pacer.wait(SMS_FROM)
+        moments.append(vt())
+
+    await vt.run([send() for _ in range(5)])
+    # Nothing stopped, and still two a second: 0, 0.5, 1, 1.5, 2 s after the start.
+    assert [round(m - 1_000_000.0, 3) for m in moments] == [0.0, 0.5, 1.0, 1.5, 2.0]
