@@ -9,7 +9,8 @@ hours late for a reminder. So every message waits here for its moment before it 
 The moments of one sender are a schedule `1/MPS` apart (TWILIO_SENDER_MPS): each send reserves the
 next free one (`State.reserve`, atomic: a Lua script on Redis, shared by every process; in this
 process's memory without Redis), then sleeps until it. Evenly spaced moments put at most MPS sends
-in any second, with no burst after a quiet spell. The moments are read from this process's clock
+in any second, with no burst after a quiet spell. An SMS of several segments takes as many moments
+(Twilio counts a long code's throughput in segments). The moments are read from this process's clock
 (wall time, so processes agree: their clocks are NTP-synced, and a skew of a few ms moves a send by
 as much). A 20429 all the same (another deployment on the account, a lower limit) is retried by
 `TwilioClient` with backoff, through the schedule again; Twilio refused it, so nothing went twice.
@@ -71,14 +72,14 @@ class Pacer:
         self.clock = clock
         self.sleep = sleep
 
-    async def wait(self, sender: str, max_wait_s: float = math.inf) -> bool:
+    async def wait(self, sender: str, max_wait_s: float = math.inf, units: int = 1) -> bool:
         """Waits for `sender`'s next moment; False (nothing reserved, no wait) when that moment is
         more than `max_wait_s` away (what is left of the message's SEND_MAX_AGE_S, measured by the
-        caller's clock from when it was queued)."""
+        caller's clock from when it was queued). `units`: the moments it takes (an SMS's segments)."""
         if max_wait_s < 0:
             return False
         mps = self.rates.of(sender)
-        step_us = math.ceil(1_000_000 / mps)  # rounded up: never more than MPS in a second
+        step_us = math.ceil(1_000_000 / mps) * max(1, units)  # rounded up: never more than MPS a second
         now = self.clock()
         now_us = int(now * 1_000_000)
         latest_us = now_us + (10**15 if math.isinf(max_wait_s) else int(max_wait_s * 1_000_000))

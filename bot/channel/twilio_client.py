@@ -30,6 +30,7 @@ from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
 from bot import credentials, metrics
+from bot.channel.formatting import sms_segments
 from bot.channel.pacing import Pacer, SenderRates, channel_of
 from bot.config import TWILIO_DEFAULT_API, Settings
 from bot.storage.state import State
@@ -111,13 +112,15 @@ class TwilioClient:
         attempts = max(1, self.settings.twilio_send_attempts)
         started = datetime.now(UTC)
         sender = str(fields.get("from_") or "")
+        # A long code's pace is in segments: a 3-segment SMS takes 3 moments.
+        units = 1 if channel_of(sender) == "whatsapp" else sms_segments(str(fields.get("body") or ""))[1]
         waited_from = self.pacer.clock()
         last_error: TwilioSendError | None = None
         for attempt in range(attempts):
             if attempt:
                 await self.pacer.sleep(self._backoff(attempt))
             left = max_wait_s - (self.pacer.clock() - waited_from)
-            if not await self.pacer.wait(sender, left):
+            if not await self.pacer.wait(sender, left, units):
                 raise SendExpired(f"expired: {sender} has no moment free within SEND_MAX_AGE_S "
                                   f"({max(0.0, left):.0f} s were left)")
             try:

@@ -154,3 +154,17 @@ async def test_with_the_shared_state_down_each_process_paces_alone() -> None:
     await vt.run([send() for _ in range(5)])
     # Nothing stopped, and still two a second: 0, 0.5, 1, 1.5, 2 s after the start.
     assert [round(m - 1_000_000.0, 3) for m in moments] == [0.0, 0.5, 1.0, 1.5, 2.0]
+
+
+async def test_an_sms_of_several_segments_takes_as_many_moments() -> None:
+    # A long code sends 1 segment a second: a 3-segment SMS holds the number for 3 seconds.
+    vt = VirtualTime()
+    pacer = Pacer(None, SenderRates(DEFAULT_SENDER_MPS), clock=vt, sleep=vt.sleep)
+    moments: list[float] = []
+
+    async def send(units: int) -> None:
+        assert await pacer.wait(SMS_FROM, units=units)
+        moments.append(vt() - 1_000_000.0)
+
+    await vt.run([send(3), send(1), send(2)])
+    assert moments == [0.0, 3.0, 4.0]
