@@ -155,6 +155,8 @@ class Settings:
     twilio_send_attempts: int
     twilio_backoff_s: float
     twilio_timeout_s: float
+    twilio_sender_mps: tuple[tuple[str, int], ...]  # (channel or address, messages a second)
+    send_max_age_s: float
     jobs_enabled: bool
     shutdown_grace_s: float
     metrics_port: int

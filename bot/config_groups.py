@@ -19,7 +19,18 @@ from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, NoDecode
 
 from bot import e5
-from bot.config_values import LOWERED, Hosts, Names, Networks, Positive, TemplateVariable, Url, WhatsAppFrom
+from bot.config_values import (
+    DEFAULT_SENDER_MPS,
+    LOWERED,
+    Hosts,
+    Names,
+    Networks,
+    Positive,
+    SenderMps,
+    TemplateVariable,
+    Url,
+    WhatsAppFrom,
+)
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
            "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
@@ -188,6 +199,12 @@ class ChannelEnvironment(BaseSettings):
     twilio_send_attempts: int = 4
     twilio_backoff_s: float = 0.5
     twilio_timeout_s: float = 15.0
+    # Messages a second each sender may send (bot.channel.pacing): TWILIO_SENDER_MPS="80" or
+    # "whatsapp=80,sms=1" (Twilio's defaults), an address of its own as "+15005550006=10".
+    twilio_sender_mps: SenderMps = DEFAULT_SENDER_MPS
+    # A message not handed to Twilio within this many seconds of being queued is dropped, recorded
+    # and counted (bot.channel.pacing): a reminder for 08:00 is no use at noon.
+    send_max_age_s: Positive = 3600.0
     # How a WhatsApp answer leaves while the model writes it (bot.channel.streaming): auto, its first
     # paragraph at once and the rest in as few messages of 1,600 characters as it takes; paragraphs,
     # each paragraph as it completes; whole, all of it at the end.

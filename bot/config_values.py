@@ -13,8 +13,8 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from pydantic_settings import NoDecode
 
 __all__ = [
-    "LOWERED", "CreditPacks", "DatabaseUrl", "Hosts", "Hour", "Lower", "Names", "Networks", "Positive",
-    "RedisUrl", "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
+    "DEFAULT_SENDER_MPS", "LOWERED", "CreditPacks", "DatabaseUrl", "Hosts", "Hour", "Lower", "Names",
+    "Networks", "Positive", "RedisUrl", "SenderMps", "TemplateVariable", "Upper", "Url", "WhatsAppFrom",
 ]
 
 
@@ -96,6 +96,33 @@ def _credit_packs(value: Any) -> Any:
     return tuple(packs)
 
 
+# Twilio's default throughput: 80 messages a second per WhatsApp sender, 1 segment a second per
+# long-code SMS number (docs: WhatsApp best practices and FAQs; help article 360024008153).
+DEFAULT_SENDER_MPS: tuple[tuple[str, int], ...] = (("whatsapp", 80), ("sms", 1))
+
+
+def _sender_mps(value: Any) -> Any:
+    """TWILIO_SENDER_MPS: "80" paces every WhatsApp sender at 80 a second (SMS numbers keep 1);
+    "whatsapp=80,sms=1" names both; a sender's own address overrides its channel's value
+    ("whatsapp=80,sms=1,+15005550006=10": a toll-free or short code allowed more)."""
+    if not isinstance(value, str):
+        return value
+    rates = dict(DEFAULT_SENDER_MPS)
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    for item in items:
+        name, equals, number = item.rpartition("=")
+        name = name.strip().lower() if equals else "whatsapp"
+        try:
+            mps = int(number.strip())
+        except ValueError:
+            raise ValueError("must be messages a second, as 80 or whatsapp=80,sms=1 "
+                             f"(whole numbers), got {item!r}") from None
+        if mps < 1 or not name:
+            raise ValueError(f"needs a sender and 1 or more messages a second, got {item!r}")
+        rates[name] = mps
+    return tuple(rates.items())
+
+
 def _networks(value: Any) -> Any:
     """TRUSTED_PROXIES="10.0.0.5, 172.16.0.0/12, ::1": addresses and networks (a host's bits set in a
     network, as in 10.0.0.1/8, read as its network)."""
@@ -129,4 +156,5 @@ WhatsAppFrom = Annotated[str, AfterValidator(_whatsapp_from)]
 TemplateVariable = Annotated[str, AfterValidator(_template_variable)]
 Hour = Annotated[int, AfterValidator(_hour)]
 CreditPacks = Annotated[tuple[tuple[int, int], ...], NoDecode, BeforeValidator(_credit_packs)]
+SenderMps = Annotated[tuple[tuple[str, int], ...], NoDecode, BeforeValidator(_sender_mps)]
 LOWERED = BeforeValidator(_lower)  # a word compared lower-cased (Literal choices)

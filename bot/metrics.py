@@ -96,6 +96,22 @@ TWILIO_SENDS = Counter(
     "(Twilio's code, else the HTTP status, else none)",
     ["channel", "outcome", "code"],
 )
+# Pacing (bot.channel.pacing): TWILIO_SENDER_MPS per sender, SEND_MAX_AGE_S per message.
+SEND_PACED = Counter("deblo_send_paced_total", "Sends that waited for their sender's next moment "
+                     "(TWILIO_SENDER_MPS), by channel", ["channel"])
+SEND_PACE_WAIT = Histogram(
+    "deblo_send_pace_wait_seconds", "Time a paced send waited for its moment",
+    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600),
+)
+SENDS_EXPIRED = Counter(
+    "deblo_sends_expired_total", "Messages dropped, not sent, because they were queued longer than "
+    "SEND_MAX_AGE_S, by channel and path (direct, outbox, scheduled)", ["channel", "path"],
+)
+TWILIO_RATE_LIMITED = Counter(
+    "deblo_twilio_rate_limited_total",
+    "Twilio REST answers 429 / 20429 (each retried with backoff), by channel",
+    ["channel"],
+)
 MENUS = Counter(
     "deblo_menus_total", "WhatsApp menus (bot.channel.buttons) sent as buttons or list, or refused by "
     "Twilio and sent as numbered text (refused_create, refused_send)", ["result"],

@@ -66,13 +66,14 @@ async def build_services(settings: Settings, *, clock: Clock = system_now) -> Se
     from bot.storage.filestore import LocalFileStore
     from bot.storage.job_queue import JobQueue
 
+    state = make_state(settings.redis_url, settings.redis_key_prefix, settings.data_dir / "locks")
     return Services(
         settings=settings,
         engine=engine,
         sessions=make_sessionmaker(engine),
-        state=make_state(settings.redis_url, settings.redis_key_prefix, settings.data_dir / "locks"),
+        state=state,
         http=httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0), follow_redirects=False),
-        twilio=TwilioClient(settings),
+        twilio=TwilioClient(settings, state=state),  # each sender's pace shared through the state
         llm=LLMClient(settings),
         files=LocalFileStore(settings.data_dir / "files"),
         jobs=JobQueue(settings),

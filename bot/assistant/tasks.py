@@ -270,7 +270,9 @@ async def send_due_reminders(services: Services, now: datetime | None = None) ->
     (first tries and retries); returns how many Twilio accepted."""
     now = now or services.clock()
     await _plan_reminders(services, now)
-    return await deliver_due(services, now, {LEAD: _render_reminder, DUE: _render_reminder})
+    # A reminder is about its moment: SEND_MAX_AGE_S after it, it is dropped, not sent late.
+    return await deliver_due(services, now, {LEAD: _render_reminder, DUE: _render_reminder},
+                             timely=frozenset({LEAD, DUE}))
 
 
 # --- the parents' daily digest ----------------------------------------------------------------------

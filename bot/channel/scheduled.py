@@ -14,6 +14,11 @@ job. `deliver_due` then claims each due row with an atomic UPDATE … WHERE and 
   render, the database away): the claim is released with `next_attempt_at` = now +
   SCHEDULED_SEND_BACKOFF_S × 2^(attempts − 1), and after SCHEDULED_SEND_ATTEMPTS attempts the row
   is recorded as "failed".
+- due longer than SEND_MAX_AGE_S ago (from its planning, or its slot if later; from its slot alone
+  for the kinds `deliver_due` is told are about that moment, as a task's reminder: the workers were
+  down, Twilio refused it for an hour, its sender's pace had no moment free in time): "expired",
+  logged and counted in `deblo_sends_expired_total`, never sent: a reminder for 08:00 does not
+  arrive at noon.
 A claim still held after SCHEDULED_SEND_CLAIM_S means the worker died mid-send: it counts as an
 attempt and is retried. Only there can a message go twice (if Twilio had accepted it in the
 instant before the worker died); everywhere else a message goes at least once and never twice.
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot import metrics
 from bot.storage.db import rowcount
 from bot.storage.models import OutboundMessage, ScheduledSend, User, consent_lacking
 
@@ -238,7 +244,29 @@ async def _withheld(services: Services, send_id: int) -> bool:
                                                           safety.consent_grace_messages)
 
 
-async def _attempt(services: Services, send_id: int, now: datetime, render: Mapping[str, Render]) -> str:
+async def _late_by(services: Services, send_id: int, now: datetime, timely: frozenset[str]) -> float | None:
+    """Seconds since the row became due, when over SEND_MAX_AGE_S: since its slot for a `timely`
+    kind (a reminder for 08:00 is late at noon however late it was planned), else since it was
+    planned or its slot, whichever is later (a digest planned at 14:00 for the day is not late)."""
+    async with services.sessions() as db:
+        row = await db.get(ScheduledSend, send_id)
+    if row is None:
+        return None
+    due = row.slot_at if row.kind in timely else max(row.created_at, row.slot_at)
+    age = (now - due).total_seconds()
+    return age if age > services.settings.send_max_age_s else None
+
+
+async def _expire(services: Services, send_id: int, now: datetime, outgoing: Outgoing, why: str) -> str:
+    channel = outgoing.channel or outgoing.user.last_channel or "whatsapp"
+    metrics.SENDS_EXPIRED.labels(channel, "scheduled").inc()
+    log.warning("scheduled send dropped: due longer than SEND_MAX_AGE_S ago",
+                extra={"send_id": send_id, "kind": outgoing.kind, "error": why})
+    return await _record(services, send_id, now, "expired", why)
+
+
+async def _attempt(services: Services, send_id: int, now: datetime, render: Mapping[str, Render],
+                   timely: frozenset[str]) -> str:
     if await _withheld(services, send_id):
         return await _record(services, send_id, now, "skipped", "no consent for this child")
     outgoing = await _render(services, send_id, now, render)
@@ -246,6 +274,10 @@ async def _attempt(services: Services, send_id: int, now: datetime, render: Mapp
         return await _record(services, send_id, now, "retry", outgoing)
     if outgoing is None:
         return await _record(services, send_id, now, "skipped", "nothing to send anymore")
+    late = await _late_by(services, send_id, now, timely)
+    if late is not None:
+        why = f"expired: due {late:.0f} s ago, over SEND_MAX_AGE_S"
+        return await _expire(services, send_id, now, outgoing, why)
     try:
         after_id = await _last_outbound_id(services)
     except asyncio.CancelledError:
@@ -265,6 +297,8 @@ async def _attempt(services: Services, send_id: int, now: datetime, render: Mapp
     if result.sids:
         # Accepted (a part that failed after another was accepted is not sent again: never twice).
         return await _record(services, send_id, now, "sent", result.error)
+    if result.skipped == "expired":  # its sender's pace had no moment free in time; counted there
+        return await _record(services, send_id, now, "expired", result.detail or result.error or "expired")
     if result.skipped:
         status = "retry" if result.skipped in RETRIED_SKIPS else "skipped"
         return await _record(services, send_id, now, status, result.skipped)
@@ -273,10 +307,12 @@ async def _attempt(services: Services, send_id: int, now: datetime, render: Mapp
     return await _record(services, send_id, now, status, result.error)
 
 
-async def deliver_due(services: Services, now: datetime, render: Mapping[str, Render]) -> int:
-    """Sends the planned rows of these kinds that are due; returns how many Twilio accepted."""
+async def deliver_due(services: Services, now: datetime, render: Mapping[str, Render], *,
+                      timely: frozenset[str] = frozenset()) -> int:
+    """Sends the planned rows of these kinds that are due; returns how many Twilio accepted.
+    `timely`: the kinds whose SEND_MAX_AGE_S counts from their slot (see the module's text)."""
     sent = 0
     for send_id in await _due_ids(services, now, list(render)):
         if await _claim(services, send_id, now):
-            sent += await _attempt(services, send_id, now, render) == "sent"
+            sent += await _attempt(services, send_id, now, render, timely) == "sent"
     return sent

@@ -6,6 +6,10 @@ Retries are ours, not the library's: its `max_retries` resends a POST after a 5x
 failure (5xx, connection dropped after the request left, timeout) is resolved by looking the
 message up before sending again.
 
+Each attempt first waits for its sender's next moment (bot.channel.pacing, TWILIO_SENDER_MPS), and
+for no longer than the caller allows (`max_wait_s`: what is left of SEND_MAX_AGE_S); past that the
+message is dropped unsent (`SendExpired`). The backoff after a 20429 sleeps on the pacer's seam.
+
 The typing indicator (WhatsApp, Twilio's public beta) is best effort: sent in the background, any
 failure logged at info and ignored; the reply never waits for it.
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,8 +29,11 @@ from twilio.base.exceptions import TwilioRestException
 from twilio.http.async_http_client import AsyncTwilioHttpClient
 from twilio.rest import Client
 
-from bot import credentials
+from bot import credentials, metrics
+from bot.channel.formatting import sms_segments
+from bot.channel.pacing import Pacer, SenderRates, channel_of
 from bot.config import TWILIO_DEFAULT_API, Settings
+from bot.storage.state import State
 
 log = logging.getLogger("bot.twilio")
 
@@ -54,6 +62,10 @@ class TwilioNotConfigured(TwilioSendError):
     pass
 
 
+class SendExpired(TwilioSendError):
+    """Not handed to Twilio: its sender's next moment comes after the message's SEND_MAX_AGE_S."""
+
+
 def _is_rate_limited(exc: TwilioRestException) -> bool:
     status: int = exc.status
     code: int | None = exc.code
@@ -61,8 +73,10 @@ def _is_rate_limited(exc: TwilioRestException) -> bool:
 
 
 class TwilioClient:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, state: State | None = None, pacer: Pacer | None = None) -> None:
         self.settings = settings
+        # Shared with every process through `state` (Redis), else this process's own schedule.
+        self.pacer = pacer or Pacer(state, SenderRates(settings.twilio_sender_mps))
         self._client: Client | None = None
         self._http: AsyncTwilioHttpClient | None = None
         self._typing: set[asyncio.Task[bool]] = set()  # indicators under way (kept from the GC)
@@ -91,20 +105,30 @@ class TwilioClient:
             self._client = client
         return self._client
 
-    async def create_message(self, fields: dict[str, Any]) -> SentMessage:
-        """Sends one message. `fields` uses the library's names (to, from_, body, media_url, …)."""
+    async def create_message(self, fields: dict[str, Any], *, max_wait_s: float = math.inf) -> SentMessage:
+        """Sends one message. `fields` uses the library's names (to, from_, body, media_url, …).
+        Each attempt waits for the sender's moment, all of them together at most `max_wait_s`."""
         client = self._get()
         attempts = max(1, self.settings.twilio_send_attempts)
         started = datetime.now(UTC)
+        sender = str(fields.get("from_") or "")
+        # A long code's pace is in segments: a 3-segment SMS takes 3 moments.
+        units = 1 if channel_of(sender) == "whatsapp" else sms_segments(str(fields.get("body") or ""))[1]
+        waited_from = self.pacer.clock()
         last_error: TwilioSendError | None = None
         for attempt in range(attempts):
             if attempt:
-                await asyncio.sleep(self._backoff(attempt))
+                await self.pacer.sleep(self._backoff(attempt))
+            left = max_wait_s - (self.pacer.clock() - waited_from)
+            if not await self.pacer.wait(sender, left, units):
+                raise SendExpired(f"expired: {sender} has no moment free within SEND_MAX_AGE_S "
+                                  f"({max(0.0, left):.0f} s were left)")
             try:
                 msg = await client.messages.create_async(**fields)
                 return SentMessage(sid=str(msg.sid), status=str(msg.status or "queued"))
             except TwilioRestException as exc:
                 if _is_rate_limited(exc):
+                    metrics.TWILIO_RATE_LIMITED.labels(channel_of(sender)).inc()
                     log.warning("twilio rate limited", extra={"attempt": attempt + 1, "code": exc.code})
                     last_error = TwilioSendError(str(exc.msg), status=exc.status, code=exc.code)
                     continue

@@ -57,6 +57,7 @@ class State(Protocol):
     async def kv_delete(self, key: str) -> None: ...
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool: ...
     async def incr(self, key: str, ttl_s: float, amount: int = 1) -> int: ...
+    async def reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None: ...
     async def push_user(self, user_id: int) -> None: ...
     async def pop_user(self, timeout_s: float) -> int | None: ...
     async def acquire(self, key: str, ttl_s: float) -> str | None: ...
@@ -176,6 +177,15 @@ class MemoryState:
         self._kv[key] = (str(value), self._kv[key][1])
         return value
 
+    async def reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None:
+        """The next free moment of a schedule (`_RESERVE`'s rule), taken; one event loop, so atomic."""
+        free = int(self._alive(key) or 0)
+        at = max(now_us, free)
+        if at > latest_us:
+            return None
+        await self.kv_set(key, str(at + step_us), (at + step_us - now_us) / 1e6 + _RESERVE_IDLE_S)
+        return at
+
     async def push_user(self, user_id: int) -> None:
         self._queue.put_nowait(user_id)
 
@@ -247,6 +257,21 @@ _RENEW = (
     "return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 )
 
+# A schedule of moments `step` apart (bot.channel.pacing): the key holds the next free moment, in
+# microseconds; a caller takes max(now, free) unless that is past `latest`, and moves free one step
+# on. In Lua so that every process reserves from one schedule, atomically. Numbers are doubles in
+# Lua: exact for whole microseconds of this century (< 2^53). It lives on for a minute past its
+# last moment, so an idle sender leaves nothing behind.
+_RESERVE_IDLE_S = 60.0
+_RESERVE = (
+    "local now = tonumber(ARGV[1]) local step = tonumber(ARGV[2]) local latest = tonumber(ARGV[3]) "
+    "local at = math.max(now, tonumber(redis.call('get', KEYS[1]) or '0')) "
+    "if at > latest then return -1 end "
+    "redis.call('set', KEYS[1], string.format('%.0f', at + step), 'px', "
+    "string.format('%.0f', (at + step - now) / 1000 + ARGV[4])) "
+    "return at"
+)
+
 
 class RedisState:
     def __init__(self, url: str, prefix: str = KEY_PREFIX) -> None:
@@ -282,6 +307,11 @@ class RedisState:
             pipe.pexpire(self.prefix + key, max(1, int(ttl_s * 1000)), nx=True)
             value, _ = await pipe.execute()
         return int(value)
+
+    async def reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None:
+        at = int(await self.redis.eval(_RESERVE, 1, self.prefix + key, str(now_us), str(step_us),
+                                       str(latest_us), str(int(_RESERVE_IDLE_S * 1000))))
+        return None if at < 0 else at
 
     async def push_user(self, user_id: int) -> None:
         await self.redis.rpush(self.queue_key, str(user_id))

@@ -13,6 +13,11 @@
   `"63016"`, …): a 400 refusal carrying that code, as the REST API answers.
 - Failed deliveries after acceptance: `callback_statuses = ("sent", "undelivered")` with
   `callback_error_code = "63024"` puts that `ErrorCode` on the failed/undelivered callbacks.
+- Throughput, like Twilio's REST API: `sender_mps = {"whatsapp:+…": 80}` takes at most that many
+  creates from a sender (`From`) in each second of `rate_clock` (`time.time` unless a test gives
+  its own), and answers the others 429 / 20429 « Too Many Requests », counted in `.rate_refused`
+  (per sender in `.rate_refused_by`); nothing refused is recorded as sent. `.taken` lists each
+  create let through, as (From, `rate_clock()`), limited or not.
 - Outages: `fail_while("500" | "503" | "429", condition)` fails every API request (create and list)
   while `condition()` is true (e.g. for a minute of the test's clock); `refuse_connections()`
   stops listening (new connections are refused, requests on kept-alive ones are dropped) until
@@ -103,6 +108,12 @@ class FakeTwilio:
         self._content_failures: deque[str] = deque()
         self._failures: deque[str] = deque()
         self._outage: tuple[str, Callable[[], bool]] | None = None
+        self.sender_mps: dict[str, int] = {}
+        self.rate_clock: Callable[[], float] = time.time
+        self.rate_refused = 0
+        self.rate_refused_by: dict[str, int] = {}
+        self.taken: list[tuple[str, float]] = []
+        self._windows: dict[str, tuple[int, int]] = {}  # From → (second, creates taken in it)
         self._refusing = False
         self._site: web.TCPSite | None = None
         self._port = 0
@@ -155,6 +166,25 @@ class FakeTwilio:
             return self._error(429, 20429, "Too Many Requests")
         message = "Service Unavailable" if kind == "503" else "Internal Server Error"
         return self._error(int(kind), 20500, message)
+
+    def _over_rate(self, sender: str) -> web.Response | None:
+        """429 / 20429 when `sender` already sent its `sender_mps` in this second of `rate_clock`."""
+        now = self.rate_clock()
+        limit = self.sender_mps.get(sender)
+        if limit is None:
+            self.taken.append((sender, now))
+            return None
+        second = int(now // 1)
+        window, taken = self._windows.get(sender, (second, 0))
+        if window != second:
+            window, taken = second, 0
+        if taken >= limit:
+            self.rate_refused += 1
+            self.rate_refused_by[sender] = self.rate_refused_by.get(sender, 0) + 1
+            return self._error(429, 20429, "Too Many Requests")
+        self._windows[sender] = (window, taken + 1)
+        self.taken.append((sender, now))
+        return None
 
     async def refuse_connections(self) -> None:
         """Stops listening: new connections are refused, requests on open ones are dropped."""
@@ -250,6 +280,9 @@ class FakeTwilio:
         if unavailable is not None:
             return unavailable
         form = await request.post()
+        over = self._over_rate(str(form.get("From", "")))
+        if over is not None:
+            return over
         failure = self._failures.popleft() if self._failures else None
         if failure == "429":
             return self._error(429, 20429, "Too Many Requests")

@@ -361,6 +361,9 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "REQUEUE_DELAY_S": "0.05",
         "TWILIO_BACKOFF_S": "0.01",
         "TWILIO_TIMEOUT_S": "5",
+        # Pacing is tested on its own (tests/core/test_pacing.py); elsewhere an SMS a second would
+        # only make each test with several SMS seconds longer.
+        "TWILIO_SENDER_MPS": "whatsapp=100000,sms=100000",
         "JOBS_ENABLED": "false",
         # Every harness starts job workers; stopping them waits one poll (each test closes one):
         # the shortest poll there is.

@@ -17,6 +17,11 @@ the insert). A direct message that failed for good (TOLD_KINDS) is told to the u
 free-form message Twilio accepts for them (`tell_failures`, `failure_told_at`; whether any waits
 is read in that same transaction too).
 
+Each message waits for its sender's moment (bot.channel.pacing, TWILIO_SENDER_MPS) for no longer
+than what is left of SEND_MAX_AGE_S since its row was queued (`time_left`); past it the message is
+dropped unsent (`SendExpired`): `failed` with error code `expired`, counted, and for a direct kind
+told to the user like any failure, never reported as sent.
+
 Twilio does not keep separate messages in order: `wait_sent` waits until one is reported sent
 (status callback) or OUTBOUND_PART_WAIT_S passed. Imports `result`, `scope` and `health`.
 """
@@ -26,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -39,7 +45,7 @@ from bot import metrics
 from bot.channel import formatting
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
-from bot.channel.twilio_client import SentMessage, TwilioNotConfigured, TwilioSendError
+from bot.channel.twilio_client import SendExpired, SentMessage, TwilioNotConfigured, TwilioSendError
 from bot.services import Services
 from bot.storage.models import OutboundMessage, User
 from bot.texts import fr_en
@@ -58,9 +64,16 @@ OUTBOX_WAITING = ("queued", "sending")
 
 def is_retryable(exc: TwilioSendError) -> bool:
     """Worth another try later: Twilio unreachable, rate limited, a 5xx, or an ambiguous end."""
-    if isinstance(exc, TwilioNotConfigured):
+    if isinstance(exc, TwilioNotConfigured | SendExpired):
         return False
     return exc.ambiguous or exc.code == 20429 or exc.status is None or exc.status == 429 or exc.status >= 500
+
+
+def time_left(services: Services, queued_at: datetime | None) -> float:
+    """Seconds left of SEND_MAX_AGE_S for a message queued at `queued_at` (on `Services.clock`)."""
+    if queued_at is None:
+        return math.inf
+    return services.settings.send_max_age_s - (services.clock() - queued_at).total_seconds()
 
 
 @dataclass
@@ -141,7 +154,8 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
             return Attempt(queued=True)
         await db.commit()
         try:
-            sent = await services.twilio.create_message(fields)
+            left = time_left(services, row.created_at)
+            sent = await services.twilio.create_message(fields, max_wait_s=left)
         except asyncio.CancelledError:
             # Stopped while Twilio had it: whether it went is unknown. Recorded so, it holds no later
             # message back (the turn's recovery tells the user their answer was interrupted).
@@ -283,12 +297,15 @@ async def retry_later(services: Services, db: AsyncSession, row: OutboundMessage
 
 
 async def record_failure(services: Services, db: AsyncSession, row: OutboundMessage, channel: str,
-                         exc: TwilioSendError) -> None:
+                         exc: TwilioSendError, *, path: str = "direct") -> None:
     """A send that will not go: `failed` (or `unknown` when ambiguous); a permanent refusal counts
     towards the user's delivery health."""
     row.attempts = (row.attempts or 0) + 1
     row.last_error = str(exc)[:2000]
     row.next_attempt_at, row.payload = None, None
+    if isinstance(exc, SendExpired):
+        await _record_expired(services, db, row, channel, path)
+        return
     if isinstance(exc, TwilioNotConfigured):
         row.status, row.updated_at = "failed", services.clock()
         await db.commit()
@@ -314,6 +331,21 @@ async def record_failure(services: Services, db: AsyncSession, row: OutboundMess
             await db.commit()
     log.error("send failed", extra={"channel": channel, "code": exc.code, "http_status": exc.status,
                                     "ambiguous": exc.ambiguous, "error": str(exc)})
+
+
+async def _record_expired(services: Services, db: AsyncSession, row: OutboundMessage, channel: str,
+                          path: str) -> None:
+    """Dropped unsent, queued longer than SEND_MAX_AGE_S: `failed`, code `expired`, counted. Not the
+    user's fault: their delivery health is left alone."""
+    row.status, row.error_code, row.updated_at = "failed", "expired", services.clock()
+    await db.commit()
+    if path == "direct" and row.kind not in DIRECT_KINDS:
+        path = "scheduled"
+    metrics.OUTBOUND.labels(channel, "expired").inc()
+    metrics.SENDS_EXPIRED.labels(channel, path).inc()
+    log.warning("send dropped: queued longer than SEND_MAX_AGE_S",
+                extra={"outbound_id": row.id, "channel": channel, "kind": row.kind, "path": path,
+                       "error": row.last_error})
 
 
 async def wait_sent(services: Services, sid: str, status: str) -> str:

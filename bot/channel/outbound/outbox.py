@@ -3,9 +3,10 @@
 `run_outbox` (started with the workers, in one process at a time) sends the queued rows every
 OUTBOX_POLL_S, address by address in id order, each after the previous one is reported sent (as
 inline), until Twilio takes a row, refuses it for good (`failed`), or it is older than
-OUTBOX_MAX_AGE_S. A row in `sending` with no SID for longer than a send can take (a process died
-in the middle) is queued again: at least once, not at most once; an ambiguous failure is looked
-up at Twilio before it is sent again.
+OUTBOX_MAX_AGE_S, or than SEND_MAX_AGE_S (dropped, error code `expired`, counted; a row found sent
+at Twilio after an ambiguous attempt is recorded sent whatever its age). A row in `sending` with no
+SID for longer than a send can take (a process died in the middle) is queued again: at least once,
+not at most once; an ambiguous failure is looked up at Twilio before it is sent again.
 
 The inbound row ends `done` when every answer was accepted, `delivering` while one waits in the
 outbox (the sender sets it `done` or `undelivered` later), `undelivered` when one failed for good
@@ -33,9 +34,10 @@ from bot.channel.outbound.attempt import (
     retry_later,
     store_sent,
     tell_failures,
+    time_left,
     wait_sent,
 )
-from bot.channel.twilio_client import TwilioSendError
+from bot.channel.twilio_client import SendExpired, TwilioSendError
 from bot.services import Services
 from bot.storage.db import rowcount
 from bot.storage.models import InboundMessage, OutboundMessage
@@ -162,11 +164,14 @@ async def _send_queued(services: Services, row_id: int
             why = "nothing to send" if not fields else f"not taken by Twilio within {age:.0f} s"
             await record_failure(services, db, row, row.channel, TwilioSendError(why))
             return "failed", row, fields
+        left = time_left(services, row.created_at)
         try:
             found = None
             if (row.last_error or "").startswith("ambiguous"):
                 found = await services.twilio.find_sent(fields, row.created_at)
-            sent = found or await services.twilio.create_message(fields)
+            if found is None and left < 0:
+                raise SendExpired(f"expired: not taken by Twilio within {age:.0f} s (SEND_MAX_AGE_S)")
+            sent = found or await services.twilio.create_message(fields, max_wait_s=left)
         except asyncio.CancelledError:
             await mark_interrupted(services, row.id, "queued")  # looked up, then sent, by the next round
             raise
@@ -174,7 +179,7 @@ async def _send_queued(services: Services, row_id: int
             if is_retryable(exc):
                 await retry_later(services, db, row, exc)
                 return "retry", row, fields
-            await record_failure(services, db, row, row.channel, exc)
+            await record_failure(services, db, row, row.channel, exc, path="outbox")
             return "failed", row, fields
         await store_sent(services, row, sent)
         metrics.OUTBOUND.labels(row.channel, "sent").inc()

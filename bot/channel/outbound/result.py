@@ -23,7 +23,7 @@ class SendResult:
     channel: str | None
     sids: list[str] = field(default_factory=list)
     # Nothing was sent: opted_out | delivery_blocked | window_closed | no_address | not_configured | empty
-    # | erased (the user's data was erased meanwhile)
+    # | erased (the user's data was erased meanwhile) | expired (queued longer than SEND_MAX_AGE_S)
     skipped: str | None = None
     error: str | None = None
     error_code: int | None = None  # Twilio's error code, when it gave one
@@ -98,6 +98,8 @@ MODEL_ADVICE = {
         "conversation, instead."),
     "empty": "Nothing was sent: the message was empty.",
     "erased": "Nothing was sent: this person's data was erased; there is no one to send it to.",
+    "expired": ("Nothing was sent: the message waited too long to leave (the messaging service was "
+                "busy) and was dropped rather than arrive late. Give the content here instead."),
     "file_waiting": (
         "The file did not go yet (WhatsApp's 24 h window is closed); it is kept and is sent automatically "
         "as soon as the user writes any message. Tell them so."),
@@ -133,6 +135,10 @@ USER_ADVICE = {
     "empty": ("Il n'y avait rien à envoyer.", "There was nothing to send."),
     "erased": ("Rien n'a été envoyé : les données de ce compte ont été effacées.",
                "Nothing was sent: this account's data was erased."),
+    "expired": ("Le message a trop attendu pour partir : il n'a pas été envoyé, plutôt que d'arriver "
+                "en retard. Je peux le donner ici.",
+                "The message waited too long to leave: it was not sent, rather than arrive late. "
+                "I can give it to you here."),
     "file_waiting": ("Le fichier n'a pas pu partir tout de suite : il attend ici. Au prochain message, quel "
                      "qu'il soit, je l'envoie aussitôt.",
                      "Your file could not go right away: it is waiting for you. Send me any message and "

@@ -48,7 +48,7 @@ from bot.channel.outbound.attempt import (
 from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal, user_gone
 from bot.channel.outbound.result import SendResult
 from bot.channel.outbound.scope import commit_turn
-from bot.channel.twilio_client import TwilioNotConfigured
+from bot.channel.twilio_client import SendExpired, TwilioNotConfigured
 from bot.services import Services
 from bot.storage.models import PendingDelivery, User, UserFile
 from bot.texts import fr_en
@@ -351,6 +351,8 @@ async def _send_parts(services: Services, user_id: int | None, channel: str, to:
         if exc is not None:
             if isinstance(exc, TwilioNotConfigured):
                 result.skipped = "not_configured"
+            elif isinstance(exc, SendExpired):
+                result.skipped = "expired"  # dropped unsent: queued longer than SEND_MAX_AGE_S
             result.error, result.error_code = str(exc), exc.code
             result.retryable = is_retryable(exc)
             break
