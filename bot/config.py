@@ -214,6 +214,7 @@ class Settings:
     twilio_whatsapp_from_pro: str  # pro users' own WhatsApp sender ("": they share the students')
     org_name: str  # the school or organisation the service is run for (ORG_NAME)
     llm_provider_no_training: bool  # the operator attests the model provider does not train on requests
+    student_web_tools: bool  # students may open web pages (browse_url); off by default
     extra: Mapping[str, str] = field(default_factory=dict, repr=False)  # the DEBLO_* variables
 
     @property

@@ -181,6 +181,9 @@ class ServiceEnvironment(BaseSettings):
     org_name: str = ""  # the school or organisation the service is run for
     # The operator attests that the model provider's terms forbid training on the requests.
     llm_provider_no_training: bool = False
+    # Students may open web pages (browse_url): off, a school's tutor keeps them to their lessons
+    # (tools/browse_url.py refuses for them, the tool set unchanged).
+    student_web_tools: bool = False
 
 
 class ChannelEnvironment(BaseSettings):

@@ -54,7 +54,8 @@ BROWSE_REFUSED = Counter(
     "deblo_browse_refused_total",
     "Addresses browse_url did not open, by rule: third_party_link (a page's link or an address read in "
     "third-party text), composed (written by the model after third-party text was read), unknown_source "
-    "(from neither the user nor an allowed site), too_many_pages (BROWSE_MAX_PER_TURN)",
+    "(from neither the user nor an allowed site), too_many_pages (BROWSE_MAX_PER_TURN), student (a "
+    "student while STUDENT_WEB_TOOLS is off)",
     ["reason"],
 )
 JOB_STREAMS = Gauge("deblo_job_streams", "Job pages' event streams open now in this process")

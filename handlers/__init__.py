@@ -5,7 +5,8 @@ then a child's distress (answered first, then passed on), then a conversation a 
 school holds (the tutor stays quiet),
 a parent's confirmation, then a child without the consent CONSENT_MODE asks for (told how to
 get it, nothing more), and the answer to a pending menu (quiz, credit packs) before commands,
-commands before onboarding, and the agent turn takes whatever is left.
+commands before onboarding, then a student's request plainly off a school's scope (turned back
+to schoolwork), and the agent turn takes whatever is left.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def chain() -> list[Handler]:
         quiz_answer,
         review,
         safety,
+        scope,
         session_start,
         task_commands,
         timezone,
@@ -70,6 +72,7 @@ def chain() -> list[Handler]:
         assignment.handle,  # DEVOIR; an assignment not told yet is told before the message is answered
         review.handle,  # REVISION rounds: after the commands, so that they work in the middle of one
         onboarding.handle,
+        scope.handle,  # a student's request plainly off a school's scope: back to schoolwork, no model call
         session_start.handle,  # a session's first message: the answer, then the offers
         turn.handle,
     ]

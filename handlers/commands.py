@@ -9,6 +9,7 @@ from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.learning import start_session
 from bot.storage.models import Conversation
+from bot.texts import tutor_of
 from handlers import help
 
 NEW_WORDS = frozenset({"NOUVEAU", "NEW", "NOUVELLE CONVERSATION", "NEW CHAT"})
@@ -38,9 +39,12 @@ def heads(msg: Incoming, word: str) -> list[str]:
                                 "**Menu Deblo** : posez votre question ou envoyez une photo.",
                                 "**Deblo menu**: ask your question or send a photo.")
     else:
-        head = help.to_audience(msg, "Deblo t'aide à l'école et au travail. Pose ta question !",
-                                "Deblo vous aide pour l'école et le travail. Posez votre question !",
-                                "Deblo helps with school and work. Ask your question!")
+        # « Deblo, le tuteur de <école> »: the school whose service this is (ORG_NAME), when set.
+        tutor = tutor_of(msg.services.settings.org_name, msg.lang)
+        who = f"{tutor}," if tutor else "Deblo"
+        head = help.to_audience(msg, f"{who} t'aide à l'école et au travail. Pose ta question !",
+                                f"{who} vous aide pour l'école et le travail. Posez votre question !",
+                                f"{who} helps with school and work. Ask your question!")
     return [head, profile_line(msg)] if is_guest(msg) else [head]
 
 

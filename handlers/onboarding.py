@@ -45,6 +45,7 @@ from bot.channel.keywords import keyword
 from bot.channel.language import spoken_language
 from bot.channel.locale import default_locale, locale_for
 from bot.storage.models import InboundMessage, User
+from bot.texts import tutor_of
 from handlers import turn
 from handlers.commands import LANGUAGE_WORDS
 from handlers.help import to_audience
@@ -82,6 +83,12 @@ def _hello(msg: Incoming) -> str:
                  f"Welcome to Deblo, {name}! 👋" if name else "Welcome to Deblo! 👋")
 
 
+def _tutor_line(msg: Incoming) -> str:
+    """« Ici Deblo, le tuteur de <école>. »: the school whose service this is (ORG_NAME), or nothing."""
+    tutor = tutor_of(msg.services.settings.org_name, msg.lang)
+    return msg.t(f" Ici {tutor}.", f" This is {tutor}.") if tutor else ""
+
+
 def zone_note(msg: Incoming) -> str:
     """For a number whose zone is one of its country's several, the prefix not telling which (a DR
     Congo mobile gets Kinshasa's): the zone given, and FUSEAU to change it; else nothing."""
@@ -103,13 +110,20 @@ def welcome(msg: Incoming, answered: bool = False) -> str:
     else:
         more = msg.t("Une question peut aussi venir tout de suite.",
                      "You can also ask me a question right away.")
+    # Named as the school's tutor when ORG_NAME is set, in as many words as before: an SMS welcome
+    # stays within two segments.
+    tutor = tutor_of(msg.services.settings.org_name, msg.lang)
+    what = msg.t(f"{tutor} : devoirs, révisions et travail." if tutor
+                 else "Deblo aide pour les devoirs, les révisions et le travail.",
+                 f"{tutor}: homework, revision and work." if tutor
+                 else "Deblo helps with homework, revision and work.")
     return msg.t(
-        f"{_hello(msg)} Deblo aide pour les devoirs, les révisions et le travail.{zone_note(msg)}\n\n"
+        f"{_hello(msg)} {what}{zone_note(msg)}\n\n"
         "Quel profil ? Réponse avec le numéro"
         + (f" ({gift} crédits offerts)" if gift > 0 else "") + " :\n"
         "1 Élève\n2 Parent\n3 Professionnel\n\n"
         f"{more} MENU : toutes les commandes. STOP : ne plus rien recevoir.",
-        f"{_hello(msg)} I help with homework, revision and work.{zone_note(msg)}\n\n"
+        f"{_hello(msg)} {what}{zone_note(msg)}\n\n"
         "Who are you? Reply with the number" + (f" ({gift} free credits)" if gift > 0 else "") + ":\n"
         "1 Student\n2 Parent\n3 Professional\n\n"
         f"{more} MENU: every command. STOP: receive nothing more.",
@@ -123,13 +137,13 @@ async def enrolled_welcome(msg: Incoming) -> str:
     profile, credit = (f" (profil {fr})" if fr else ""), f"{balance} crédit{'s' if balance > 1 else ''}"
     return to_audience(
         msg,
-        f"{_hello(msg)} Ton compte est prêt{profile} et tu as {credit}. Pose-moi tes questions ou envoie "
-        "la photo d'un exercice. Écris MENU pour voir toutes les commandes, STOP pour ne plus recevoir "
-        "de messages.",
-        f"{_hello(msg)} Votre compte est prêt{profile} et vous avez {credit}. Posez-moi vos questions ou "
-        "envoyez la photo d'un document. Écrivez MENU pour voir toutes les commandes, STOP pour ne plus "
-        "recevoir de messages.",
-        f"{_hello(msg)} Your account is ready" + (f" ({en} profile)" if en else "")
+        f"{_hello(msg)}{_tutor_line(msg)} Ton compte est prêt{profile} et tu as {credit}. Pose-moi tes "
+        "questions ou envoie la photo d'un exercice. Écris MENU pour voir toutes les commandes, STOP pour "
+        "ne plus recevoir de messages.",
+        f"{_hello(msg)}{_tutor_line(msg)} Votre compte est prêt{profile} et vous avez {credit}. Posez-moi "
+        "vos questions ou envoyez la photo d'un document. Écrivez MENU pour voir toutes les commandes, STOP "
+        "pour ne plus recevoir de messages.",
+        f"{_hello(msg)}{_tutor_line(msg)} Your account is ready" + (f" ({en} profile)" if en else "")
         + f" and you have {balance} credit{'s' if balance != 1 else ''}. Ask me your questions or send a "
         "photo of an exercise. Send MENU to see every command, STOP to receive no more messages.",
     )

@@ -60,6 +60,7 @@ def settings_file(twilio: FakeTwilio, llm: FakeLLM, port: int) -> Path:
         "TWILIO_API_BASE_URL": twilio.url, "TWILIO_SMS_FROM": "+15005550006",
         "TWILIO_WHATSAPP_FROM": "whatsapp:+14155238886",
         "LLM_BASE_URL": llm.url, "LLM_API_KEY": "image-test", "SECRET_KEY": os.urandom(32).hex(),
+        "ORG_NAME": "Lycée Sainte-Marie",
         "SHUTDOWN_GRACE_S": str(GRACE_S), "LOG_LEVEL": "INFO",
     }
     path = Path(tempfile.mkstemp(prefix="deblo-image-", suffix=".env")[1])

@@ -9,6 +9,11 @@ asked for in this turn and addresses on BROWSE_ALLOWED_HOSTS are opened, exactly
 BROWSE_MAX_PER_TURN pages: a page cannot make the model carry the user's data out in an address it
 composes or in the page's own links. Each refusal is said to the model, counted
 (deblo_browse_refused_total) and logged with the host only (the address may carry the data).
+
+A student (the child mode, but a parent) opens no page unless the operator set STUDENT_WEB_TOOLS: a
+school's tutor keeps its pupils to their lessons. The tool stays in the child mode's set (the
+modes' tool sets are the product's, and one schema for students and parents keeps the prompt's
+prefix one for the mode); it refuses, saying so to the model, which tells the student.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from bot.agent.web_fetch import (
     readable_text,
 )
 from bot.config import Settings
+from bot.storage.models import User
 from tools.modes import EVERY_PROFILE
 
 log = logging.getLogger(__name__)
@@ -114,11 +120,30 @@ def _allowed(turn: TurnSources, url: str, settings: Settings) -> tuple[str, str 
     return url, note
 
 
+async def student_refused(ctx: ToolContext) -> ToolResult | None:
+    """The refusal for a student while STUDENT_WEB_TOOLS is off; None for anyone else."""
+    if ctx.mode != "child" or ctx.services.settings.student_web_tools:
+        return None
+    async with ctx.services.sessions() as db:
+        user = await db.get(User, ctx.user_id)
+    if user is not None and user.role == "parent":
+        return None
+    metrics.BROWSE_REFUSED.labels("student").inc()
+    return tool_error("Pages web fermées aux élèves : ce tuteur s'en tient aux cours (l'école peut les "
+                      "ouvrir).\nWeb pages are closed to students: this tutor keeps to their lessons "
+                      "(the school may open them). Answer from what you know, or ask the student to "
+                      "paste the text.",
+                      code="students_no_web", refused=True)
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     settings = ctx.services.settings
     url = str(args.get("url") or "").strip()
     if not url:
         return tool_error("url is required")
+    refused = await student_refused(ctx)
+    if refused is not None:
+        return refused
     note = None
     if ctx.turn is not None:
         allowed = _allowed(ctx.turn, url, settings)

@@ -72,7 +72,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="The user's files and their classes' (read-only), newest first, ids.",
+    description="The user's and class files, newest first, ids.",
     parameters={
         "type": "object",
         "properties": {"limit": {"type": "integer"}, "offset": {"type": "integer"}},

@@ -57,7 +57,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 TOOL = Tool(
     name=NAME,
-    description="Search the user's files and their classes': best matches with a snippet.",
+    description="Search the user's and class files: best matches, snippets.",
     parameters={
         "type": "object",
         "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},

@@ -110,6 +110,16 @@ def choose_threshold(distress: np.ndarray, is_none: np.ndarray, everyday: np.nda
                _under(distress[everyday], MAX_EVERYDAY_ALARMS) if everyday.any() else 0.5)
 
 
+def write_weights(model: Model, path: Path) -> None:
+    """The classifier as `meaning.load_model` reads it; the bank as int8 (a unit vector's parts are
+    small), a quarter of the size."""
+    bank_scale = float(np.abs(model.bank).max()) / 127
+    np.savez_compressed(path, classes=np.array(model.classes), center=model.center, scale=model.scale,
+                        weights=model.weights, bias=model.bias, threshold=np.float32(model.threshold),
+                        bank=np.round(model.bank / bank_scale).astype(np.int8),
+                        bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress)
+
+
 def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
@@ -118,11 +128,7 @@ def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     threshold = choose_threshold(distress, y == classes.index(NONE), np.array(chat))
     recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
     model = _model(x, y, classes, threshold)
-    bank_scale = float(np.abs(model.bank).max()) / 127
-    np.savez_compressed(path, classes=np.array(classes), center=model.center, scale=model.scale,
-                        weights=model.weights, bias=model.bias, threshold=np.float32(threshold),
-                        bank=np.round(model.bank / bank_scale).astype(np.int8),
-                        bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress)
+    write_weights(model, path)
     print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: recall {recall:.1%} "
           f"at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); written to {path}")
     return model

@@ -1,6 +1,8 @@
-"""Checks of how the service stands with WhatsApp's Business Solution terms (issue 42): a named
-organisation's own service, no training on the chats, one sender per persona. They FAIL only for a
-production deployment (an https PUBLIC_BASE_URL on a real host): a local trial needs none of them."""
+"""Checks of how the service stands with WhatsApp's Business Solution terms: a named organisation's
+own service, no training on the chats, one sender per persona. ORG_NAME FAILs wherever it is unset:
+the welcome, AIDE and the students' redirect name the school with it, so even a local trial needs it.
+The attestation of no training FAILs only for a production deployment (an https PUBLIC_BASE_URL on a
+real host)."""
 
 from __future__ import annotations
 
@@ -24,10 +26,11 @@ def organisation(settings: Settings) -> Check:
     name = settings.org_name.strip()
     if name:
         return ok("organisation", name)
-    reason = ("ORG_NAME is not set: the service is named after no school or organisation, which is "
-              "how WhatsApp tells a general-purpose AI assistant (barred) from a business's own tutoring")
-    fix = "set ORG_NAME to the school's or organisation's name"
-    return fail("organisation", reason, fix) if production(settings) else warn("organisation", reason, fix)
+    return fail("organisation",
+                "ORG_NAME is not set: the service is named after no school or organisation, which is how "
+                "WhatsApp tells a general-purpose AI assistant (barred) from a business's own tutoring, "
+                "and the welcome, AIDE and the students' redirect have no school to name",
+                "set ORG_NAME to the school's or organisation's name (e.g. ORG_NAME=\"Lycée Sainte-Marie\")")
 
 
 def no_training(settings: Settings) -> Check:

@@ -10,6 +10,10 @@ configured. Handlers call `assess`, then `caring_reply`, `raise_flag` and `notif
 A flag left open is sent again to the admins (`escalation`, a periodic job); the teachers' weekly
 e-mail and the dashboard show how many are open and since when (`open_among`, `open_line`).
 
+A school's tutor keeps students to school (`scope`): a request plainly off it (the weather,
+celebrities, dating, code, « act as ChatGPT ») is turned back with no model call
+(handlers/scope.py: `scoped`, `plainly_off_scope`, `scope_redirect`).
+
 Then a person follows up (`hold`): an operator allowed to reads the child's messages on the flag's
 page, writes to the child through the bot's number and holds the conversation meanwhile
 (handlers/hold.py keeps the tutor quiet).
@@ -56,6 +60,9 @@ from bot.safety.notify import Recipients, notify, recipients
 from bot.safety.phrases import CATEGORIES, PhraseList, fold, load_phrases
 from bot.safety.phrases import label as category_label
 from bot.safety.reply import caring_reply, helpline_of
+from bot.safety.scope import plainly_off as plainly_off_scope
+from bot.safety.scope import redirect as scope_redirect
+from bot.safety.scope import scoped
 from bot.services import Services
 from bot.storage.models import User
 
@@ -64,8 +71,8 @@ __all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERA
            "assess", "caring_reply", "category_label", "concerned", "escalate_open_flags",
            "escalation_jobs", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live",
            "hold_notice", "how_long", "load_phrases", "may_write", "moderate", "notify", "open_among",
-           "open_flags", "open_line", "parent_note", "raise_flag", "read_result", "recipients", "record",
-           "release", "take", "write_to_child"]
+           "open_flags", "open_line", "parent_note", "plainly_off_scope", "raise_flag", "read_result",
+           "recipients", "record", "release", "scope_redirect", "scoped", "take", "write_to_child"]
 
 
 # Shorter messages (a quiz answer « 2 », OUI, MENU, « merci ») are left to the phrase list: no

@@ -85,7 +85,8 @@ def _obeys_the_page(base: str) -> Callable[[dict[str, Any]], Step]:
 async def test_a_page_whose_links_spell_a_saved_code_gets_none_of_its_digits(
         make_harness: Any, http_stub: Any, caplog: Any) -> None:
     attacker = await _site(http_stub, HOSTILE_PAGE)
-    h = await make_harness(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{attacker.port}")
+    # A school that opened the web to its students (STUDENT_WEB_TOOLS): a child browses.
+    h = await make_harness(BROWSE_ALLOW_ADDRS_FOR_TESTS=f"127.0.0.1:{attacker.port}", STUDENT_WEB_TOOLS="1")
     user = await h.make_user(PHONE, mode="child")
     async with h.services.sessions() as db:
         db.add(Memory(user_id=user.id, fact=f"Son code secret de la cantine est {CODE}"))

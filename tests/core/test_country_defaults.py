@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from bot.storage.models import User
 from tests.support.console import users
-from tests.support.harness import Harness
+from tests.support.harness import ORG_NAME, Harness
 from tests.support.pedagogy import say
 
 GHANA = "+233201234567"
@@ -28,6 +28,7 @@ async def test_a_ghanaian_number_is_answered_in_english(harness: Harness) -> Non
     user = await harness.user(GHANA)
     assert user is not None and user.language == "en" and user.timezone == "Africa/Accra"
     assert welcome.startswith("Welcome to Deblo")
+    assert f"Deblo, the tutor of {ORG_NAME}: homework, revision and work." in welcome  # the school named
 
 
 async def test_a_senegalese_number_gets_dakar_and_french(harness: Harness) -> None:

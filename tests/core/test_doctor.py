@@ -46,7 +46,8 @@ def _env(twilio: FakeTwilio, llm: FakeLLM, **extra: str) -> dict[str, str]:
     return {"TWILIO_ACCOUNT_SID": twilio.account_sid, "TWILIO_AUTH_TOKEN": twilio.auth_token,
             "TWILIO_API_BASE_URL": twilio.url, "TWILIO_SMS_FROM": SMS,
             "TWILIO_WHATSAPP_FROM": f"whatsapp:{WHATSAPP}", "LLM_BASE_URL": llm.url, "LLM_API_KEY": "k",
-            "SECRET_KEY": "kq3HzV0m-Tn8yWc2rLbP5dJx9fGs4eA7uQ1iOoZ6", **extra}
+            "SECRET_KEY": "kq3HzV0m-Tn8yWc2rLbP5dJx9fGs4eA7uQ1iOoZ6", "ORG_NAME": "Lycée Sainte-Marie",
+            **extra}
 
 
 def _by_name(checks: list[Any]) -> dict[str, Any]:
@@ -73,26 +74,30 @@ def test_placeholders_from_env_example_are_flagged(tmp_path: Path) -> None:
 PRODUCTION = {"PUBLIC_BASE_URL": "https://bot.deblo.ci", "TWILIO_WHATSAPP_FROM": f"whatsapp:{WHATSAPP}"}
 
 
-def test_org_name_and_no_training_fail_without_them_in_production_only(tmp_path: Path) -> None:
+def test_org_name_fails_without_it_everywhere_and_no_training_in_production_only(tmp_path: Path) -> None:
     bare = _by_name(local.local_checks(load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION})))
     assert bare["organisation"].status is Status.FAIL and "ORG_NAME" in bare["organisation"].fix
     assert bare["no training"].status is Status.FAIL
     assert "train AI models" in bare["no training"].reason
     assert "LLM_PROVIDER_NO_TRAINING=1" in bare["no training"].fix
-    # A local trial, a plain-http address or an example domain is not production: WARN, not FAIL.
+    # A local trial, a plain-http address or an example domain is not production: the attestation
+    # is only a WARN there, but a service named after no school FAILs wherever it runs.
     for url in ("http://localhost:8080", "https://127.0.0.1:8443", "http://bot.deblo.ci",
                 "https://bot.example.org"):
         settings = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": url})
         trial = _by_name(local.local_checks(settings))
-        assert trial["organisation"].status is Status.WARN, url
+        assert trial["organisation"].status is Status.FAIL, url
+        assert "ORG_NAME" in trial["organisation"].reason and doctor.failed([trial["organisation"]])
         assert trial["no training"].status is Status.WARN, url
     named = _by_name(local.local_checks(load_settings({
         "DATA_DIR": str(tmp_path), **PRODUCTION, "ORG_NAME": " Lycée Sainte-Marie ",
         "LLM_PROVIDER_NO_TRAINING": "1"})))
     assert named["organisation"].status is Status.OK and named["organisation"].reason == "Lycée Sainte-Marie"
     assert named["no training"].status is Status.OK
-    blank = load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION, "ORG_NAME": "   "})
-    assert _by_name(local.local_checks(blank))["organisation"].status is Status.FAIL
+    for blank in ("   ", ""):
+        settings = load_settings({"DATA_DIR": str(tmp_path), "PUBLIC_BASE_URL": "http://localhost:8080",
+                                  "ORG_NAME": blank})
+        assert _by_name(local.local_checks(settings))["organisation"].status is Status.FAIL
 
 
 def test_a_shared_sender_for_both_personas_is_warned_of(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from bot.config import ConfigError, load_settings
 from bot.storage.models import CreditEntry, InboundMessage, Task
 from handlers import help
 from tests.fakes.llm import Step
-from tests.support.harness import Harness
+from tests.support.harness import ORG_NAME, Harness
 
 PHONE = "+2250700000001"
 WELCOME_MENU = "1 Élève\n2 Parent\n3 Professionnel"
@@ -73,6 +73,7 @@ async def test_first_question_by_sms_gets_both_in_one_sms_each(harness: Harness)
     answer, welcome = await say(h, "C'est quoi la photosynthèse ?", channel="sms")
     assert answer == "La photosynthèse transforme la lumière en énergie."
     assert welcome.startswith("Bienvenue sur Deblo !") and WELCOME_MENU in welcome
+    assert f"Deblo, le tuteur de {ORG_NAME} : devoirs" in welcome  # named as the school's tutor
     assert formatting.is_gsm7(welcome) and formatting.sms_segments(welcome)[1] <= 2
 
 
@@ -176,8 +177,9 @@ async def test_menu_offers_a_guest_the_profile_choice_on_whatsapp_and_sms(harnes
     [sms] = await say(h, "menu", channel="sms", phone=other)
     assert sms.startswith(MENU_FR_GUEST.format(head="Menu Deblo : pose ta question ou envoie une photo."))
     [aide] = await say(h, "AIDE", channel="sms", phone=other)
-    assert aide.startswith(
-        MENU_FR_GUEST.format(head="Deblo t'aide à l'école et au travail. Pose ta question !"))
+    # AIDE names the school whose service this is (ORG_NAME).
+    assert aide.startswith(MENU_FR_GUEST.format(
+        head=f"Deblo, le tuteur de {ORG_NAME}, t'aide à l'école et au travail. Pose ta question !"))
 
 
 def _check_rendering(body: str, channel: str) -> None:

@@ -189,7 +189,7 @@ async def test_model_cannot_mail_a_stranger(make_harness: Any, smtp_server: Any)
 
 async def test_browse_url_refusal_reaches_the_model(harness: Any) -> None:
     h = harness
-    await h.make_user(PHONE, mode="child")
+    await h.make_user(PHONE, mode="pro")
     h.llm.push_tool_calls(("browse_url", {"url": "http://169.254.169.254/latest/meta-data/"}))
     h.llm.push_text("Je ne peux pas lire cette adresse.")
     await h.inbound(PHONE, "Lis http://169.254.169.254/latest/meta-data/")

@@ -40,6 +40,7 @@ from tests.fakes.twilio import FakeTwilio
 
 WHATSAPP_FROM = "whatsapp:+14155238886"
 SMS_FROM = "+15005550006"
+ORG_NAME = "Lycée Sainte-Marie"  # the school whose service the harness runs (the welcome, AIDE, the redirect)
 POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 _sids = itertools.count(1)
@@ -354,6 +355,7 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "LLM_API_KEY": "test-llm-key",
         "LLM_MODEL": "test/model",
         "SECRET_KEY": "test-secret-key-the-bot-s-own-32-characters-at-least",
+        "ORG_NAME": ORG_NAME,
         "WORKER_CONCURRENCY": "8",
         "OUTBOUND_PART_WAIT_S": "1",
         "SWEEP_INTERVAL_S": "0.2",
@@ -512,4 +514,4 @@ async def clear_redis(prefix: str, redis_url: str = REDIS_URL) -> None:
         await client.aclose()
 
 
-__all__ = ["BACKENDS", "Harness", "backend", "new_sid", "sign", "start_harness", "use_backend"]
+__all__ = ["BACKENDS", "ORG_NAME", "Harness", "backend", "new_sid", "sign", "start_harness", "use_backend"]

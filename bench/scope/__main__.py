@@ -1,0 +1,3 @@
+from bench.scope.run import main
+
+main()
