@@ -24,6 +24,7 @@ from bot.channel.prices import (
 )
 from bot.config import load_settings
 from bot.console import costs_command
+from bot.doctor.local import cost_meter
 
 ABIDJAN = "whatsapp:+2250700000001"
 LAGOS = "whatsapp:+2348030000001"
@@ -123,3 +124,11 @@ def test_costs_rates_prints_the_table(capsys: pytest.CaptureFixture[str], tmp_pa
     bad = load_settings({"COST_RATES_FILE": str(tmp_path / "none.toml")})
     assert asyncio.run(costs_command(bad, argparse.Namespace())) == 2
     assert "COST_RATES_FILE" in capsys.readouterr().err
+
+
+def test_doctor_says_what_prices_the_messages(tmp_path: Path) -> None:
+    good = cost_meter(load_settings({}))
+    assert good.status == "OK" and "rates taken 2026-11-30; 564.12 XOF per USD" in good.reason
+    assert cost_meter(load_settings({"PAYMENT_CURRENCY": "JPY"})).status == "WARN"
+    bad = cost_meter(load_settings({"COST_RATES_FILE": str(tmp_path / "none.toml")}))
+    assert bad.status == "FAIL" and "COST_RATES_FILE" in bad.reason
