@@ -5,6 +5,7 @@ a received one as its row is stored (bot.channel.inbound_store), both from bot.c
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import update
@@ -59,6 +60,10 @@ async def price_sent(db: AsyncSession, path: str | None, sid: str, new_status: s
 def inbound_micro(rates: RateTable | None, channel: str, from_addr: str,
                   params: dict[str, Any]) -> int | None:
     """A received message's price in millionths of a dollar (an SMS's NumSegments as Twilio gave them)."""
-    if rates is None:
-        return None
-    return price_inbound(rates, channel, from_addr, _segments(params, None)).micro
+    return None if rates is None else _inbound_micro(rates, channel, from_addr, _segments(params, None))
+
+
+@lru_cache(maxsize=65_536)
+def _inbound_micro(rates: RateTable, channel: str, from_addr: str, segments: int | None) -> int:
+    # Kept per sender: a webhook's row costs less to write than its price to compute.
+    return price_inbound(rates, channel, from_addr, segments).micro

@@ -31,7 +31,7 @@ class RatesError(ValueError):
     """A rate table that cannot be read (the operator's file: its path and what is wrong)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed as itself: a price may be kept per table (metering)
 class RateTable:
     taken: str
     effective: str
@@ -126,15 +126,18 @@ def load_rates(path: str | None = None) -> RateTable:
     return _table(data, path or None)
 
 
-def _number(address: str) -> str:
-    return address.removeprefix("whatsapp:").strip()
+@lru_cache(maxsize=65_536)
+def _country(address: str) -> str | None:
+    """The country of a number as Twilio writes it (`whatsapp:+225…`); kept per number, because
+    every webhook is priced as it is stored and parsing a number costs more than its row."""
+    return region_of(address.removeprefix("whatsapp:").strip())
 
 
 def price_outbound(table: RateTable, channel: str, to_addr: str, *, category: str = "service",
                    segments: int | None = None) -> Price:
     """A sent message: WhatsApp at Twilio's fee plus Meta's `category` in the recipient's market,
     an SMS at its segments (1 when unknown) times its country's price."""
-    country = region_of(_number(to_addr))
+    country = _country(to_addr)
     if channel == "whatsapp":
         market = table.market(country)
         return Price(channel, category, country, market, table.twilio_whatsapp,
@@ -147,7 +150,7 @@ def price_outbound(table: RateTable, channel: str, to_addr: str, *, category: st
 def price_inbound(table: RateTable, channel: str, from_addr: str, segments: int | None = None) -> Price:
     """A received message: Twilio's WhatsApp fee (Meta charges nothing), or an SMS's segments at
     the inbound price."""
-    country = region_of(_number(from_addr))
+    country = _country(from_addr)
     if channel == "whatsapp":
         return Price(channel, None, country, table.market(country), table.twilio_whatsapp,
                      Decimal(0), Decimal(0), 0)

@@ -73,6 +73,24 @@ async def test_received_messages_are_priced_as_they_are_stored(harness: Harness)
     assert costs == {"SMin1": 5000, "SMin2": 16600}
 
 
+async def test_an_unreadable_rate_file_leaves_messages_unpriced_never_refused(
+        make_harness: Callable[..., Awaitable[Harness]], tmp_path: Path) -> None:
+    h = await make_harness(COST_RATES_FILE=str(tmp_path / "missing.toml"))
+    user = await h.make_user(ABIDJAN)
+    assert (await h.inbound(ABIDJAN, "Bonjour", sid="SMin3"))[0] == 200
+    result = await send_to_user(h.services, user, text="Bravo !")
+    assert result.ok
+    await h.twilio.idle()
+    rows = await _outbound(h)  # with the tutor's answer to « Bonjour », maybe
+    assert [row.status for row in rows if row.sid in result.sids] == ["delivered"]
+    assert [row.cost_micro for row in rows] == [None] * len(rows)
+    async with h.services.sessions() as db:
+        assert await db.scalar(select(InboundMessage.cost_micro)) is None
+        # The dashboard's messages then count nothing, its tokens still do.
+        [week, _] = await cost_lines(db, h.settings, None, h.clock())
+    assert (week.active, week.messages, week.total) == (1, 0, 0)
+
+
 def _rates(tmp_path: Path) -> str:
     """A round rate for the hand computation: 600 FCFA to the dollar (the rest as packaged)."""
     path = tmp_path / "rates.toml"
