@@ -15,14 +15,14 @@ from bot import logs
 from bot.channel.prices import RatesError, RateTable, load_rates, price_inbound, price_outbound
 from bot.storage.models import OutboundMessage
 
-__all__ = ["PRICED", "RETURNED", "inbound_micro", "price_sent", "rates_or_none"]
+__all__ = ["PRICED", "RETURNED", "inbound_micro", "price_sent", "rates_or_none", "template_category"]
 
 log = logging.getLogger("bot.channel.metering")
 
 PRICED = frozenset({"sent", "delivered", "read"})
 # What the status callback's UPDATE returns, for the price (after the user id).
 RETURNED = (OutboundMessage.channel, OutboundMessage.to_addr, OutboundMessage.template,
-            OutboundMessage.segments, OutboundMessage.cost_micro)
+            OutboundMessage.segments, OutboundMessage.cost_micro, OutboundMessage.category)
 
 
 def rates_or_none(path: str | None) -> RateTable | None:
@@ -44,17 +44,28 @@ def _segments(form: Any, stored: int | None) -> int | None:
 async def price_sent(db: AsyncSession, path: str | None, sid: str, new_status: str, row: Any,
                      form: Any) -> None:
     """Prices the sent message `row` (RETURNED's columns) once, in the callback's transaction."""
-    channel, to_addr, template, segments, cost = row
+    channel, to_addr, template, segments, cost, category = row
     if new_status not in PRICED or cost is not None or (rates := rates_or_none(path)) is None:
         return
     segments = _segments(form, segments) if channel == "sms" else segments
-    # The bot's approved templates are reminders and notices: Meta's utility category.
-    price = price_outbound(rates, channel, to_addr, category="utility" if template else "service",
-                           segments=segments)
+    # A template's category was noted as it was sent (`template_category`); a reply is a service one.
+    category = category or ("utility" if template else "service")
+    price = price_outbound(rates, channel, to_addr, category=category, segments=segments)
     await db.execute(update(OutboundMessage)
                      .where(OutboundMessage.sid == sid, OutboundMessage.cost_micro.is_(None))
                      .values(cost_micro=price.micro, category=price.category, segments=segments)
                      .execution_options(synchronize_session=False))
+
+
+def template_category(path: str | None, fields: dict[str, Any]) -> str | None:
+    """The category of the approved template these send fields name (`content_sid`), as the rate
+    table lists it (else utility); None when they name none. Noted on the row as it is sent, for the
+    status callback that prices it no longer has the fields."""
+    content_sid = fields.get("content_sid")
+    if not content_sid:
+        return None
+    rates = rates_or_none(path)
+    return rates.template_category(str(content_sid)) if rates is not None else "utility"
 
 
 def inbound_micro(rates: RateTable | None, channel: str, from_addr: str,

@@ -42,6 +42,7 @@ class RateTable:
     markets: dict[str, str]  # country → market
     sms: dict[str, Decimal]  # country (or "default") → one segment
     currency: dict[str, Decimal]  # code → units per dollar
+    templates: dict[str, str]  # an approved template's content SID → its category (else utility)
     override: str | None = None  # the operator's file, when one was read
 
     def market(self, country: str | None) -> str:
@@ -49,6 +50,9 @@ class RateTable:
 
     def sms_price(self, country: str | None) -> Decimal:
         return self.sms.get(country or "", self.sms["default"])
+
+    def template_category(self, content_sid: str | None) -> str:
+        return self.templates.get(content_sid or "", "utility")
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,9 @@ def _table(data: dict[str, Any], override: str | None) -> RateTable:
         if "other" not in whatsapp or "default" not in data["sms"]:
             raise RatesError("the table needs [whatsapp.other] and [sms] default")
         markets = {str(c).upper(): m for m, countries in data["markets"].items() for c in countries}
+        templates = {str(sid): str(c) for sid, c in data.get("templates", {}).items()}
+        if odd := sorted(sid for sid, c in templates.items() if c not in CATEGORIES):
+            raise RatesError(f"[templates]: {', '.join(odd)} not one of {', '.join(CATEGORIES)}")
         return RateTable(
             taken=str(data["taken"]), effective=str(data["effective"]),
             sources=tuple(str(s) for s in data.get("sources", ())),
@@ -108,7 +115,7 @@ def _table(data: dict[str, Any], override: str | None) -> RateTable:
             sms_inbound=Decimal(str(data["twilio"]["sms_inbound_usd"])),
             whatsapp=whatsapp, markets=markets, sms=_decimals(data["sms"], "sms"),
             currency={k.upper(): v for k, v in _decimals(data["currency"], "currency").items()},
-            override=override)
+            templates=templates, override=override)
     except (KeyError, TypeError, ArithmeticError) as exc:
         raise RatesError(f"the rate table lacks or mistypes {exc}") from exc
 
@@ -181,6 +188,8 @@ def rates_text(table: RateTable) -> str:
         where = f" ({', '.join(countries)})" if 0 < len(countries) <= 5 else (
             f" ({len(countries)} countries)" if countries else " (every other country)")
         lines.append(f"  {market}{where}: " + ", ".join(str(prices[c]) for c in CATEGORIES))
+    lines.append("Templates: " + (", ".join(f"{s} {c}" for s, c in sorted(table.templates.items()))
+                                  or "none listed") + "; any other is utility")
     lines.append("SMS sent, per segment: " + ", ".join(f"{c} {p}" for c, p in sorted(table.sms.items())))
     lines.append("Currency per US dollar: "
                  + ", ".join(f"{c} {r}" for c, r in sorted(table.currency.items())))

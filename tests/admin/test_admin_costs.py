@@ -30,8 +30,10 @@ async def _outbound(h: Harness) -> list[OutboundMessage]:
         return list((await db.scalars(select(OutboundMessage).order_by(OutboundMessage.id))).all())
 
 
-async def test_sent_messages_are_priced_by_their_status_callback(make_harness: Any) -> None:
-    h = await make_harness(TWILIO_TEMPLATE_SID="HX" + "b" * 32)
+async def test_sent_messages_are_priced_by_their_status_callback(make_harness: Any, tmp_path: Path) -> None:
+    rates = tmp_path / "rates.toml"  # the operator's: Meta approved this template as marketing
+    rates.write_text(f'[templates]\n{"HX" + "b" * 32} = "marketing"\n', "utf-8")
+    h = await make_harness(TWILIO_TEMPLATE_SID="HX" + "b" * 32, COST_RATES_FILE=str(rates))
     whatsapp = await h.make_user(ABIDJAN)
     sms = await h.make_user(DAKAR, last_channel="sms")
     assert (await send_to_user(h.services, whatsapp, text="Bravo !")).ok
@@ -42,7 +44,7 @@ async def test_sent_messages_are_priced_by_their_status_callback(make_harness: A
     reply, text, template = await _outbound(h)
     assert (reply.status, reply.cost_micro, reply.category) == ("delivered", 9000, "service")
     assert (text.channel, text.segments, text.cost_micro, text.category) == ("sms", 2, 487000, None)
-    assert template.template and (template.cost_micro, template.category) == (9000, "utility")
+    assert template.template and (template.cost_micro, template.category) == (27500, "marketing")
     # Priced once: a later callback, with Twilio's own segment count, changes nothing; a failed
     # send is never priced.
     base = {"AccountSid": h.settings.twilio_account_sid, "To": DAKAR}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.channel.formatting import sms_cost, to_sms
-from bot.channel.metering import inbound_micro
+from bot.channel.metering import inbound_micro, template_category
 from bot.channel.prices import (
     RatesError,
     from_micro,
@@ -55,6 +55,19 @@ def test_a_utility_template_is_priced_at_its_category_in_its_market() -> None:
     assert nigeria.market == "nigeria" and nigeria.total == Decimal("0.005") + Decimal("0.0067")
     marketing = price_outbound(table, "whatsapp", ABIDJAN, category="marketing")
     assert marketing.total == Decimal("0.0275") and marketing.micro == 27500
+
+
+def test_a_templates_category_is_the_one_meta_approved(tmp_path: Path) -> None:
+    mine = tmp_path / "rates.toml"
+    mine.write_text('[templates]\nHXaaaa = "marketing"\nHXbbbb = "authentication"\n', "utf-8")
+    table = load_rates(str(mine))
+    assert [table.template_category(sid) for sid in ("HXaaaa", "HXbbbb", "HXcccc", None)] == [
+        "marketing", "authentication", "utility", "utility"]
+    assert load_rates().template_category("HXaaaa") == "utility"  # not listed: the bot's reminders
+    assert template_category(str(mine), {"content_sid": "HXaaaa", "to": ABIDJAN}) == "marketing"
+    assert template_category(None, {"content_sid": "HXaaaa"}) == "utility"
+    assert template_category(str(mine), {"body": "Bonjour"}) is None  # no template: priced as a reply
+    assert "Templates: HXaaaa marketing, HXbbbb authentication; any other is utility" in rates_text(table)
 
 
 def test_an_sms_of_two_segments_is_two_of_its_countrys_price() -> None:
@@ -103,7 +116,8 @@ def test_the_operators_file_overrides_the_table_key_by_key(tmp_path: Path) -> No
     assert table.currency["XOF"] == 600 and table.currency["XAF"] == Decimal("564.12")
 
 
-@pytest.mark.parametrize("text", ['[sms]\nCI = "cheap"\n', "[sms\n", '[whatsapp.mars]\nservice = "1"\n'])
+@pytest.mark.parametrize("text", ['[sms]\nCI = "cheap"\n', "[sms\n", '[whatsapp.mars]\nservice = "1"\n',
+                                  '[templates]\nHXaaaa = "promo"\n'])
 def test_a_bad_operators_file_is_one_error_naming_it(tmp_path: Path, text: str) -> None:
     mine = tmp_path / "bad.toml"
     mine.write_text(text, "utf-8")
