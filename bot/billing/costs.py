@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.metering import rates_or_none
@@ -21,7 +21,7 @@ from bot.storage.models import InboundMessage, OutboundMessage, TurnRecord
 
 __all__ = ["PERIODS", "CostLine", "cost_lines", "learner_lines", "lines_text", "school_currency"]
 
-PERIODS = (("week", 7), ("month", 30))
+PERIODS = (("week", 7), ("month", 30))  # shortest first: the queries read the last one's days
 
 
 @dataclass(frozen=True)
@@ -66,36 +66,46 @@ def _within(query: Any, column: Any, scope: Any) -> Any:
     return query if scope is None else query.where(column.in_(scope))
 
 
-async def _line(db: AsyncSession, settings: Settings, scope: Any, now: datetime,
-                period: tuple[str, int]) -> CostLine:
-    name, days = period
-    start = now - timedelta(days=days)
-    received = await db.scalar(_within(
-        select(func.coalesce(func.sum(InboundMessage.cost_micro), 0))
-        .where(InboundMessage.created_at >= start),
-        InboundMessage.user_id, scope))
-    sent: dict[bool, int] = dict((bool(t), int(micro)) for t, micro in (await db.execute(_within(
-        select(OutboundMessage.template, func.coalesce(func.sum(OutboundMessage.cost_micro), 0))
-        .where(OutboundMessage.created_at >= start).group_by(OutboundMessage.template),
-        OutboundMessage.user_id, scope))).all())
-    tokens = await db.scalar(_within(
-        select(func.coalesce(func.sum(TurnRecord.prompt_tokens + TurnRecord.completion_tokens), 0))
-        .where(TurnRecord.created_at >= start), TurnRecord.user_id, scope))
-    active = await db.scalar(_within(
-        select(func.count(func.distinct(InboundMessage.user_id))).where(InboundMessage.created_at >= start),
-        InboundMessage.user_id, scope))
-    currency, rate = school_currency(settings)
-    per_dollar = (rate or Decimal(0)) / MICRO
-    token_price = Decimal(str(settings.costs.cost_per_1k_tokens))
-    return CostLine(name, days, currency, int(active or 0),
-                    messages=(int(received or 0) + sent.get(False, 0)) * per_dollar,
-                    templates=sent.get(True, 0) * per_dollar,
-                    tokens=int(tokens or 0) * token_price / 1000)
+def _per_period(created_at: Any, starts: list[datetime], value: Any) -> list[Any]:
+    """One sum per period: `value` counted in each period's column (the query reads the longest)."""
+    return [func.coalesce(func.sum(case((created_at >= start, value))), 0) for start in starts]
+
+
+async def _sums(db: AsyncSession, scope: Any, starts: list[datetime]) -> dict[str, list[int]]:
+    """Per period (the `starts`, longest last): received, sent, templates (millionths of a dollar),
+    tokens and active learners; one query per table, each read once for every period."""
+    since = starts[-1]
+    inbound = InboundMessage.created_at
+    got = (await db.execute(_within(select(
+        *_per_period(inbound, starts, InboundMessage.cost_micro),
+        *[func.count(func.distinct(case((inbound >= start, InboundMessage.user_id)))) for start in starts])
+        .where(inbound >= since), InboundMessage.user_id, scope))).one()
+    outbound = OutboundMessage.created_at
+    sent = {bool(row[0]): row[1:] for row in (await db.execute(_within(
+        select(OutboundMessage.template,
+               *_per_period(outbound, starts, OutboundMessage.cost_micro))
+        .where(outbound >= since).group_by(OutboundMessage.template), OutboundMessage.user_id, scope))).all()}
+    tokens = (await db.execute(_within(select(*_per_period(
+        TurnRecord.created_at, starts, TurnRecord.prompt_tokens + TurnRecord.completion_tokens))
+        .where(TurnRecord.created_at >= since),
+        TurnRecord.user_id, scope))).one()
+    n = len(starts)
+    return {"received": [int(v) for v in got[:n]], "active": [int(v) for v in got[n:]],
+            "sent": [int(v) for v in sent.get(False, [0] * n)],
+            "templates": [int(v) for v in sent.get(True, [0] * n)], "tokens": [int(v) for v in tokens]}
 
 
 async def cost_lines(db: AsyncSession, settings: Settings, scope: Any, now: datetime) -> list[CostLine]:
     """The week's and the month's costs of the learners whose ids `scope` selects (None: everyone)."""
-    return [await _line(db, settings, scope, now, period) for period in PERIODS]
+    sums = await _sums(db, scope, [now - timedelta(days=days) for _, days in PERIODS])
+    currency, rate = school_currency(settings)
+    per_dollar = (rate or Decimal(0)) / MICRO
+    token_price = Decimal(str(settings.costs.cost_per_1k_tokens))
+    return [CostLine(name, days, currency, sums["active"][n],
+                     messages=(sums["received"][n] + sums["sent"][n]) * per_dollar,
+                     templates=sums["templates"][n] * per_dollar,
+                     tokens=sums["tokens"][n] * token_price / 1000)
+            for n, (name, days) in enumerate(PERIODS)]
 
 
 async def learner_lines(db: AsyncSession, settings: Settings, user_id: int, now: datetime) -> list[CostLine]:
