@@ -362,6 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     reindex = library.add_subparsers(dest="library_command", required=True).add_parser(
         "reindex", help="cut every file (of one number, or all) into chunks again and embed them")
     reindex.add_argument("phone", nargs="?", default=None, help="with its country code; all users without it")
+    costs = sub.add_parser("costs", help="the cost meter")
+    costs.add_subparsers(dest="costs_command", required=True).add_parser(
+        "rates", help="the rate table that prices every message: its date, sources and prices")
     return parser
 
 
@@ -434,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(retry(settings))
     elif args.command == "doctor":
         return _doctor()
-    elif args.command in ("users", "cohorts", "operators", "library"):
+    elif args.command in ("users", "cohorts", "operators", "library", "costs"):
         return _console(args)
     return 0
 
@@ -450,8 +453,9 @@ def _console(args: argparse.Namespace) -> int:
 
     if args.command == "users":
         return asyncio.run(console.users(settings, args))
-    if args.command == "library":
-        return asyncio.run(console.library_command(settings, args))
+    if args.command in ("library", "costs"):
+        command = console.library_command if args.command == "library" else console.costs_command
+        return asyncio.run(command(settings, args))
     command = console.cohorts_command if args.command == "cohorts" else console.operators_command
     return asyncio.run(command(settings, args))
 

@@ -131,6 +131,8 @@ class Costs:
     # Each approved template sent (Meta's fee for a message outside the 24 h window), on top of
     # cost_per_whatsapp_message.
     cost_per_template_message: float = 0.0
+    # The operator's rate table, overriding the packaged one key by key (bot.channel.prices).
+    cost_rates_file: str | None = None
 
 
 class CostsEnvironment(BaseSettings):
@@ -140,6 +142,7 @@ class CostsEnvironment(BaseSettings):
     cost_per_whatsapp_message: float = Field(0.0, ge=0)
     cost_per_sms_segment: float = Field(0.0, ge=0)
     cost_per_template_message: float = Field(0.0, ge=0)
+    cost_rates_file: str | None = None
 
     def costs(self) -> Costs:
         return Costs(**{f.name: getattr(self, f.name) for f in fields(Costs)})

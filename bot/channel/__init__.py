@@ -4,5 +4,6 @@ May import storage, services and the top-level modules; never the agent, a domai
 """
 
 __all__ = ["app_keys", "buttons", "console", "context", "download", "email", "formatting", "gauges",
-    "inbound", "inbound_store", "keywords", "links", "locale", "malformed", "maths", "menus", "outbound",
-    "scheduled", "spool", "spool_retry", "streaming", "twilio_client", "web", "webhook_checks"]
+    "inbound", "inbound_store", "keywords", "links", "locale", "malformed", "maths", "menus", "metering",
+    "outbound", "prices", "scheduled", "spool", "spool_retry", "streaming", "twilio_client", "web",
+    "webhook_checks"]

@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from bot.channel import inbound_store as store
 from bot.channel.inbound_store import InboundParams
 from bot.channel.locale import Locale
+from bot.channel.metering import rates_or_none
 from bot.storage.db import make_sync_engine
 
 log = logging.getLogger("bot.channel.inbound")
@@ -163,11 +164,12 @@ class InboundWriter:
     """
 
     def __init__(self, engine: AsyncEngine, *, defaults: Locale = Locale("Africa/Abidjan", "fr"),
-                 max_batch: int = 200, cache_size: int = 50_000) -> None:
+                 max_batch: int = 200, cache_size: int = 50_000, rates_file: str | None = None) -> None:
         self.engine = engine
         self.max_batch = max_batch
         self._cache = store.UserCache(cache_size)
-        self._batch = store.Batch(store.statements(engine.dialect.name), self._cache, defaults)
+        self._batch = store.Batch(store.statements(engine.dialect.name), self._cache, defaults,
+                                  rates_or_none(rates_file))
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None

@@ -30,6 +30,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from bot.channel.keywords import is_stop
 from bot.channel.locale import Locale, locale_for
+from bot.channel.metering import inbound_micro
+from bot.channel.prices import RateTable
 from bot.storage.models import InboundMessage, User
 
 
@@ -124,10 +126,12 @@ class UserCache:
 
 @dataclass(frozen=True)
 class Batch:
-    """What one batch needs besides its webhooks: the statements, the cache, the new users' defaults."""
+    """What one batch needs besides its webhooks: the statements, the cache, the new users' defaults,
+    the rate table that prices each row (None: left unpriced)."""
     statements: Statements
     cache: UserCache
     defaults: Locale
+    rates: RateTable | None = None
 
 
 def write_batch(conn: Connection, how: Batch,
@@ -139,7 +143,7 @@ def write_batch(conn: Connection, how: Batch,
     user_ids = sorted({u.id for u in users})
     if how.statements.sqlite_text:
         conn.exec_driver_sql(_sqlite_reset_sql(len(user_ids)), tuple(user_ids))
-        ids = _store_sqlite(conn, items, users)
+        ids = _store_sqlite(conn, how, items, users)
     else:
         conn.execute(how.statements.reset_health, {"ids": user_ids})
         ids = _store_core(conn, how, items, users)
@@ -157,29 +161,30 @@ def _store_core(conn: Connection, how: Batch, items: Items, users: list[KnownUse
         {"message_sid": p.message_sid, "user_id": u.id, "channel": p.channel, "from_addr": p.from_addr,
          "to_addr": p.to_addr, "body": p.body, "media": p.media or None, "params": p.params,
          "status": "pending", "attempts": 0, "lease_until": None, "error": None, "created_at": now,
-         "processed_at": None}
+         "processed_at": None, "cost_micro": inbound_micro(how.rates, p.channel, p.from_addr, p.params)}
         for (p, now), u in zip(items, users, strict=True)
     ]
     inserted = conn.execute(how.statements.store, rows[0] if len(rows) == 1 else rows).all()
     return {row.message_sid: row.id for row in inserted}
 
 
-def _store_sqlite(conn: Connection, items: Items, users: list[KnownUser]) -> dict[str, int]:
+def _store_sqlite(conn: Connection, how: Batch, items: Items, users: list[KnownUser]) -> dict[str, int]:
     values: list[Any] = []
     for (p, now), u in zip(items, users, strict=True):
         values += (p.message_sid, u.id, p.channel, p.from_addr, p.to_addr, p.body,
-                   _json(p.media or None), _json(p.params), _sqlite_time(now))
+                   _json(p.media or None), _json(p.params), _sqlite_time(now),
+                   inbound_micro(how.rates, p.channel, p.from_addr, p.params))
     inserted = conn.exec_driver_sql(_sqlite_store_sql(len(items)), tuple(values)).all()
     return {sid: row_id for row_id, sid in inserted}
 
 
-_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, NULL, NULL, ?, NULL)"
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, NULL, NULL, ?, NULL, ?)"
 
 
 @functools.lru_cache(maxsize=512)
 def _sqlite_store_sql(rows: int) -> str:
     return ("INSERT INTO inbound_messages (message_sid, user_id, channel, from_addr, to_addr, body, media, "
-            "params, status, attempts, lease_until, error, created_at, processed_at) VALUES "
+            "params, status, attempts, lease_until, error, created_at, processed_at, cost_micro) VALUES "
             + ", ".join([_ROW] * rows) + " ON CONFLICT (message_sid) DO NOTHING RETURNING id, message_sid")
 
 

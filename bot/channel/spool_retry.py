@@ -19,7 +19,8 @@ from bot.services import build_services
 
 async def retry(settings: Settings) -> int:
     services = await build_services(settings)
-    writer = InboundWriter(services.engine, defaults=default_locale(settings))
+    writer = InboundWriter(services.engine, defaults=default_locale(settings),
+                           rates_file=settings.costs.cost_rates_file)
     try:
         spool = Spool(settings.data_dir / "spool", settings.spool_max_bytes, settings.spool_max_attempts)
         stored, dropped, dead = await spool.retry_dead(lambda entry: store_entry(services, writer, entry))

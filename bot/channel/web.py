@@ -35,6 +35,7 @@ from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, has
 from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.locale import default_locale
 from bot.channel.malformed import quiet_parse_errors, refuse_malformed
+from bot.channel.metering import RETURNED, price_sent
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry, entry_addresses
 from bot.services import Services
@@ -164,7 +165,7 @@ def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
 def _status_update(sid: str, new_status: str, error_code: str | None, now: Any) -> Any:
     """The one statement a status callback is: the row moves forward to `new_status` (a late "sent"
     never overwrites "delivered"), and takes the callback's ErrorCode; it matches no row when there
-    is nothing to change. Returns the user id of the row it changed."""
+    is nothing to change. Returns the user id of the row it changed, and what prices it (RETURNED)."""
     ahead = [s for s, rank in STATUS_RANK.items() if rank >= STATUS_RANK[new_status]]
     behind = or_(OutboundMessage.status.is_(None), OutboundMessage.status.not_in(ahead))
     values: dict[str, Any] = {"status": case((behind, new_status), else_=OutboundMessage.status),
@@ -174,12 +175,13 @@ def _status_update(sid: str, new_status: str, error_code: str | None, now: Any) 
         values["error_code"] = error_code
         changes = or_(behind, OutboundMessage.error_code.is_(None))
     return (update(OutboundMessage).where(OutboundMessage.sid == sid, changes).values(**values)
-            .returning(OutboundMessage.user_id).execution_options(synchronize_session=False))
+            .returning(OutboundMessage.user_id, *RETURNED).execution_options(synchronize_session=False))
 
 
 async def _apply_status(db: Any, sid: str, new_status: str, error_code: str | None,
-                        now: Any) -> tuple[bool, int | None] | None:
-    """(changed, its user id) once the row with this SID is found; None when it never was. Twilio
+                        now: Any) -> tuple[bool, Any] | None:
+    """(changed, the changed row: user id and RETURNED) once the row with this SID is found; None
+    when it never was. Twilio
     may call back before the sender has saved the SID its create call just returned, so an unknown
     SID is looked for again for a short while (well within SPOOL_AFTER_S), each time in a fresh
     transaction that sees the sender's commit."""
@@ -187,7 +189,7 @@ async def _apply_status(db: Any, sid: str, new_status: str, error_code: str | No
     while True:
         changed = (await db.execute(_status_update(sid, new_status, error_code, now))).first()
         if changed is not None:
-            return True, changed[0]
+            return True, changed
         if await db.scalar(select(OutboundMessage.id).where(OutboundMessage.sid == sid)) is not None:
             return False, None  # known, and already as far (a late or repeated callback)
         if time.monotonic() >= deadline:
@@ -208,10 +210,11 @@ async def record_status(services: Services, form: MultiDict[str]) -> None:
         if applied is None:
             log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
             return
-        changed, user_id = applied
+        changed, row = applied
         if changed:
             # Counts towards the user's delivery health: repeated permanent failures stop proactive sends.
-            await note_status(services, db, user_id, new_status)
+            await note_status(services, db, row[0], new_status)
+            await price_sent(db, services.settings.costs.cost_rates_file, sid, new_status, row[1:], form)
         await db.commit()
     if new_status in FAILED:
         log.warning("message not delivered", extra={"sid": sid, "error_code": error_code})
@@ -459,7 +462,8 @@ def create_app(services: Services, *, extra_routes: Iterable[web.AbstractRouteDe
                           middlewares=[log_scope, refuse_malformed])
     quiet_parse_errors()
     app[SERVICES] = services
-    app[WRITER] = InboundWriter(services.engine, defaults=default_locale(services.settings))
+    app[WRITER] = InboundWriter(services.engine, defaults=default_locale(services.settings),
+                                rates_file=services.settings.costs.cost_rates_file)
     app[SPOOL] = Spool(services.settings.data_dir / "spool", services.settings.spool_max_bytes,
                        services.settings.spool_max_attempts)
     app[REPLAY_NOW] = asyncio.Event()

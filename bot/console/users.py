@@ -137,14 +137,18 @@ async def _users_show(services: Any, number: str, args: argparse.Namespace) -> i
     import json
 
     from bot import accounts
+    from bot.billing import costs
 
     async with services.sessions() as db:
         user = await accounts.find_user(db, number)
         if user is None:
             return _no_user(number)
         info = await accounts.describe(db, user)
+        # What they cost the operator (bot.billing.costs): the cost meter's week and month.
+        lines = await costs.learner_lines(db, services.settings, user.id, services.clock())
+    info["costs"] = [line.shown() for line in lines]
     print(json.dumps(info, ensure_ascii=False, indent=2, default=str) if args.json
-          else accounts.describe_text(info))
+          else accounts.describe_text(info) + f"\n  cost:        {costs.lines_text(lines)}")
     return 0
 
 

@@ -6,9 +6,10 @@ import shutil
 from urllib.parse import urlsplit
 
 from bot.channel.email import smtp_configured
+from bot.channel.prices import RatesError, load_rates
 from bot.config import Settings
 from bot.config_secrets import example_host, refusal
-from bot.doctor.report import Check, fail, off, ok
+from bot.doctor.report import Check, fail, off, ok, warn
 from bot.doctor.service import LOCAL_HOSTS, service_checks
 from bot.media import speech
 from bot.sandbox.bwrap import unavailable_reason
@@ -83,6 +84,21 @@ def payments(settings: Settings) -> Check:
     return ok("payments", f"{provider} (not called here)")
 
 
+def cost_meter(settings: Settings) -> Check:
+    """The rate table that prices every message: its date, the operator's file over it, the rate
+    of the school's currency (the dashboard's costs)."""
+    try:
+        table = load_rates(settings.costs.cost_rates_file or None)
+    except RatesError as exc:
+        return fail("cost meter", f"{exc}: messages are not priced", "fix COST_RATES_FILE or leave it empty")
+    where = f"rates taken {table.taken}" + (f", {table.override} over them" if table.override else "")
+    currency = settings.payment_currency.upper()
+    if currency not in table.currency:
+        return warn("cost meter", f"{where}; no rate for {currency}: costs shown in USD",
+                    f"add {currency} to [currency] in COST_RATES_FILE")
+    return ok("cost meter", f"{where}; {table.currency[currency]} {currency} per USD")
+
+
 def review_reminders(settings: Settings) -> Check:
     """The way back to review after a silence (bot.learning.reengage): past WhatsApp's 24 h window only
     an approved template may go."""
@@ -139,5 +155,5 @@ def local_checks(settings: Settings, missing: str | None = None) -> list[Check]:
     mail = email(settings)
     if mail is not None:
         found.append(mail)
-    return [*found, web_search(settings), payments(settings), review_reminders(settings), *tools(settings),
-            disk(settings)]
+    return [*found, web_search(settings), payments(settings), cost_meter(settings),
+            review_reminders(settings), *tools(settings), disk(settings)]

@@ -76,7 +76,7 @@ async def _seed_class(h: Harness) -> int:
             db.add(InboundMessage(message_sid=f"SMbrowser{n}", user_id=user.id, channel="whatsapp",
                                   from_addr="x", status="done", created_at=at))
             db.add(OutboundMessage(user_id=user.id, channel="whatsapp", to_addr="x", sid=f"SMout{n}",
-                                   status="delivered", created_at=at))
+                                   status="delivered", created_at=at, cost_micro=9000))
     await make_cohort(h, "CM2 B", students)
     return students[0].id
 
@@ -111,6 +111,7 @@ async def test_the_dashboard_reads_well_at_360_and_1280_px(harness: Harness, bro
         await page.get_by_label("Mot de passe").fill(PASSWORD)
         await page.get_by_role("button", name="Se connecter").click()
         await expect(page.locator("#active-30")).to_have_text("30")
+        await expect(page.locator("#cost-month td").nth(0)).to_have_text("30")  # the cost meter's learners
         await _look(page, "overview", width)
 
         await page.get_by_role("link", name="CM2 B").click()

@@ -43,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot import metrics
 from bot.channel import formatting
+from bot.channel.metering import template_category
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SendExpired, SentMessage, TwilioNotConfigured, TwilioSendError
@@ -196,6 +197,7 @@ def _new_row(services: Services, user_id: int | None, channel: str, to: str, mes
         media_url=message.get("media_url"), kind=kind, status="sending",
         segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
         template=bool(message.get("template")),
+        category=template_category(services.settings.costs.cost_rates_file, fields),
         inbound_id=current_inbound.get(), created_at=now, updated_at=now,
         idempotency_key=key, payload=fields, attempts=0,
     )

@@ -124,6 +124,7 @@ class InboundMessage(Base):
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     processed_at: Mapped[datetime | None]
+    cost_micro: Mapped[int | None] = mapped_column(Integer)  # its price in US$ millionths, as stored
 
 
 class OutboundMessage(Base):
@@ -160,6 +161,10 @@ class OutboundMessage(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     # When the user was told that this message never went out (on their next successful send).
     failure_told_at: Mapped[datetime | None]
+    # Its price, in millionths of a US dollar, and WhatsApp's category it was priced as (service,
+    # utility, …), set by the first status callback that says Twilio sent it (bot.channel.prices).
+    cost_micro: Mapped[int | None] = mapped_column(Integer)
+    category: Mapped[str | None] = mapped_column(String(16))
 
 
 class TurnRecord(Base):

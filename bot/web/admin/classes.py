@@ -12,6 +12,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.billing.costs import CostLine, cost_lines
+from bot.config import Settings
 from bot.config_groups import Learning
 from bot.learning import SkillView, canonical_subject, due_count, due_items, skill_views, subject_name
 from bot.storage.models import Cohort, CohortMember, ExerciseResult, QuizItem, SkillMastery, User
@@ -206,3 +208,9 @@ async def student_view(db: AsyncSession, user: User, classes: list[str], learnin
         weeks=await _weeks(db, user.id, now), due=await due_count(db, user.id, now),
         due_items=[(subject_name(canonical_subject(i.subject), "fr"),
                     labels.get((canonical_subject(i.subject), i.skill), ""), i.due_at) for i in items])
+
+
+async def class_costs(db: AsyncSession, settings: Settings, cohort_id: int, now: datetime) -> list[CostLine]:
+    """The cost meter's week and month for the class's students (bot.billing.costs)."""
+    return await cost_lines(db, settings, select(CohortMember.user_id).where(
+        CohortMember.cohort_id == cohort_id), now)

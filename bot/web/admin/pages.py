@@ -189,7 +189,10 @@ async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int
         bank = await school.bank_counts(db, cohort.id)
         homework = await school.class_assignments(db, cohort.id, language_of(request))
         class_files = await school.class_files(db, cohort.id)
-    return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use,
+        # What the class costs, to whoever sees what the school pays: the admins.
+        costs = (await classes.class_costs(db, services.settings, cohort.id, services.clock())
+                 if viewer.is_admin else None)
+    return _page(request, "cohort.html", status=status, viewer=viewer, view=view, pool=pool_use, costs=costs,
                  class_files=class_files, files_problem=files_problem, notice=notice,
                  nonce=secrets.token_urlsafe(24), bank=bank,
                  daily_cap=services.settings.class_pool_daily_cap, fund_max=funding.MAX_FUND,

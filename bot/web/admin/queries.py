@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.billing.costs import CostLine, cost_lines
 from bot.config import Settings
 from bot.safety import OpenFlags, open_among
 from bot.storage.models import (
@@ -62,6 +63,7 @@ class Operations:
     jobs: list[tuple[str, int]]  # status, count
     queue_pending: int  # inbound messages waiting for a worker
     outbox_queued: int  # answers waiting to be taken by Twilio
+    costs: list[CostLine]  # the cost meter's week and month, for the whole school
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
         templates_sent=templates, sms_segments=segments,
         cost_total=total, cost_per_active=total / active_30 if active_30 else None,
         failures=[(str(c), int(n)) for c, n in failures], jobs=[(str(s), int(n)) for s, n in jobs],
-        queue_pending=pending, outbox_queued=queued)
+        queue_pending=pending, outbox_queued=queued, costs=await cost_lines(db, settings, None, now))
 
 
 async def overview(db: AsyncSession, settings: Settings, viewer: Viewer, now: datetime) -> Overview:

@@ -68,6 +68,22 @@ TEXTS: dict[str, tuple[str, str]] = {
     "sms_segments": ("Segments SMS envoyés", "SMS segments sent"),
     "cost_total": ("Coût estimé", "Estimated cost"),
     "cost_per_active": ("Coût estimé par élève actif", "Estimated cost per active learner"),
+    "costs": ("Coût par élève actif", "Cost per active learner"),
+    "cost_period": ("Période", "Period"),
+    "cost_week": ("7 derniers jours", "Last 7 days"),
+    "cost_month": ("30 derniers jours", "Last 30 days"),
+    "cost_active": ("Élèves actifs", "Active learners"),
+    "cost_messages": ("Messages", "Messages"),
+    "cost_templates": ("Modèles approuvés", "Approved templates"),
+    "cost_tokens": ("Modèle (jetons)", "Model (tokens)"),
+    "cost_all": ("Total", "Total"),
+    "cost_per_learner": ("Par élève actif", "Per active learner"),
+    "costs_note": ("Chaque message reçu ou envoyé au tarif de Meta et de Twilio quand Twilio le signale "
+                   "(python -m bot costs rates) ; les jetons à COST_PER_1K_TOKENS. Un élève actif a écrit "
+                   "au moins une fois dans la période.",
+                   "Each message received or sent at Meta's and Twilio's rates when Twilio reports it "
+                   "(python -m bot costs rates); tokens at COST_PER_1K_TOKENS. An active learner wrote "
+                   "at least once in the period."),
     "failures": ("Échecs de livraison (code d'erreur Twilio)", "Delivery failures (Twilio error code)"),
     "code": ("Code", "Code"),
     "count": ("Nombre", "Count"),
