@@ -1,7 +1,8 @@
 """What to do with one inbound message: the first handler that takes it wins.
 
 Order matters: opt-out keywords come before everything (a user who said STOP hears nothing more),
-then a child's distress (answered first, then passed on), then a conversation a person of the
+then a child's distress (answered first, then passed on), then a message on the other persona's
+WhatsApp number (told the right one), then a conversation a person of the
 school holds (the tutor stays quiet),
 a parent's confirmation, then a child without the consent CONSENT_MODE asks for (told how to
 get it, nothing more), and the answer to a pending menu (quiz, credit packs) before commands,
@@ -34,6 +35,7 @@ def chain() -> list[Handler]:
         onboarding,
         optout,
         parents,
+        persona,
         progress,
         quiz_answer,
         review,
@@ -51,6 +53,7 @@ def chain() -> list[Handler]:
     return [
         optout.handle,
         safety.handle,  # a child's distress: the caring reply first, then on down (the tutor answers too)
+        persona.handle,  # the other persona's WhatsApp number: told the right one, nothing more
         hold.handle,  # a person of the school holds this child's conversation: nothing answers for them
         waiting_files.handle,  # files kept while the WhatsApp window was closed; then on down
         buttons.handle,  # a tapped button or list item: its number for the pending menu, or « expired »

@@ -5,7 +5,8 @@ plan: bench/cost/long_answers.txt) are streamed four characters at a time throug
 bot.channel.streaming's splitter, as a turn streams them: what the splitter hands out while the
 model writes leaves as its own send, what is left at the end as one more, each cut into parts of
 1,600 characters by the send path. "paragraphs" is
-the behaviour before (one message per paragraph), "auto" the default after, "whole" one send.
+the behaviour before (one message per paragraph), "auto" the default after (paragraphs merged up to
+1,600 characters, none sent early on its own), "whole" one send.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def messages(answer: str, mode: str, token_chars: int = 4) -> int:
     """The WhatsApp messages `answer` leaves in when streamed `token_chars` at a time in `mode`."""
     if mode == "whole":
         return message_count("whatsapp", answer)
-    splitter = ParagraphSplitter(STREAM_MIN_CHARS, WHATSAPP_MAX if mode == "auto" else None)
+    splitter = ParagraphSplitter(STREAM_MIN_CHARS, WHATSAPP_MAX if mode == "auto" else None, early=False)
     sent = 0
     for i in range(0, len(answer), token_chars):
         sent += sum(message_count("whatsapp", piece) for piece in splitter.feed(answer[i : i + token_chars]))

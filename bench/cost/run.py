@@ -2,7 +2,8 @@
 prompt and full schemas as they were) and after (the code as it is); then whole turns, the time to
 the first WhatsApp message, the WhatsApp messages per answer (bench/cost/messages.py) and per file
 (bench/cost/files.py).
-Run: `.venv/bin/python -m bench.cost`.
+Run: `.venv/bin/python -m bench.cost`. With `--week`: a reference learner's week through the whole
+bot instead, its WhatsApp messages per learner message and their cost (bench/cost/week.py).
 
 Bytes are those of the request body as bot.agent.llm serializes it; tokens are about bytes / 4. Every
 call of a turn carries this prefix, so a turn of n calls carries it n times.
@@ -20,7 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.compare import Figure, add_arguments, compare, report  # noqa: E402
-from bench.cost import files, messages, turns  # noqa: E402
+from bench.cost import files, messages, turns, week  # noqa: E402
 from bench.cost.measure import (  # noqa: E402
     LANGUAGES,
     MODES,
@@ -104,11 +105,37 @@ def figures(turn_rows: list[dict], first_after: float) -> dict[str, float]:
     }
 
 
+WEEK_FIGURES = {
+    "week_messages": Figure("week's WhatsApp messages", False, 0),
+    "week_per_message": Figure("sent per learner message", False),
+    "week_month_usd": Figure("month's messages USD", False),
+}
+
+
+def week_report(args: argparse.Namespace) -> None:
+    found = week.run()
+    values = {"week_messages": float(found.outbound), "week_per_message": found.per_message,
+              "week_month_usd": found.month_usd()}
+    if args.json:
+        report("bench.cost", WEEK_FIGURES, values)
+        return
+    print(f"A reference learner's week through the whole bot: {week.SESSIONS} sessions of "
+          f"{week.TURNS_PER_SESSION} messages (bench/cost/week.py); cost: {week.PRICES}")
+    print(week.table(None, found))
+    print("\nWhatsApp messages each learner message brought:")
+    print(week.turns_table(found))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.cost", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
+    parser.add_argument("--week", action="store_true",
+                        help="a reference learner's week through the whole bot: messages and their cost")
     args = parser.parse_args()
-    if compare(args, "bench.cost", FIGURES):
+    if compare(args, "bench.cost", WEEK_FIGURES if args.week else FIGURES):
+        return
+    if args.week:
+        week_report(args)
         return
     prompts = {"before": {m: baseline_prompt(m, "fr") for m in ("child", "pro")},
                "after": {m: current_prompt(m, "fr") for m in ("child", "pro")}}
@@ -127,13 +154,15 @@ def main() -> None:
     times = asyncio.run(turns.first_message())
     print(f"\nFirst WhatsApp message after the model's first token, {int(times['chars'])}-character answer "
           f"at {turns.TOKENS_PER_S} tokens/s: {times['before']:.2f} s whole (before), "
-          f"{times['after']:.2f} s paragraph by paragraph (after)")
+          f"{times['after']:.2f} s paragraph by paragraph (WHATSAPP_STREAM=paragraphs; auto, the default, "
+          f"sends an answer that fits one message at its end)")
     print("\nWhatsApp messages per answer (each one billed), by WHATSAPP_STREAM: paragraphs (before),")
-    print("auto (after: the first paragraph at once, the rest merged up to 1,600 characters), whole")
+    print("auto (after: paragraphs merged up to 1,600 characters, each message sent once full), whole")
     print(messages.table())
     print("\nWhatsApp messages per file (each one billed): before, a caption then the file with an empty")
     print("body; after, the caption as the file's body when it fits 1,024 characters (bench/cost/files.py)")
     print(files.table())
+    print("\nA reference learner's week, its messages and their cost: python -m bench.cost --week")
 
 
 def turn_table(rows: list[dict]) -> str:

@@ -35,7 +35,8 @@ from bot.services import Services
 from bot.storage.models import User
 from bot.texts import fr_en
 
-__all__ = ["LIST_PICKER", "QUICK_REPLY", "Menu", "content_kind", "content_variables", "send_menu", "tapped"]
+__all__ = ["BODY_MAX", "LIST_PICKER", "QUICK_REPLY", "Menu", "content_kind", "content_variables", "send_menu",
+           "tapped"]
 
 log = logging.getLogger("bot.channel.buttons")
 

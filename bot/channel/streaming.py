@@ -5,10 +5,11 @@ A paragraph shorter than STREAM_MIN_CHARS waits and goes with the next one (a ro
 messages reads worse than one message); a blank line inside a code block is no boundary. Pieces go
 out through the same send path as any reply (formatting, parts, outbox, idempotency keys).
 - `paragraphs`: each completed paragraph goes out at once as a message of its own.
-- `auto` (the default): the first paragraph goes at once (the person starts reading while the rest
-  is written); what follows is held and merged, a message leaving only when the next paragraph
-  would take it past 1,600 characters (Twilio's limit for one WhatsApp message), or at the end.
-  Each message is billed: a long answer leaves in two or three messages instead of six.
+- `auto` (the default): paragraphs are held and merged, a message leaving only when the next
+  paragraph would take it past 1,600 characters (Twilio's limit for one WhatsApp message), or at
+  the end: an answer leaves in as few messages as fit, one for most answers, each full one while
+  the model still writes the rest. Each message is billed: before, the first paragraph also went at
+  once on its own, which made most answers of a few paragraphs two messages instead of one.
 - `whole`: nothing is streamed (bot handlers send the answer at its end, parts of 1,600 at most).
 What was not sent when the model's call ends goes with the loop's full `text` event (`rest`), so
 nothing is sent twice.
@@ -117,7 +118,6 @@ class StreamedReply:
         self._send = send
         self._min_chars = min_chars
         self._merge_to = formatting.WHATSAPP_MAX if mode == "auto" else None
-        self.said = False  # some of this turn's text went out (streamed, or as a step's rest)
         self._splitter = self._new_splitter()
         self._waiting: deque[str] = deque()
         self._task: asyncio.Task[None] | None = None
@@ -126,8 +126,8 @@ class StreamedReply:
         self.messages = 0  # the WhatsApp messages they took (a piece past 1,600 characters takes more)
 
     def _new_splitter(self) -> ParagraphSplitter:
-        """One per model call; the early first message is the turn's first text only."""
-        return ParagraphSplitter(self._min_chars, self._merge_to, early=not self.said)
+        """One per model call; merging (`auto`), nothing goes early: as few messages as fit."""
+        return ParagraphSplitter(self._min_chars, self._merge_to, early=False)
 
     def on_text(self, chunk: str) -> bool:
         """Called with each piece of the model's text as it streams; never waits. True once some
@@ -167,7 +167,6 @@ class StreamedReply:
         await self._after_last()
         self._last = None
         rest = self._splitter.rest(full)
-        self.said = self.said or self._splitter.handed > 0 or bool(rest)
         self._splitter = self._new_splitter()
         return rest
 

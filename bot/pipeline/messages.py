@@ -157,7 +157,8 @@ class Messages:
         row, user = msg.inbound, msg.user
         assert row is not None
         # The keys: a replayed turn's sends are found.
-        with sending(inbound=row.id, keys=SendKeys(f"in:{row.id}"), session=db):
+        with sending(inbound=row.id, keys=SendKeys(f"in:{row.id}"), session=db,
+                     reply_from=(user.id, row.to_addr or "")):
             try:
                 await self._handle(msg, row)
                 # done, or delivering while an answer waits in the outbox (bot.channel.outbound).

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from handlers.turn.direct import handle
 from handlers.turn.gate import guest_limit_text
+from handlers.turn.held import TRAILER
 from handlers.turn.job import run_job
 from handlers.turn.promote import LONG_WORK_NOTE, QUEUED_NOTE
 from handlers.turn.prompt import RETEACH
 
-__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "RETEACH", "guest_limit_text", "handle", "run_job"]
+__all__ = ["LONG_WORK_NOTE", "QUEUED_NOTE", "RETEACH", "TRAILER", "guest_limit_text", "handle", "run_job"]

@@ -5,9 +5,11 @@ prompt and history (handlers/turn/prompt.py), runs the loop with the tools of th
 (handlers/turn/drive.py), and turns the loop's events into what the user sees on WhatsApp/SMS:
 text written before tool calls goes out at once, one short progress note when a tool runs long,
 then the answer. On WhatsApp the person first sees « typing… » (sent in the background, never
-waited for), and the answer goes out while the model writes it as WHATSAPP_STREAM says: the first
-paragraph at once, the rest merged into as few messages as it takes (bot.channel.streaming); SMS and
-spoken answers (VOCAL) go whole. The messages an answer took are counted (deblo_messages_per_answer).
+waited for), and the answer goes out while the model writes it as WHATSAPP_STREAM says: merged into
+as few messages as fit (bot.channel.streaming); SMS and spoken answers (VOCAL) go whole. The model's
+text waits for the next event (handlers/turn/held.py): a quiz's menu and the line after it, or the
+answer and a line that rides with it (the review offer), leave as one message. The messages an
+answer took are counted (deblo_messages_per_answer).
 Everything the loop does is saved as it happens; each model call is charged as it returns, the
 turn's record is written at the end. A turn still working when AGENT_TURN_TIMEOUT_S passes goes on
 in the background (handlers/turn/promote.py).
@@ -21,7 +23,7 @@ from typing import Any
 from bot import metrics
 from bot.agent import history, vision
 from bot.agent.effects import EffectStore, for_turn
-from bot.agent.events import LongWork, LoopEvent, Text, ToolProgress, TurnOutcome
+from bot.agent.events import LongWork, LoopEvent, Text, ToolProgress, ToolStarted, TurnOutcome
 from bot.agent.loop import PROMOTED, Budget, TurnState, new_state
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
@@ -35,6 +37,7 @@ from bot.storage.db import commit_writes
 from bot.storage.models import TurnRecord, User, UserFile
 from handlers.safety import DISTRESS, QUIZ_TOOLS
 from handlers.turn import drive, gate, promote, prompt
+from handlers.turn.held import Held, trailer
 
 __all__ = ["handle"]
 
@@ -114,12 +117,16 @@ class _DirectTurn:
         self.progress_sent = False
         self.answer = ""  # with VOCAL on: the last text, spoken once the turn ends
         self.messages = 0  # the messages the model's text took, but those streamed
+        self.held = Held(msg)  # the model's text and a quiz's menu, to go as one message
 
     @property
     def streams(self) -> bool:
         return self.stream is not None
 
     async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
+        if menu is not None and media is None:
+            return await self.held.menu(text, menu)  # it waits for the model's next text
+        await self.held.flush()
         return await self.msg.reply(text, kind="tool", media=media, menu=menu)
 
     async def progress(self, note: str) -> None:
@@ -128,6 +135,7 @@ class _DirectTurn:
         if self.progress_sent or not note:
             return
         self.progress_sent = True
+        await self.held.flush()
         await self.msg.reply(note if note.startswith("⏳") else f"⏳ {note}", kind="progress")
 
     def make_context(self, call: ToolCall) -> ToolContext:
@@ -162,18 +170,21 @@ class _DirectTurn:
         while the model wrote are not sent again, only the rest."""
         msg = self.msg
         if isinstance(event, Text) and _speaks(msg):
+            await self.held.flush()
             if self.answer:
                 await msg.reply(self.answer)
                 self.messages += message_count(msg.channel, self.answer)
             self.answer = event.text
         elif isinstance(event, Text):
-            text = await self.stream.rest(event.text) if self.stream is not None else event.text
-            if text:
-                await msg.reply(text)
-                self.messages += message_count(msg.channel, text)
+            # Held until the next event: a quiz's menu or the turn's end may take it along.
+            self.held.text(await self.stream.rest(event.text) if self.stream is not None else event.text)
+        elif isinstance(event, ToolStarted):
+            if event.name not in QUIZ_TOOLS:  # a quiz is sent at once: the text waits for its menu
+                await self.held.flush()
         elif isinstance(event, ToolProgress):
             await self.progress(event.note)
         elif isinstance(event, LongWork):
+            await self.held.flush()
             await promote.tell_long_work(msg)
 
 
@@ -246,12 +257,17 @@ async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]])
     state.effects_from = side.effects.first_position if side.effects is not None else 0
     try:
         outcome = await drive.drive(side, state, offered, known)
+    except Exception:
+        await side.held.flush()  # what the person was already promised (a quiz) still goes
+        raise
     finally:
         if side.stream is not None:
             side.stream.cancel()
     if side.answer:
         await speech.reply_spoken(msg, side.answer)
         side.messages += message_count(msg.channel, side.answer)
+    await side.held.flush(trailer(msg))
+    side.messages += side.held.messages
     _count_messages(msg, side)
     if outcome.exit_reason == PROMOTED and outcome.state is not None:
         await promote.promote(msg, outcome.state)

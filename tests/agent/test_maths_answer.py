@@ -20,8 +20,8 @@ P2 = ("Les solutions sont $x_1 = \\frac{5 - \\sqrt{\\Delta}}{2} = 2$ et "
 ANSWER = f"{P1}\n\n{P2}"
 
 
-async def test_a_latex_answer_reaches_whatsapp_readable_in_each_part(harness: Any) -> None:
-    h = harness
+async def test_a_latex_answer_reaches_whatsapp_readable_in_each_part(make_harness: Any) -> None:
+    h = await make_harness(WHATSAPP_STREAM="paragraphs")  # each paragraph its own message
     await h.make_user(PHONE)
     h.llm.push_text(ANSWER, chunk_delay_s=0.01)
     await h.inbound(PHONE, "Résous x² - 5x + 6 = 0")

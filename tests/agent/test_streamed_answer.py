@@ -74,8 +74,8 @@ async def test_sms_gets_one_reply_after_the_stream(harness: Any) -> None:
     assert stream["ended"] is not None and min(created(h)) > stream["ended"]
 
 
-async def test_text_before_tool_calls_is_not_sent_twice(harness: Any) -> None:
-    h = harness
+async def test_text_before_tool_calls_is_not_sent_twice(make_harness: Any) -> None:
+    h = await make_harness(WHATSAPP_STREAM="paragraphs")
     offer(h, ECHO)
     await h.make_user(PHONE, mode="pro")
     before = f"{P1}\n\nJe vérifie avec un calcul."
@@ -88,8 +88,8 @@ async def test_text_before_tool_calls_is_not_sent_twice(harness: Any) -> None:
     assert len(h.llm.requests) == 2
 
 
-async def test_a_stream_cut_after_a_paragraph_does_not_resend_it(harness: Any) -> None:
-    h = harness
+async def test_a_stream_cut_after_a_paragraph_does_not_resend_it(make_harness: Any) -> None:
+    h = await make_harness(WHATSAPP_STREAM="paragraphs")
     await h.make_user(PHONE)
     h.llm.push_die(f"{P1}\n\nEt maintenant, la suite")
     await h.inbound(PHONE, "Explique")

@@ -116,6 +116,10 @@ def test_a_shared_sender_for_both_personas_is_warned_of(tmp_path: Path) -> None:
         load_settings({"DATA_DIR": str(tmp_path), "TWILIO_WHATSAPP_FROM_PRO": "+2250700000097"})
     # A warning is not a failure: doctor's exit code stays 0 for it.
     assert not doctor.failed([unset]) and "WARN" in doctor.table([unset])
+    # The line doctor prints for one sender shared by both personas.
+    assert doctor.table([same]).splitlines()[0] == (
+        "persona senders  WARN  TWILIO_WHATSAPP_FROM_PRO is the students' number: the students' tutor and "
+        "the pro assistant share one WhatsApp sender, which reads as a general-purpose assistant")
 
 
 async def test_the_model_api_named_by_what_it_answers(stand_ins: tuple[FakeTwilio, FakeLLM],

@@ -42,7 +42,9 @@ async def test_the_missed_question_is_nudged_at_their_hour_the_day_they_come_bac
     # The day after, they come back in the morning (the session's first message offers it too).
     h.clock.now = at(2, 9)
     h.llm.push_text("Bonjour ! On reprend ?")
-    assert (await say(h, STUDENT, "Bonjour"))[-1] == "📝 1 question à revoir — écris REVISION"
+    # The offer rides with the answer, in the same message.
+    offer = "📝 1 question à revoir — écris REVISION"
+    assert (await say(h, STUDENT, "Bonjour")) == [f"Bonjour ! On reprend ?\n\n{offer}"]
     # Nothing during the day; at their hour, one nudge with its buttons, and no second one.
     assert await nudges_at(h, at(2, 12), at(2, 17, 55), at(2, 18), at(2, 19)) == [0, 0, 1, 0]
     nudge = h.twilio.to(f"whatsapp:{STUDENT}")[-1]
@@ -87,4 +89,4 @@ async def test_a_sessions_offer_says_a_round_never_the_backlog(harness: Any) -> 
         await add_item(h.services, user.id, h.clock() - timedelta(days=1, minutes=n))
     h.llm.push_text("Bonsoir !")
     texts = await say(h, STUDENT, "Bonsoir")
-    assert texts == ["Bonsoir !", f"📝 {ROUND_SIZE} questions à revoir — écris REVISION"]  # not 12
+    assert texts == [f"Bonsoir !\n\n📝 {ROUND_SIZE} questions à revoir — écris REVISION"]  # not 12

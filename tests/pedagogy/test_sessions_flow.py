@@ -97,7 +97,7 @@ async def test_the_carried_note_names_last_session_work_and_the_reviews_are_offe
     h.clock.advance(hours=24)
     h.llm.push_text("Bonjour, on reprend ?")
     texts = await say(h, STUDENT, "Salut")
-    assert texts == ["Bonjour, on reprend ?", "📝 2 questions à revoir — écris REVISION"]
+    assert texts == ["Bonjour, on reprend ?\n\n📝 2 questions à revoir — écris REVISION"]  # one message
     [note] = [t for t in system_texts(h.llm.requests[-1]) if t.startswith("[Session]")]
     assert "Mathématiques (Les fractions)" in note and "Français (Le passé composé)" in note
     assert "SVT (la cellule)" in note and "2 quiz questions due for review" in note
@@ -120,7 +120,7 @@ async def test_the_offer_on_sms_and_in_english(harness: Any) -> None:
         await db.commit()
     h.llm.push_text("Hello!")
     # Short enough that the dash costs no more segments (bot.channel.formatting.to_sms): kept.
-    assert await say(h, STUDENT, "Hi", channel="sms") == ["Hello!", "1 question to review — send REVIEW"]
+    assert await say(h, STUDENT, "Hi", channel="sms") == ["Hello!\n\n1 question to review — send REVIEW"]
 
 
 async def test_nouveau_opens_a_session_at_once_with_the_note(harness: Any) -> None:

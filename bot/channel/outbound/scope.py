@@ -1,6 +1,6 @@
 """The running turn's send state, ambient for every send made inside it.
 
-Three context variables, set together for a block by `sending(...)` and put back when it ends
+Four context variables, set together for a block by `sending(...)` and put back when it ends
 (the pipeline does so for each turn):
 
 - `current_inbound`: the inbound message whose turn is running, recorded on every send.
@@ -9,6 +9,8 @@ Three context variables, set together for a block by `sending(...)` and put back
 - `current_keys`: numbers the turn's messages for idempotency: within a turn, the n-th message
   gets the key "in:<inbound id>:<n>" (`SendKeys`); a replayed step finds the row of its key and
   does not send again. Without keys (a job without its own, the console) sends carry no key.
+- `current_reply_from`: (user id, our number it arrived on) of the message being answered: that
+  user's WhatsApp replies go from the number they wrote to, whose 24 h window is the open one.
 
 A name left out of `sending(...)` keeps its value; None clears it (a task that must not use the
 turn's session). The bottom of the package, with `result`: it imports nothing of it.
@@ -48,6 +50,9 @@ class SendKeys:
 
 # Set by the pipeline for each turn; without it (a job, the console) sends carry no key.
 current_keys: contextvars.ContextVar[SendKeys | None] = contextvars.ContextVar("current_keys", default=None)
+# (user id, the inbound's To) of the message being answered: WhatsApp's window is per pair of numbers.
+current_reply_from: contextvars.ContextVar[tuple[int, str] | None] = contextvars.ContextVar(
+    "current_reply_from", default=None)
 
 
 async def commit_turn() -> None:
@@ -69,6 +74,7 @@ def sending(
     inbound: int | Keep | None = Keep.KEEP,
     session: AsyncSession | Keep | None = Keep.KEEP,
     keys: SendKeys | Keep | None = Keep.KEEP,
+    reply_from: tuple[int, str] | Keep | None = Keep.KEEP,
 ) -> Iterator[None]:
     """Sets the send state given for the block, and puts back what was there when it ends, raised
     or not. A task created inside the block starts with this state (it copies the context)."""
@@ -79,6 +85,8 @@ def sending(
         tokens.append((current_session, current_session.set(session)))
     if not isinstance(keys, Keep):
         tokens.append((current_keys, current_keys.set(keys)))
+    if not isinstance(reply_from, Keep):
+        tokens.append((current_reply_from, current_reply_from.set(reply_from)))
     try:
         yield
     finally:

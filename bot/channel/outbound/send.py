@@ -47,8 +47,9 @@ from bot.channel.outbound.attempt import (
 )
 from bot.channel.outbound.health import FAILED, delivery_blocked, stored_refusal, user_gone
 from bot.channel.outbound.result import SendResult
-from bot.channel.outbound.scope import commit_turn
+from bot.channel.outbound.scope import commit_turn, current_reply_from
 from bot.channel.twilio_client import SendExpired, TwilioNotConfigured
+from bot.config import Settings
 from bot.services import Services
 from bot.storage.models import PendingDelivery, User, UserFile
 from bot.texts import fr_en
@@ -63,6 +64,25 @@ UNSUBSCRIBED = 21610  # Twilio: the recipient replied STOP to this sender
 def _whatsapp_address(user: User) -> str | None:
     ident = user.phone or user.external_id
     return f"whatsapp:{ident}" if ident else None
+
+
+def _bare(address: str) -> str:
+    return address.removeprefix("whatsapp:")
+
+
+def whatsapp_sender(settings: Settings, user: User | None) -> str:
+    """Our WhatsApp number that writes to `user`: TWILIO_WHATSAPP_FROM_PRO for a pro user when it is
+    set, else TWILIO_WHATSAPP_FROM; while their own message is answered, the one of ours they wrote
+    to (WhatsApp's 24 h window is per pair of numbers: it is the one open)."""
+    students, pro = settings.twilio_whatsapp_from, settings.twilio_whatsapp_from_pro
+    if not pro or _bare(pro) == _bare(students) or user is None:
+        return students
+    answering = current_reply_from.get()
+    if answering is not None and answering[0] == user.id:
+        for ours in (students, pro):
+            if _bare(answering[1]) == _bare(ours):
+                return ours
+    return pro if user.mode == "pro" else students
 
 
 def in_whatsapp_window(services: Services, user: User) -> bool:
@@ -105,11 +125,12 @@ async def send_to_user(
         to = _whatsapp_address(user)
         if to is None:
             return SendResult(channel=channel, skipped="no_address")
+        from_ = whatsapp_sender(settings, user)
         if in_whatsapp_window(services, user):
             if content is not None and media is None:
-                return await _send_parts(services, user.id, "whatsapp", to, settings.twilio_whatsapp_from,
+                return await _send_parts(services, user.id, "whatsapp", to, from_,
                                          [_content_message(content, text)], kind)
-            return await _send_whatsapp(services, user.id, to, text, media, kind)
+            return await _send_whatsapp(services, user.id, to, from_, text, media, kind)
         # Read before: outside the window a file may be kept for later, not only sent.
         refused = await _refused(services, user, channel, kind)
         return refused or await _outside_window(services, user, to, text, media, kind)
@@ -135,7 +156,7 @@ async def send_template(services: Services, user: User, content_sid: str, variab
         return refused
     message = {"body": "", "content_sid": content_sid, "template": True, "record_body": _template_text(text),
                "content_variables": json.dumps(dict(variables), ensure_ascii=False)}
-    result = await _send_parts(services, user.id, "whatsapp", to, services.settings.twilio_whatsapp_from,
+    result = await _send_parts(services, user.id, "whatsapp", to, whatsapp_sender(services.settings, user),
                                [message], kind)
     result.template = True
     return result
@@ -161,10 +182,11 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
                           kind: str) -> SendResult:
     """WhatsApp's 24 h window is closed: a template, SMS, or the file kept for their next message."""
     settings = services.settings
+    from_ = whatsapp_sender(settings, user)
     sms = bool(user.phone and settings.twilio_sms_from)
     if media is None:
         if settings.twilio_template_sid:
-            return await _send_template(services, user.id, to, text, kind)
+            return await _send_template(services, user.id, to, from_, text, kind)
         if sms:
             log.info("whatsapp window closed: SMS instead", extra={"user_id": user.id})
             return await _send_sms(services, user.id, user.phone or "", text, None, kind)
@@ -178,7 +200,7 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
             result.pending_id = await _keep_for_later(services, user.id, media, text, kind)
         return result
     if settings.twilio_template_sid and settings.twilio_template_link_variable:
-        result = await _send_template(services, user.id, to, text or short_name(media.name), kind,
+        result = await _send_template(services, user.id, to, from_, text or short_name(media.name), kind,
                                       link=file_url(settings, media, read_later=True))
         result.file_as_link = result.accepted
         if result.accepted or result.queued:
@@ -194,8 +216,8 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
     invite = fr_en(user.language,
                    f"📎 Le fichier « {media.name} » est prêt : une réponse à ce message, et il arrive.",
                    f"📎 Your file \"{media.name}\" is ready: reply to this message to receive it.")
-    result = await _send_template(services, user.id, to, f"{text}\n\n{invite}" if text.strip() else invite,
-                                  kind)
+    result = await _send_template(services, user.id, to, from_,
+                                  f"{text}\n\n{invite}" if text.strip() else invite, kind)
     result.pending_id = pending_id
     return result
 
@@ -233,11 +255,12 @@ async def send_to_number(
     user_id = user.id if user is not None else None
     if channel == "whatsapp":
         to = number_e164 if number_e164.startswith("whatsapp:") else f"whatsapp:{number_e164}"
+        from_ = whatsapp_sender(services.settings, user)
         if user is None or not in_whatsapp_window(services, user):
             if services.settings.twilio_template_sid:
-                return await _send_template(services, user_id, to, text, kind)
+                return await _send_template(services, user_id, to, from_, text, kind)
             return await _send_sms(services, user_id, number_e164.removeprefix("whatsapp:"), text, None, kind)
-        return await _send_whatsapp(services, user_id, to, text, None, kind)
+        return await _send_whatsapp(services, user_id, to, from_, text, None, kind)
     return await _send_sms(services, user_id, number_e164, text, None, kind)
 
 
@@ -261,7 +284,7 @@ def whatsapp_messages(text: str, media_url: str | None = None, media_name: str =
     return [*parts, {"body": caption, "media_url": media_url}]
 
 
-async def _send_whatsapp(services: Services, user_id: int | None, to: str, text: str,
+async def _send_whatsapp(services: Services, user_id: int | None, to: str, from_: str, text: str,
                          media: UserFile | None, kind: str) -> SendResult:
     settings = services.settings
     if media is None:
@@ -269,7 +292,7 @@ async def _send_whatsapp(services: Services, user_id: int | None, to: str, text:
     else:
         messages = whatsapp_messages(text, file_url(settings, media), media.name,
                                      captioned=not media.mime.startswith("audio/"))
-    return await _send_parts(services, user_id, "whatsapp", to, settings.twilio_whatsapp_from, messages, kind)
+    return await _send_parts(services, user_id, "whatsapp", to, from_, messages, kind)
 
 
 async def _send_sms(services: Services, user_id: int | None, phone: str, text: str,
@@ -302,7 +325,8 @@ def _template_text(text: str) -> str:
 
 
 async def _send_template(
-    services: Services, user_id: int | None, to: str, text: str, kind: str, *, link: str | None = None
+    services: Services, user_id: int | None, to: str, from_: str, text: str, kind: str, *,
+    link: str | None = None,
 ) -> SendResult:
     settings = services.settings
     preview = _template_text(text)
@@ -316,8 +340,7 @@ async def _send_template(
         "content_variables": json.dumps(variables, ensure_ascii=False),
         "record_body": preview if link is None else f"{preview}\n{link}",
     }
-    result = await _send_parts(services, user_id, "whatsapp", to, settings.twilio_whatsapp_from,
-                               [message], kind)
+    result = await _send_parts(services, user_id, "whatsapp", to, from_, [message], kind)
     result.template = True
     return result
 
