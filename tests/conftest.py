@@ -18,6 +18,7 @@ itself: run after the others, alone, by scripts/test).
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -37,6 +38,19 @@ from tests.support.harness import (
     start_harness,
     use_backend,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The cyclic collector less often: a test run makes millions of short-lived objects, and with
+    # the default threshold (700) it scanned the young generation thousands of times a second; at
+    # 50,000 the same tests ran 11 % faster (tests/school and tests/outreach on sqlite, 82 s to 73 s).
+    gc.set_threshold(50_000, 20, 50)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What importing and collecting made lives until the end: frozen, it is never scanned again.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

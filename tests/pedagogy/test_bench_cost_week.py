@@ -14,6 +14,7 @@ from tests.support.harness import Harness
 MakeHarness = Callable[..., Awaitable[Harness]]
 
 
+@pytest.mark.one_backend  # the messages counted do not depend on the backend
 async def test_the_reference_week_sends_the_counted_messages(make_harness: MakeHarness,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     # The PDF drawn in this process rather than a fresh child's, and its text indexed by keywords

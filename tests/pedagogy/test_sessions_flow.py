@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.storage.models import Conversation, ExerciseResult, Message, QuizItem, User
@@ -139,6 +140,7 @@ async def test_nouveau_opens_a_session_at_once_with_the_note(harness: Any) -> No
     assert [c.active for c in await conversations(h)] == [False, True]
 
 
+@pytest.mark.one_backend  # the request's size does not depend on the backend
 async def test_the_prompt_stays_flat_over_thirty_days_of_daily_use(make_harness: Any) -> None:
     """Day 1 and day 30 send the same plain question through the real message path; with the
     history of one session only, the request (its bytes, the prompt's size) stays within 20 %."""

@@ -30,23 +30,24 @@ from tests.support.assignments import (
     TEMPLATE,
     a_class,
     assign,
+    at_the_notices_slot,
     due_day,
     works,
 )
 from tests.support.console import console
-from tests.support.pedagogy import say, to_the_afternoon
+from tests.support.pedagogy import say
 from tests.support.study import buttons, tap
 
 
 async def test_every_student_is_told_on_their_channel_and_answers_without_the_model(
         make_harness: Any) -> None:
     h = await make_harness(ASSIGNMENT_TEMPLATE_SID=TEMPLATE)
-    to_the_afternoon(h.clock)  # a notice goes within the day, 08:00–20:00
     h.twilio.approve(TEMPLATE, APPROVED)
     _, ids = await a_class(h)
     run = await assign(h)
     assert "3 élève(s)" in run.out, run.out  # in the operator's language (DEFAULT_LANGUAGE)
     assert not h.twilio.sent  # the console never waited on Twilio: the job sends
+    await at_the_notices_slot(h)
     await h.run_jobs("assignment_notices")
     line = f"Devoir : 2 questions sur Les fractions, avant le {due_text(due_day(), 'fr')}"
     [inside] = h.twilio.to(INSIDE)
@@ -93,9 +94,9 @@ async def test_every_student_is_told_on_their_channel_and_answers_without_the_mo
 
 async def test_without_a_template_nothing_is_claimed_and_they_are_told_when_they_write(harness: Any) -> None:
     h = harness
-    to_the_afternoon(h.clock)  # a notice goes within the day, 08:00–20:00
     _, ids = await a_class(h)
     await assign(h)
+    await at_the_notices_slot(h)
     await h.run_jobs("assignment_notices")
     assert not h.twilio.to(OUTSIDE)
     async with h.services.sessions() as db:

@@ -3,13 +3,14 @@ WhatsApp silent for three days) for the assignments' tests, and the console's `c
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import UTC, date, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from bot.learning import skill_key
-from bot.storage.models import AssignmentWork, ClassItem, Cohort, CohortMember
+from bot.school.assignments import NOTICE
+from bot.storage.models import AssignmentWork, ClassItem, Cohort, CohortMember, ScheduledSend
 from tests.support.console import console
 from tests.support.harness import Harness
 
@@ -55,6 +56,16 @@ async def works(h: Harness) -> dict[int, AssignmentWork]:
 
 def due_day() -> date:
     return date.today() + timedelta(days=5)
+
+
+async def at_the_notices_slot(h: Harness) -> None:
+    """Moves the harness's clock on to the notices' slot when it is later: the console plans them on
+    the machine's clock, and a notice planned at night waits for the day (08:00 local)."""
+    async with h.services.sessions() as db:
+        slot = await db.scalar(select(func.max(ScheduledSend.slot_at)).where(ScheduledSend.kind == NOTICE))
+    assert slot is not None, "no notice planned"
+    slot = slot.replace(tzinfo=UTC) if slot.tzinfo is None else slot
+    h.clock.now = max(h.clock.now, slot)
 
 
 async def assign(h: Harness, *extra: str) -> Any:
