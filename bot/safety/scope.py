@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bot import e5
-from bot.safety.meaning import NONE, Model, load_model, sentences
+from bot.safety.meaning import NONE, Model, load_model, probabilities
 from bot.safety.phrases import fold
 from bot.safety.scope_examples import OFF_WORDS, SCHOOL_WORDS
 from bot.storage.models import User
@@ -51,10 +51,9 @@ def off_probability(text: str, model: Model | None = None) -> float:
     """How surely `text` is off scope: its least off-scope sentence's probability (0 for nothing to
     read). Blocking (the model)."""
     model = model or load_model(WEIGHTS_PATH)
-    pieces = sentences(text)
-    if not pieces:
+    found = probabilities(text, model)  # the meaning layer's sentences, embedded as it embeds them
+    if found.size == 0:
         return 0.0
-    found = model.probabilities(e5.encode(pieces, query=True))
     off = 1.0 - found[:, model.classes.index(NONE)]
     return float(np.min(off))
 

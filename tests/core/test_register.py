@@ -34,6 +34,7 @@ AUDIENCE: dict[str, str] = {
     "handlers/consent.py": "student", "handlers/session_start.py": "student",
     "handlers/buttons.py:_reminder_tap": "student", "handlers/credits_choice.py:_not_offered": "student",
     "handlers/parents.py": "student", "handlers/onboarding.py:_student_confirmation": "student",
+    "bot/safety/scope.py": "student",
     "handlers/onboarding.py:_adult_confirmation": "adult",
     # What parents receive.
     "handlers/parents.py:invitation_text": "adult", "handlers/parents.py:answer_request": "adult",
@@ -57,7 +58,7 @@ AUDIENCE: dict[str, str] = {
     "tools/web_search.py:<module>": "model",
     # People's own words, word lists and patterns.
     "bot/safety/examples.py": "data", "bot/safety/phrases.py": "data", "bot/channel/language.py": "data",
-    "bot/safety/scope_examples.py": "data", "bot/safety/scope.py": "student",
+    "bot/safety/scope_examples.py": "data",
     "bot/library/text.py": "data", "handlers/onboarding.py:<module>": "data",
     # AIDE's entries: held below with each entry's own audience.
     "handlers/help_catalogue.py": "data",
