@@ -10,6 +10,9 @@ the commands, so MENU, PROGRES or NOUVEAU still work in the middle of a round.
 An item missed twice in a row is never replayed (bot.learning.reteach): the round hands one such
 item to the model once its questions are done (at once when it has none), and the model explains
 the idea another way and asks a new question on it. Not on a gentle day (handlers/safety.py).
+
+A round's score says how many questions are still due (a round's count, as the offer at a session's
+start and the nudges do), so that the student may go on with REVISION.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from bot.learning import (
     REVIEW_KIND,
     ROUND_SIZE,
     Round,
+    due_items,
     has_items,
     item_topic,
     new_round,
@@ -49,6 +53,7 @@ from bot.learning.quiz import (
 )
 from bot.storage.models import Message, PendingMenu, QuizItem
 from handlers import turn
+from handlers.session_start import review_offer
 
 # « Réviser »: the reminders' button, should its tap come as its title alone.
 WORDS = frozenset({"REVISION", "REVISIONS", "REVISER", "REVIEW", "REVIEWS"})
@@ -237,14 +242,24 @@ async def _answer(msg: Incoming, current: Round) -> bool:
 
 async def _next(msg: Incoming, following: Round, now: datetime) -> tuple[str, Quiz | None]:
     """The next question and its quiz, or the round's score once it is over (and None)."""
-    total, homework = len(following.items), following.assignment is not None
-    if following.done:
-        return score_line(following.right, total, msg.lang, homework), None
-    item = await msg.db.get(QuizItem, following.item_id)
+    total = len(following.items)
+    item = None if following.done else await msg.db.get(QuizItem, following.item_id)
     if item is None:
-        return score_line(following.right, total, msg.lang, homework), None
+        return await _score(msg, following, now), None
     quiz = item_quiz(item, msg.conversation.id, now, msg.services.settings.quiz_ttl_s)
-    return render_question(msg, quiz, following.index + 1, total, homework), quiz
+    return render_question(msg, quiz, following.index + 1, total, following.assignment is not None), quiz
+
+
+async def _score(msg: Incoming, over: Round, now: datetime) -> str:
+    """The round's score, then the next round's offer while questions are still due: a student who
+    has just answered five is there to answer five more (a teacher's assignment, an item kept aside
+    to be taught again and a gentle day offer none)."""
+    homework = over.assignment is not None
+    score = score_line(over.right, len(over.items), msg.lang, homework)
+    if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now):
+        return score
+    due = len(await due_items(msg.db, msg.user.id, now, ROUND_SIZE, replay_only=True))  # REVISION's next
+    return f"{score}\n\n{review_offer(msg, due)}" if due else score
 
 
 async def _noted(msg: Incoming) -> bool:

@@ -2,12 +2,14 @@
 
     .venv/bin/python -m bench.learning --habits [--students 200] [--days 30] [--seed 23]
         [--offer-take 0.5] [--nudge-take 0.5] [--template-take 0.25] [--busy 0.2] [--resume 0.5]
-        [--template-price P]
+        [--more-take 0.5] [--template-price P]
 
 Each student (bench.learning.habits: evening, morning+evening, weekends only, a drop-out after a
-week) writes at the hours of their habit. A visit: the student's question, then 2 new quizzes;
-on a session's first message with items due, the offer of a round (handlers/session_start.py,
-there before and after this issue), taken with `--offer-take`. Between visits the bot sends what
+week) writes at the hours of their habit. A visit: the student's question, then 2 new quizzes (the
+student has enough items for 2 at every visit of the month); on a session's first message with
+items due, the offer of a round (handlers/session_start.py, there before and after this issue),
+taken with `--offer-take`. Under this issue's policies a round's score offers the next round while
+items are due (handlers/review.py), taken with `--more-take`. Between visits the bot sends what
 the policy's rules allow (bench.learning.sends: WhatsApp's 24 h window, 08:00-20:00 local, the
 study hour, the template's caps); a nudge or template read when the student is free is acted on
 (a round of at most ROUND_SIZE due items) with `--nudge-take` / `--template-take`, at other hours
@@ -55,6 +57,7 @@ class Reach:
     template_take: float = 0.25  # a template acted on, read at a free hour
     busy: float = 0.2  # at another hour, the take-rate times this
     resume: float = 0.5  # a drop-out brought back keeps their habit again
+    more_take: float = 0.5  # the offer of more at a round's end taken
 
 
 @dataclass(frozen=True)
@@ -102,19 +105,23 @@ class Outcome:
 def ask(run: Run, item: Item, now: datetime) -> None:
     correct = student_answer(run.student, item, days_of(now), run.setup.memory)
     run.contact.stamps.append(now)
-    study = None if correct else run.study(now)
-    item.card, due = next_review(item.card, correct, now, study)
+    item.card, due = next_review(item.card, correct, now, run.study(now))
     item.due = days_of(due)
 
 
 def review_round(run: Run, now: datetime) -> datetime:
-    """A round of the items due now, one answer a minute; returns when it ends."""
-    run.contact.stamps.append(now)
-    for item in due_now(run.student.items[:run.taught], days_of(now), ROUND_SIZE):
+    """A round of the items due now, one answer a minute, and the next ones the student takes when
+    its end offers more (this issue's policies: handlers/review.py); returns when they end."""
+    while True:
+        run.contact.stamps.append(now)
+        for item in due_now(run.student.items[:run.taught], days_of(now), ROUND_SIZE):
+            now += timedelta(minutes=1)
+            ask(run, item, now)
+            run.reviews += 1
+        more = run.policy.more and due_now(run.student.items[:run.taught], days_of(now), 1)
+        if not more or run.rng.random() >= run.setup.reach.more_take:
+            return now
         now += timedelta(minutes=1)
-        ask(run, item, now)
-        run.reviews += 1
-    return now
 
 
 def visit(run: Run, at: datetime) -> datetime:
@@ -153,7 +160,9 @@ def message(run: Run, kind: str, at: datetime) -> datetime:
 def month(setup: Setup, habit: Habit, index: int, policy: Policy) -> Outcome:
     """One student's month; the same student and the same visits under every policy."""
     key = f"{setup.seed}:{habit.name}:{index}"
-    student, _ = new_student(MonthSetup(seed=hash_seed(key), memory=setup.memory, learning=setup.learning), 0)
+    skills = -(-setup.days * len(habit.windows) * setup.new // MonthSetup.items)  # never short of new quizzes
+    student, _ = new_student(MonthSetup(seed=hash_seed(key), skills=skills, memory=setup.memory,
+                                        learning=setup.learning), 0)
     own = visits(habit, setup.days, student.truth.active, random.Random(f"{key}:visits"))
     fresh_cards(student.items)
     run = Run(habit=habit, policy=policy, setup=setup, student=student, rng=random.Random(f"{key}:reach"))

@@ -7,8 +7,9 @@ Three policies:
   nudge at the first 5-minute tick, 08:00-20:00 local, at which the student has items due, wrote on
   WhatsApp less than 24 h ago and nothing for NUDGE_AFTER_S (4 h), once a local day; no button, the
   backlog's count (neither changes when it goes).
-- this issue's nudges: a missed item due at the student's study hour at least 20 h later
-  (`bot.learning.next_review` with a `StudyTime`, as bot.learning.record passes it); the same
+- this issue's nudges: a missed item due at the student's study hour at least 20 h later, a right
+  one at that hour on FSRS's day (`bot.learning.next_review` with a `StudyTime`, as
+  bot.learning.record passes it), and a round's score offering the next round; the same
   nudge, but not before the day's `send_hour` of the learned `study_hour` (bot.learning.study_hours'
   `at_study_hour` as SQL, here as Python).
 - with template re-engagement: plus bot.learning.reengage's template (REVIEW_TEMPLATE_SID set):
@@ -43,10 +44,11 @@ class Policy:
     name: str
     study_hours: bool  # this issue's timing: misses due, and nudges sent, at the study hour
     template: bool  # REVIEW_TEMPLATE_SID configured
+    more: bool = True  # a round's end offers the next one while items are due (handlers/review.py)
 
 
 POLICIES = (
-    Policy("today's nudges", study_hours=False, template=False),
+    Policy("today's nudges", study_hours=False, template=False, more=False),
     Policy("this issue's nudges", study_hours=True, template=False),
     Policy("+ template re-engagement", study_hours=True, template=True),
 )

@@ -84,8 +84,8 @@ async def find_item(db: AsyncSession, user_id: int, quiz_id: str) -> QuizItem | 
 
 def schedule(item: QuizItem, correct: bool, now: datetime, study: StudyTime | None = None,
              chosen: int | None = None) -> None:
-    """The item's next review after one answer: a miss comes back soon (at the student's study hour,
-    `study`), a right answer later; its misses counted (bot.learning.reteach), `chosen` the option
+    """The item's next review after one answer: a miss comes back soon, a right answer later, both at
+    the student's study hour (`study`); its misses counted (bot.learning.reteach), `chosen` the option
     picked."""
     card: dict[str, Any]
     card, due = next_review(item.card, correct, now, study)
@@ -109,7 +109,7 @@ async def record_checked(
     subject = canonical_subject(subject)
     key, label = await student_skill(db, user_id, subject, topic, item)
     if item is not None:
-        schedule(item, correct, now, None if correct else await study_time(db, user_id, now), chosen)
+        schedule(item, correct, now, await study_time(db, user_id, now), chosen)
     result = ExerciseResult(
         user_id=user_id, conversation_id=conversation_id, subject=subject, topic=skill_label(topic),
         skill=key, correct=correct, time_to_answer_s=seconds, source=source, verified=True,

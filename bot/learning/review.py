@@ -9,7 +9,12 @@ least MIN_AFTER_MISS later: FSRS's one day after the answer fell as often in cla
 a nudge can only go while WhatsApp's 24 h window is open, which the student's return opens. Due
 exactly 24 h after an answer given at 19:30, the item met the window that answer opened only at its
 very end; due at 19:00 the next evening, it is there while the window is open, and the evening the
-student comes back. FSRS still schedules every other step (and its card is what it computed)."""
+student comes back.
+
+A right answer keeps FSRS's day (its intervals are whole days) but comes back at the study hour of
+that day: due at the minute it was answered, an item answered at 19:40 was not yet due when the
+19:00 nudge or the next 19:20 visit came, and waited a day more. Never sooner than MIN_AFTER_MISS.
+FSRS computes every step; only the moment of the due day changes (the card is what it computed)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from fsrs import Card, Rating, Scheduler
 
 from bot.learning.study_hours import StudyTime
 
-# Not the same evening: the next study hour at least this long after a miss.
+# Not the same evening: the next study hour at least this long after an answer.
 MIN_AFTER_MISS = timedelta(hours=20)
 # When FSRS gives a miss more than a day, its due date less this much is the earliest study hour.
 _EARLIER_BY = timedelta(hours=4)
@@ -34,13 +39,15 @@ def _card(stored: dict[str, Any]) -> Card:
 
 def next_review(card: dict[str, Any] | None, correct: bool, now: datetime,
                 study: StudyTime | None = None) -> tuple[dict[str, Any], datetime]:
-    """The item's card after one answer, and when it is due again: after a miss, at the student's
-    study hour (`study`) when it is known."""
+    """The item's card after one answer, and when it is due again: at the student's study hour
+    (`study`) when it is known, after a miss the first one at least MIN_AFTER_MISS later, after a
+    right answer the one of FSRS's day."""
     current = Card() if card is None else _card(card)
     rating = Rating.Good if correct else Rating.Again
     updated, _log = _SCHEDULER.review_card(current, rating, now.astimezone(UTC))
-    if not correct and study is not None:
-        updated.due = study.next_at(max(now + MIN_AFTER_MISS, updated.due - _EARLIER_BY))
+    if study is not None:
+        earliest = updated.due - _EARLIER_BY if not correct else study.day_start(updated.due)
+        updated.due = study.next_at(max(now + MIN_AFTER_MISS, earliest))
     return dict(updated.to_dict()), updated.due
 
 

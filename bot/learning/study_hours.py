@@ -53,6 +53,11 @@ class StudyTime:
                 return slot.astimezone(UTC)
         raise AssertionError("an hour of tomorrow is always later")  # pragma: no cover
 
+    def day_start(self, moment: datetime) -> datetime:
+        """Midnight of `moment`'s local day: its study hour is the first one after it."""
+        local = moment.astimezone(self.tz)
+        return datetime.combine(local.date(), time(0), tzinfo=self.tz).astimezone(UTC)
+
 
 def study_hour(stamps: Iterable[datetime], tz: tzinfo) -> int:
     """The local hour (0–23) written on the most days among `stamps`; see the module's docstring."""

@@ -4,18 +4,21 @@ says they must, and the table prints a line per habit and policy with the aims u
 
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta
 
 import pytest
 
 from bench.learning.habits import HABITS, Habit
 from bench.learning.policies import START
-from bench.learning.reach import Outcome, Setup, month
+from bench.learning.reach import Outcome, Reach, Run, Setup, month, review_round
 from bench.learning.reach_table import COLUMNS, Row, row
-from bench.learning.run import main
+from bench.learning.run import Setup as MonthSetup
+from bench.learning.run import main, new_student
 from bench.learning.sends import NUDGE, POLICIES, TEMPLATE, Contact, Policy, Send, days_of, next_send
 from bench.learning.student import Item
 from bot.config_groups import Learning
+from bot.learning import ROUND_SIZE
 from bot.learning.nudges import WINDOW
 
 SMALL = Setup(students=8, days=21)
@@ -132,3 +135,18 @@ def test_the_table_has_a_line_per_habit_and_policy_and_the_aims(capsys: pytest.C
     aims = lines[header + 2 + len(body):]
     assert len(aims) == 2 and all(line.startswith(("met: ", "NOT met: ")) for line in aims)
     assert "a template costs 20 XOF" in "\n".join(lines[:header])
+
+
+def test_a_round_offers_more_under_this_issue_s_policies_only() -> None:
+    keen = Setup(reach=Reach(more_take=1.0))
+    done = {}
+    for policy in (TODAY, ISSUE):
+        student, _ = new_student(MonthSetup(skills=2), 0)
+        for item in student.items:
+            item.answers, item.due = 1, 0.0
+        run = Run(habit=EVENING, policy=policy, setup=keen, student=student, rng=random.Random(1),
+                  taught=len(student.items))
+        review_round(run, START + timedelta(hours=19))
+        done[policy.name] = run.reviews
+    # Today one round of 5; now the student who takes every offer goes on round after round.
+    assert done == {TODAY.name: ROUND_SIZE, ISSUE.name: 2 * MonthSetup.items}

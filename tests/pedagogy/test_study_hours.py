@@ -1,9 +1,10 @@
 """The hour a student studies, learned from their own message times, and what it moves: a missed
-question's first review, at that hour at least 20 h later (FSRS still schedules the rest)."""
+question's first review, at that hour at least 20 h later, and a right one's, at that hour on FSRS's
+day (FSRS still schedules every interval)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -61,12 +62,28 @@ def test_a_missed_question_comes_back_at_the_study_hour_at_least_20_hours_later(
     assert next_review(None, False, at(0, 17, 10), StudyTime(18, LAGOS))[1] == at(1, 17)
 
 
+def test_a_right_answer_keeps_fsrs_day_at_the_study_hour() -> None:
+    evening = StudyTime(19, ABIDJAN)
+    # Right at 19:40: FSRS's day, at 19:00 (not yet due at 19:40, the nudge and the 19:20 visit of
+    # that evening would have missed it); the card is FSRS's but its due date.
+    card, due = next_review(None, True, at(0, 19, 40), evening)
+    fsrs_card, fsrs_due = next_review(None, True, at(0, 19, 40))
+    assert fsrs_due.date() > at(0, 19, 40).date() and fsrs_due.hour == 19 and fsrs_due.minute == 40
+    assert due == datetime.combine(fsrs_due.date(), time(19), tzinfo=UTC)
+    assert without(card, "due") == without(fsrs_card, "due")
+    # Right in the morning: later on FSRS's day, at the study hour.
+    _card, due = next_review(None, True, at(0, 10), evening)
+    assert due == datetime.combine(next_review(None, True, at(0, 10))[1].date(), time(19), tzinfo=UTC)
+    # In the student's zone: 18:00 in Lagos is 17:00 UTC, on Lagos's day of FSRS's date.
+    _card, due = next_review(None, True, at(0, 10), StudyTime(18, LAGOS))
+    assert due.astimezone(LAGOS).hour == 18 and due - at(0, 10) >= timedelta(days=1)
+    # Never sooner than 20 h: a day's interval from 23:30 to an 08:00 student is the day after.
+    _card, due = next_review(None, True, at(0, 23, 30), StudyTime(8, ABIDJAN))
+    assert due - at(0, 23, 30) >= timedelta(hours=20) and due.hour == 8
+
+
 def test_fsrs_keeps_every_other_step() -> None:
     evening = StudyTime(19, ABIDJAN)
-    card, due = next_review(None, True, at(0, 10), evening)  # a right answer: FSRS's own date
-    fsrs_card, fsrs_due = next_review(None, True, at(0, 10))
-    assert (without(card), due) == (without(fsrs_card), fsrs_due)
-    assert due - at(0, 10) >= timedelta(days=1) and due.hour == 10
     # Without a study hour (a test's or a bench's own schedule): FSRS's day after.
     assert next_review(None, False, at(0, 19, 30))[1] == at(1, 19, 30)
     # A card kept long that lapses: FSRS may give more than a day; its date less a few hours stays
