@@ -1,10 +1,11 @@
-"""generate_pdf: a PDF report, memo or lesson summary, or a file of the user's library as PDF."""
+"""generate_pdf: a PDF report, memo or lesson summary, or a file of the user's library (or of a class
+they are in now) as PDF."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bot import library
+from bot import library, school
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.documents import run_cpu
 from bot.documents.content import ContentError, Document, document_schema, has_content, plain
@@ -47,8 +48,9 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     uncomputed: tuple[str, ...] = ()
     try:
         if source_id not in (None, ""):
-            async with ctx.services.sessions() as db:
-                source = await library.get_file(db, ctx.user_id, source_id)
+            async with ctx.services.sessions() as db:  # a class's file too: an opening for the teacher
+                source, _ = await school.open_file(db, ctx.user_id, source_id, ctx.services.clock())
+                await db.commit()
             if source is None:
                 return tool_error(f"no file with id {source_id} in the user's library (see list_user_files)")
             data = await library.read_bytes(ctx.services, source)

@@ -21,12 +21,9 @@ NAME = "read_user_file"
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     file_id = args.get("file_id")
     async with ctx.services.sessions() as db:
-        classes = await school.student_classes(db, ctx.user_id)
         # scoped: another user's id, or a class's the student is not in, is "not found"
-        row = await library.get_file(db, ctx.user_id, file_id, list(classes))
-        if row is not None and row.cohort_id is not None:
-            await school.record_opening(db, row.id, ctx.user_id, ctx.services.clock())
-            await db.commit()
+        row, classes = await school.open_file(db, ctx.user_id, file_id, ctx.services.clock())
+        await db.commit()
     if row is None:
         return tool_error(f"no file with id {file_id} in the user's library (see list_user_files)")
     try:

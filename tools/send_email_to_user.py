@@ -3,14 +3,17 @@
 The only recipient is the address the user registered and confirmed with `EMAIL` / `CODE`; the
 schema has no recipient field, and a `to`, `cc` or `bcc` the model adds anyway is refused unless it
 is that same address. Nothing the model writes becomes a header except the one-line subject.
+A file of a class the student is in now can be attached; sending it counts as opening it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bot import school
 from bot.agent.toolspec import StepText, Tool, ToolContext, ToolResult, tool_error
 from bot.channel.email import (
+    Attachment,
     EmailError,
     build_message,
     load_attachments,
@@ -44,10 +47,22 @@ def _other_recipients(args: dict[str, Any], own: str | None) -> list[str]:
     return others
 
 
+async def _record_openings(ctx: ToolContext, attachments: list[Attachment]) -> None:
+    """A class's file sent to the student: opened, as the teacher sees it."""
+    sent = [a.file_id for a in attachments if a.cohort_id is not None and a.file_id is not None]
+    if not sent:
+        return
+    async with ctx.services.sessions() as db:
+        for file_id in sent:
+            await school.record_opening(db, file_id, ctx.user_id, ctx.services.clock())
+        await db.commit()
+
+
 async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     settings = ctx.services.settings
     async with ctx.services.sessions() as db:
         user = await db.get(User, ctx.user_id)
+        classes = await school.student_classes(db, ctx.user_id)  # their files can be attached
     if user is None:
         return tool_error("user not found")
     own = user.email if user.email and user.email_verified else None
@@ -70,7 +85,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     if not subject or not body:
         return tool_error("subject and body are required")
     try:
-        attachments = await load_attachments(ctx.services, ctx.user_id, args.get("file_ids") or [])
+        attachments = await load_attachments(ctx.services, ctx.user_id, args.get("file_ids") or [],
+                                             list(classes))
         message = build_message(
             from_addr=sender_address(settings), to=[own], subject=subject, body=body,
             text=args.get("text") if isinstance(args.get("text"), str) else None,
@@ -83,6 +99,7 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         return tool_error(f"the e-mail was not sent: {exc}", delivered=False, reason=reason,
                           what_user_can_do="Nothing was sent by e-mail. Give the content here, in the "
                           "conversation, or try again later.")
+    await _record_openings(ctx, attachments)
     return {
         "success": True,
         "delivered": True,

@@ -7,7 +7,7 @@ The set (bench/search/set.json): 32 short documents of the school programme and 
 should find; 23 are paraphrases that share no content word with their file (checked here: their
 keyword terms, folded and stemmed, meet none of the file's). For each database (SQLite, and
 PostgreSQL unless --no-postgres) it prints recall@1, recall@5 and MRR for keywords only and for
-hybrid (keywords + vectors by reciprocal rank fusion, EMBEDDINGS=local), by kind of query; then
+hybrid (keywords + vectors in one score: bot.library.search.fuse, EMBEDDINGS=local), by kind of query; then
 the p95 time of one search in a library of --chunks chunks, and the local model's load time,
 memory and embeddings per second. Aim: hybrid recall@5 ≥ 0.9, at least 0.2 above keywords only,
 the databases within 0.02 of each other.

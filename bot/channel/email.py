@@ -16,6 +16,7 @@ import asyncio
 import re
 import secrets
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import aiosmtplib
 import nh3
 from markupsafe import Markup
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from bot.config import Settings
 from bot.render import render
@@ -52,6 +53,8 @@ class Attachment:
     name: str
     mime: str
     data: bytes
+    file_id: int | None = None  # the library file it was read from
+    cohort_id: int | None = None  # a class's file
 
 
 def normalize_address(raw: str) -> str | None:
@@ -319,8 +322,10 @@ async def send_message(settings: Settings, msg: EmailMessage) -> None:
         raise EmailError(f"the mail server cannot be reached: {exc.strerror or exc}") from None
 
 
-async def load_attachments(services: Services, user_id: int, file_ids: list[Any]) -> list[Attachment]:
-    """The user's own files by id, as attachments; refuses ids that are not theirs or too large."""
+async def load_attachments(services: Services, user_id: int, file_ids: list[Any],
+                           cohorts: Sequence[int] = ()) -> list[Attachment]:
+    """The user's own files by id, and those of the classes `cohorts` (the ones the caller says the
+    student is in now), as attachments; refuses ids that are neither or too large."""
     ids: list[int] = []
     for raw in file_ids or []:
         try:
@@ -333,7 +338,8 @@ async def load_attachments(services: Services, user_id: int, file_ids: list[Any]
         raise EmailError("at most 10 attachments per e-mail")
     async with services.sessions() as db:
         rows = (await db.scalars(
-            select(UserFile).where(UserFile.user_id == user_id, UserFile.id.in_(ids))
+            select(UserFile).where(or_(UserFile.user_id == user_id, UserFile.cohort_id.in_(list(cohorts))),
+                                   UserFile.id.in_(ids))
         )).all()
     found = {row.id: row for row in rows}
     missing = [i for i in ids if i not in found]
@@ -352,5 +358,6 @@ async def load_attachments(services: Services, user_id: int, file_ids: list[Any]
             data = await services.files.get(row.storage_key)
         except (OSError, ValueError):
             raise EmailError(f"the file {row.name!r} could not be read") from None
-        attachments.append(Attachment(name=row.name, mime=row.mime, data=data))
+        attachments.append(Attachment(name=row.name, mime=row.mime, data=data, file_id=row.id,
+                                      cohort_id=row.cohort_id))
     return attachments

@@ -5,7 +5,7 @@ Bytes live in the file store (services.files) under keys we make; the user's fil
 ever a label. Modules: `files` (storing, listing, generated files), `chunks` (a file's text cut
 on its pages and paragraphs), `text` (the keyword text both databases index), `embeddings`
 (local model or an OpenAI-compatible API), `index` (chunks kept up to date and embedded),
-`search` (keywords and vectors by reciprocal rank fusion), `reading` (photos and scans read by
+`search` (keywords and vectors in one score), `reading` (photos and scans read by
 OCR), `names` (names people recognise: a caption, a document's title, a photo's first line).
 """
 
@@ -37,7 +37,7 @@ from bot.library.index import (
 )
 from bot.library.names import clean_title, first_line_title, unique_name
 from bot.library.reading import needs_reading, read_and_index, read_text_of
-from bot.library.search import MAX_QUERY_TERMS, SearchHit, fuse, query_terms, search_files, snippet_of
+from bot.library.search import MAX_QUERY_TERMS, Ranked, SearchHit, fuse, query_terms, search_files, snippet_of
 from bot.library.text import fold, keyword_terms
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "LibraryError",
     "LocalEmbedder",
     "OpenAIEmbedder",
+    "Ranked",
     "SearchHit",
     "add_file",
     "chunk_file",

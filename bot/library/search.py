@@ -1,7 +1,8 @@
 """Search over the user's library: keyword hits (BM25 over the chunks' folded, stemmed words, the
 candidates found by FTS5 or PostgreSQL full text) and vector hits (cosine with numpy over the
-user's chunk vectors) merged by reciprocal rank fusion, best file first, each named with the page
-or sheet of its best chunk and a snippet around the words found there.
+user's chunk vectors) merged into one score (closeness by meaning to the best file, plus the share
+of the query's words a file holds, cubed: `fuse`), best file first, each named with the page or
+sheet of its best chunk and a snippet around the words found there.
 
 BM25 is computed here, not by the database, from the candidate chunks (every chunk holding a
 query word, so the document frequencies are exact) and the user's chunk count: SQLite and
@@ -25,11 +26,11 @@ from bot.library.embeddings import Embedder, EmbeddingError
 from bot.library.text import keyword_terms, name_terms, word_spans
 from bot.storage.models import LibraryChunk, UserFile
 
-__all__ = ["MAX_QUERY_TERMS", "SearchHit", "fuse", "query_terms", "search_files", "snippet_of"]
+__all__ = ["MAX_QUERY_TERMS", "Ranked", "SearchHit", "fuse", "query_terms", "search_files", "snippet_of"]
 
 MAX_QUERY_TERMS = 12
 MAX_CANDIDATES = 2000  # keyword candidates read per search
-RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.)
+LEXICAL_WEIGHT = 1.5  # a file holding every word of the query outranks the best by meaning alone
 VECTOR_DEPTH = 20  # files the vector side ranks
 # A file further than this below the best file's cosine is no hit by meaning: e5's scores are
 # packed together, so past the best ones the ranking is noise (bench.search: a wrong file sits
@@ -38,6 +39,14 @@ VECTOR_MARGIN = 0.04
 BM25_K1, BM25_B = 1.2, 0.75
 SNIPPET_WORDS = 28
 _RAW_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    file_id: int
+    chunk_id: int  # the file's best chunk on this side
+    score: float  # BM25, cosine, or the fused score
+    share: float  # of the query's words (keywords), closeness to the best file (vectors), in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -103,8 +112,9 @@ async def _name_terms(db: AsyncSession, file_ids: set[int]) -> dict[int, Counter
 
 
 async def _keyword_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int],
-                           terms: list[str]) -> list[tuple[int, int, float]]:
-    """(file id, best chunk id, BM25) best first, one entry per file."""
+                           terms: list[str]) -> list[Ranked]:
+    """(file id, best chunk id, BM25, share of the query's words) best first, one entry per file.
+    The share weighs each query word by its idf (a word found nowhere counts at its most)."""
     if not terms:
         return []
     candidates = await _candidates(db, user_id, cohorts, terms)
@@ -120,25 +130,24 @@ async def _keyword_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int
     if not counted:
         return []
     df = {t: sum(1 for _, _, c in counted if t in c) for t in terms}
-    best: dict[int, tuple[float, int]] = {}
+    idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms}
+    weight = sum(idf.values()) or 1.0
+    best: dict[int, tuple[float, int, float]] = {}
     for chunk_id, file_id, counts in counted:
         length = sum(counts.values())
-        score = 0.0
-        for term in terms:
-            tf = counts.get(term, 0)
-            if tf:
-                idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-                score += idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl))
-        if score > best.get(file_id, (-1.0, 0))[0]:
-            best[file_id] = (score, chunk_id)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / avgdl)
+        score = sum(idf[t] * counts[t] * (BM25_K1 + 1) / (counts[t] + norm) for t in terms if counts.get(t))
+        if score > best.get(file_id, (-1.0, 0, 0.0))[0]:
+            best[file_id] = (score, chunk_id, sum(idf[t] for t in terms if counts.get(t)) / weight)
     ranked = sorted(best.items(), key=lambda item: (-item[1][0], item[1][1]))
-    return [(file_id, chunk_id, score) for file_id, (score, chunk_id) in ranked]
+    return [Ranked(file_id, chunk_id, score, share) for file_id, (score, chunk_id, share) in ranked]
 
 
 async def _vector_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int], query: str,
-                          embedder: Embedder | None) -> list[tuple[int, int, float]]:
-    """(file id, best chunk id, cosine) best first, the VECTOR_DEPTH best files; nothing when the
-    user has no chunk embedded by this model yet or the query cannot be embedded now."""
+                          embedder: Embedder | None) -> list[Ranked]:
+    """(file id, best chunk id, cosine, closeness to the best file) best first, the VECTOR_DEPTH
+    best files within VECTOR_MARGIN of the best; nothing when the user has no chunk embedded by
+    this model yet or the query cannot be embedded now. A file scores its best chunk's cosine."""
     if embedder is None:
         return []
     rows = (await db.execute(
@@ -156,32 +165,45 @@ async def _vector_ranking(db: AsyncSession, user_id: int, cohorts: Sequence[int]
     if matrix.shape[1] != vector.shape[0]:
         return []
     scores = matrix @ vector
-    best: dict[int, tuple[float, int]] = {}
-    floor = max(embedder.min_similarity, float(scores.max()) - VECTOR_MARGIN)
+    top = float(scores.max())
+    floor = max(embedder.min_similarity, top - VECTOR_MARGIN)
+    best: dict[int, Ranked] = {}
     for index in np.argsort(-scores, kind="stable"):
-        if scores[index] < floor:
+        cosine = float(scores[index])
+        if cosine < floor:
             break
         file_id = int(rows[index][1])
         if file_id not in best:
-            best[file_id] = (float(scores[index]), int(rows[index][0]))
+            best[file_id] = Ranked(file_id, int(rows[index][0]), cosine, 1 - (top - cosine) / VECTOR_MARGIN)
             if len(best) >= VECTOR_DEPTH:
                 break
-    return [(file_id, chunk_id, score) for file_id, (score, chunk_id) in best.items()]
+    return list(best.values())
 
 
-def fuse(*rankings: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
-    """Reciprocal rank fusion of rankings of (file id, chunk id, score): each file scores the sum
-    of 1/(RRF_K + rank) over the rankings it is in, and keeps the chunk of its best ranking (the
-    first ranking wins a tie: keywords, whose chunk holds the words the snippet shows)."""
-    fused: dict[int, float] = {}
-    chunk: dict[int, tuple[int, int]] = {}  # file -> (its best rank, chunk id)
-    for ranking in rankings:
-        for rank, (file_id, chunk_id, _) in enumerate(ranking, start=1):
-            fused[file_id] = fused.get(file_id, 0.0) + 1.0 / (RRF_K + rank)
-            if file_id not in chunk or rank < chunk[file_id][0]:
-                chunk[file_id] = (rank, chunk_id)
-    order = sorted(fused, key=lambda f: (-fused[f], chunk[f][0], f))
-    return [(f, chunk[f][1], fused[f]) for f in order]
+def fuse(keywords: list[Ranked], vectors: list[Ranked]) -> list[Ranked]:
+    """One ranking of both sides: a file scores its closeness by meaning to the best file (1 for
+    the best, 0 at VECTOR_MARGIN below it) plus LEXICAL_WEIGHT times the cube of the share of the
+    query's words it holds. Cubed: a paraphrase often shares one of its three or four words with
+    a wrong file (« consommation » with an electricity bill for « impôt sur la consommation »),
+    which must not outweigh the meaning, while a file holding all the words of a keyword query
+    comes first. Ranks rather than scores (reciprocal rank fusion) let such a one-word match count
+    as much as the best meaning. Each file keeps the chunk of the side that gave it the most (the
+    words' chunk, which the snippet shows, on a tie); ties go to BM25. Without vectors the
+    keywords' BM25 order stands."""
+    if not vectors:
+        return keywords
+    lexical = {r.file_id: r for r in keywords}
+    meaning = {r.file_id: r for r in vectors}
+    fused = []
+    for file_id in lexical.keys() | meaning.keys():
+        words, close = lexical.get(file_id), meaning.get(file_id)
+        by_words = LEXICAL_WEIGHT * words.share ** 3 if words else 0.0
+        by_meaning = close.share if close else 0.0
+        side = words if words and (close is None or by_words >= by_meaning) else close
+        chunk = side.chunk_id if side else 0
+        fused.append((by_words + by_meaning, words.score if words else 0.0, by_meaning, -file_id, chunk))
+    fused.sort(reverse=True)
+    return [Ranked(-neg_id, chunk, score, score) for score, _, _, neg_id, chunk in fused]
 
 
 def snippet_of(chunk_text: str, terms: list[str]) -> str:
@@ -223,11 +245,11 @@ async def search_files(db: AsyncSession, user_id: int, query: str, *, limit: int
     if not fused:
         return []
     chunks = {c.id: c for c in (await db.execute(
-        select(LibraryChunk).where(LibraryChunk.id.in_([c for _, c, _ in fused])))).scalars()}
+        select(LibraryChunk).where(LibraryChunk.id.in_([r.chunk_id for r in fused])))).scalars()}
     files = {f.id: f for f in (await db.execute(
-        select(UserFile).where(UserFile.id.in_([f for f, _, _ in fused])))).scalars()}
+        select(UserFile).where(UserFile.id.in_([r.file_id for r in fused])))).scalars()}
     hits = []
-    for file_id, chunk_id, score in fused:
+    for file_id, chunk_id, score, _ in ((r.file_id, r.chunk_id, r.score, r.share) for r in fused):
         row, chunk = files.get(file_id), chunks.get(chunk_id)
         if row is None or chunk is None:
             continue

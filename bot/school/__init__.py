@@ -9,7 +9,7 @@
   (`read_items`, `add_items`, `bank_counts`); `bank_review` fills a student's review round with
   them (`bank_fill`);
 - `class_files`: a class's library, files its current students read (`add_class_file`,
-  `student_classes`, `class_files` with who opened each, `record_opening`);
+  `student_classes`, `class_files` with who opened each, `record_opening`, `open_file`);
 - `enrolment`: a checked list written in one transaction, and the parents' one SMS;
 - `classes`: a class as its teacher sees it (roster, at risk, skills to work on), for the weekly
   summary and the dashboard;
@@ -47,6 +47,7 @@ from bot.school.class_files import (
     add_class_file,
     class_files,
     class_label,
+    open_file,
     record_opening,
     student_classes,
 )
@@ -147,6 +148,7 @@ __all__ = [
     "notice_menu",
     "notice_text",
     "notify_parents",
+    "open_file",
     "open_work",
     "operator_cohorts",
     "parse_due",

@@ -20,7 +20,7 @@ from bot.storage.models import ClassFileOpen, Cohort, CohortMember, User, UserFi
 from bot.texts import fr_en
 
 __all__ = ["MAX_CLASS_FILE_BYTES", "ClassFile", "Opener", "add_class_file", "class_files", "class_label",
-           "record_opening", "student_classes"]
+           "open_file", "record_opening", "student_classes"]
 
 # A class's file as the operator adds it (the dashboard's form is smaller: bot.web.admin.uploads).
 MAX_CLASS_FILE_BYTES = 20 * 1024 * 1024
@@ -102,3 +102,14 @@ async def class_files(db: AsyncSession, cohort_id: int) -> list[ClassFile]:
 def _by_name(opener: Opener) -> tuple[str, int]:
     return opener.name.casefold(), opener.user_id
 
+
+async def open_file(db: AsyncSession, user_id: int, file_id: object,
+                    now: datetime) -> tuple[UserFile | None, dict[int, str]]:
+    """The user's file with this id, or one of a class they are in now (then one more opening for
+    the teacher, flushed with the caller's transaction), and those classes; None for anyone
+    else's, a class they are not in, or one they left."""
+    classes = await student_classes(db, user_id)
+    row = await library.get_file(db, user_id, file_id, list(classes))
+    if row is not None and row.cohort_id is not None:
+        await record_opening(db, row.id, user_id, now)
+    return row, classes

@@ -89,13 +89,15 @@ def test_snippet_marks_the_words_found_around_the_most_of_them() -> None:
     assert library.snippet_of("Court texte.", ["absent"]) == "Court texte."
 
 
-def test_reciprocal_rank_fusion_order() -> None:
-    keywords = [(1, 10, 9.0), (2, 20, 5.0), (3, 30, 1.0)]
-    vectors = [(2, 21, 0.9), (4, 40, 0.8), (1, 11, 0.7)]
+def test_fusion_puts_every_word_first_and_lets_meaning_outweigh_one_shared_word() -> None:
+    ranked = library.Ranked
+    # (file, chunk, BM25 or cosine, share of the query's words or closeness to the best by meaning)
+    keywords = [ranked(1, 10, 9.0, 1.0), ranked(3, 30, 2.0, 1 / 3), ranked(5, 50, 1.0, 0.5)]
+    vectors = [ranked(2, 21, 0.86, 1.0), ranked(3, 31, 0.856, 0.9), ranked(1, 11, 0.83, 0.25)]
     fused = library.fuse(keywords, vectors)
-    # 2: 1/62 + 1/61; 1: 1/61 + 1/63; 4: 1/62; 3: 1/63.
-    assert [f for f, _, _ in fused] == [2, 1, 4, 3]
-    assert fused[0][2] == pytest.approx(1 / 62 + 1 / 61)
-    # Each file keeps the chunk of its best rank (file 2 ranks 1st by meaning, file 1 by words).
-    assert [c for _, c, _ in fused] == [21, 10, 40, 30]
-    assert library.fuse(keywords, []) == [(1, 10, 1 / 61), (2, 20, 1 / 62), (3, 30, 1 / 63)]
+    # 1: every word (1.5) + 0.25; 2: the best by meaning (1.0); 3: 0.9 + 1.5 / 27; 5: 1.5 / 8.
+    assert [r.file_id for r in fused] == [1, 2, 3, 5]
+    assert [r.score for r in fused] == pytest.approx([1.75, 1.0, 0.9 + 1.5 / 27, 1.5 / 8])
+    # Each file keeps the chunk of the side that gave it the most.
+    assert [r.chunk_id for r in fused] == [10, 21, 31, 50]
+    assert library.fuse(keywords, []) == keywords  # keywords alone: their BM25 order

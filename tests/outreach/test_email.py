@@ -5,8 +5,10 @@ from __future__ import annotations
 from email import message_from_bytes, policy
 from typing import Any
 
-from bot import library
-from bot.storage.models import User
+from sqlalchemy import delete, select
+
+from bot import library, school
+from bot.storage.models import ClassFileOpen, Cohort, CohortMember, User
 from tests.support.outreach import Delivered, add_file, add_user, tool_ctx
 from tools import by_name, for_mode
 from tools.draft_email import TOOL as DRAFT
@@ -251,3 +253,36 @@ async def test_markdown_body_is_rendered(make_services, smtp_server):
     assert "<h2>Bilan</h2>" in html and "<strong>Actif</strong>" in html and "<li>caisse</li>" in html
     assert '<a href="https://ohada.org"' in html
     assert msg.get_body(("plain",)).get_content().replace("\r\n", "\n").strip() == body
+
+
+async def test_a_class_file_is_attached_only_for_a_student_of_the_class_now(make_services, smtp_server):
+    smtp = smtp_server()
+    services = await make_services(**smtp.env())
+    awa = await _confirmed_user(services)
+    kofi = await add_user(services, "+2250700000010", email="kofi@exemple.ci", email_verified=True)
+    async with services.sessions() as db:
+        mine, other = Cohort(name="6e A"), Cohort(name="6e B")
+        db.add_all([mine, other])
+        await db.flush()
+        db.add_all([CohortMember(cohort_id=mine.id, user_id=awa.id),
+                    CohortMember(cohort_id=other.id, user_id=kofi.id)])
+        await db.commit()
+    lesson = await school.add_class_file(services, mine, "fractions.txt", b"Les fractions : 1/2 + 1/4.")
+    args = {"subject": "Le cours", "body": "Voici le cours.", "file_ids": [lesson.id]}
+    sent = await SEND.run(tool_ctx(services, awa, mode="student"), args)
+    assert sent["success"] is True and sent["attachments"] == ["fractions.txt"], sent
+    attached = list(smtp.received[0].message.iter_attachments())
+    assert [a.get_filename() for a in attached] == ["fractions.txt"]
+    assert "1/2 + 1/4" in str(attached[0].get_content())
+    # A student of another class, then Awa once she has left hers: no such file, nothing sent.
+    refused = await SEND.run(tool_ctx(services, kofi, mode="student"), args)
+    assert refused["success"] is False and str(lesson.id) in refused["error"]
+    async with services.sessions() as db:
+        await db.execute(delete(CohortMember).where(CohortMember.user_id == awa.id))
+        await db.commit()
+    left = await SEND.run(tool_ctx(services, awa, mode="student"), args)
+    assert left["success"] is False and str(lesson.id) in left["error"]
+    assert len(smtp.received) == 1
+    async with services.sessions() as db:  # sent to her: an opening, as the teacher sees it
+        opens = [(o.file_id, o.user_id, o.count) for o in await db.scalars(select(ClassFileOpen))]
+    assert opens == [(lesson.id, awa.id, 1)]

@@ -2,7 +2,7 @@
 `cohorts files list`), the file stored and indexed once; the class's students find it with
 search_user_files (by its words and by meaning), list_user_files and read_user_file, marked
 « (classe 6e A) » and read-only; another student, and a student who left the class, do not; each
-reading recorded for the teacher."""
+reading recorded for the teacher; a current student makes a PDF of one."""
 
 from __future__ import annotations
 
@@ -125,3 +125,35 @@ class's sent to her counts as opened."""
         opens = [(o.file_id, o.user_id, o.count) for o in await db.scalars(select(ClassFileOpen))]
     assert opens == [(class_file["id"], awa.id, 1)]
 
+
+
+async def test_a_class_file_is_made_a_pdf_only_for_a_student_of_the_class_now(harness: Harness) -> None:
+    """generate_pdf's source may be a file of a class the student is in now (an opening for the
+    teacher); a student of another class, or one who left, gets « no file »."""
+    h = harness
+    awa, kofi, ama = [await h.make_user(f"+22507000001{n}") for n in ("04", "05", "06")]
+    cohort_id = await make_cohort(h, "5e B", [awa, ama])
+    await make_cohort(h, "5e C", [kofi])
+    async with h.services.sessions() as db:
+        cohort = await db.get(Cohort, cohort_id)
+    assert cohort is not None
+    lesson = await school.add_class_file(h.services, cohort, "photosynthese.txt", LESSON.encode())
+    lib = Library(h.services, [awa, kofi, ama])
+    made = await tool(lib, awa, "generate_pdf", {"title": "", "source_file_id": lesson.id})
+    assert made["success"] and made["name"] == "photosynthese.pdf", made
+    async with h.services.sessions() as db:
+        pdf = await library.get_file(db, awa.id, made["file_id"])
+        assert pdf is not None and pdf.user_id == awa.id and pdf.cohort_id is None  # hers, not the class's
+        assert "chloroplastes" in (pdf.text or "")
+    for outsider in (kofi, ama):
+        if outsider is ama:  # Ama leaves the class
+            async with h.services.sessions() as db:
+                await db.execute(delete(CohortMember).where(CohortMember.user_id == ama.id))
+                await db.commit()
+        refused = await tool(lib, outsider, "generate_pdf", {"title": "", "source_file_id": lesson.id})
+        assert refused["success"] is False and "no file with id" in refused["error"]
+    async with h.services.sessions() as db:
+        opens = [(o.file_id, o.user_id, o.count) for o in await db.scalars(select(ClassFileOpen))]
+        owned = await db.scalar(select(func.count()).select_from(UserFile).where(UserFile.user_id.in_(
+            [kofi.id, ama.id])))
+    assert opens == [(lesson.id, awa.id, 1)] and owned == 0
