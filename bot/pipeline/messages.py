@@ -23,9 +23,9 @@ from bot import logs, metrics
 from bot.channel.context import Incoming
 from bot.channel.outbound import SendKeys, finish_inbound, send_to_user, sending
 from bot.clock import system_now
-from bot.learning import current_session
+from bot.learning import arrival
 from bot.services import Services
-from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
+from bot.storage.models import InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable
 from bot.texts import fr_en
 
@@ -56,12 +56,6 @@ INTERRUPTED = (
     "Ma réponse précédente a été interrompue. Si elle semble incomplète, il suffit de redemander.",
     "My previous answer was interrupted. If it looks incomplete, please ask again.",
 )
-
-
-async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
-    """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
-    (bot.learning.sessions), which starts with the carried-over note."""
-    return await current_session(db, user.id, now, idle_s)
 
 
 async def pending_after(db: AsyncSession, user_id: int) -> bool:
@@ -138,10 +132,10 @@ class Messages:
         """Notes the message's arrival on its user and conversation; the message handlers get."""
         services = self.services
         row_id = row.id
-        user = await db.get(User, row.user_id)
-        assert user is not None
         arrived = row.created_at or services.clock()
-        conv = await active_conversation(db, user, arrived, services.settings.learning.session_idle_s)
+        found = await arrival(db, row.user_id, arrived, services.settings.learning.session_idle_s)
+        assert found is not None
+        user, conv = found
         logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
         conv.user_message_count = (conv.user_message_count or 0) + 1
         conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)

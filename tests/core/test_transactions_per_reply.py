@@ -23,10 +23,10 @@ from tests.support.waiting import eventually
 
 MAX_TRANSACTIONS = 9
 # A plain answer's statements, the session's first message (it opens the session) and a later one.
-MAX_STATEMENTS = {"sqlite": (37, 31), "postgres": (36, 30)}
+MAX_STATEMENTS = {"sqlite": (36, 30), "postgres": (35, 29)}
 # Two calls of a tool that reads in a session of its own (list_user_files), then the answer.
 THREE_CALLS_TRANSACTIONS = 13
-THREE_CALLS_STATEMENTS = {"sqlite": 41, "postgres": 37}
+THREE_CALLS_STATEMENTS = {"sqlite": 37, "postgres": 36}
 QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
          "WORKER_LEASE_S": "600"}
 
