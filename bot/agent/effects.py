@@ -95,12 +95,13 @@ async def mark_done(db: AsyncSession, key: str, result: dict[str, Any], now: Any
 
 async def for_turn(
     db: AsyncSession, sessions: Callable[[], Any], *, user_id: int | None, conversation_id: int,
-    inbound_id: int | None, clock: Callable[[], Any] = utcnow,
+    inbound_id: int | None, clock: Callable[[], Any] = utcnow, rerun: bool = True,
 ) -> EffectStore | None:
-    """The store of one inbound message's turn (None without an inbound message: nothing re-runs)."""
+    """The store of one inbound message's turn (None without an inbound message: nothing re-runs).
+    Without `rerun` (the message's first run) no earlier run saved calls: nothing is read."""
     if inbound_id is None:
         return None
     from bot.agent.history import tool_calls_saved
 
-    first = await tool_calls_saved(db, conversation_id, inbound_id)
+    first = await tool_calls_saved(db, conversation_id, inbound_id) if rerun else 0
     return EffectStore(sessions, user_id, inbound_id, first, clock)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.agent.thinking import strip_thinking
@@ -111,6 +111,9 @@ async def load(db: AsyncSession, conversation_id: int, budget_tokens: int) -> li
     return out
 
 
+_SAVED = ("conversation_id", "role", "content", "tool_calls", "tool_call_id", "name", "inbound_id")
+
+
 def to_row(conversation_id: int, message: dict[str, Any], inbound_id: int | None = None) -> Message:
     role = message["role"]
     if role == "system":
@@ -129,9 +132,14 @@ def to_row(conversation_id: int, message: dict[str, Any], inbound_id: int | None
 async def save(
     db: AsyncSession, conversation_id: int, messages: list[dict[str, Any]], inbound_id: int | None = None
 ) -> None:
-    for message in messages:
-        db.add(to_row(conversation_id, message, inbound_id))
-    await db.flush()
+    """Adds `messages` to the conversation: one INSERT for them all (no ids asked back, so that
+    SQLite too takes them in one statement), in the caller's transaction."""
+    if not messages:
+        return
+    rows = [to_row(conversation_id, message, inbound_id) for message in messages]
+    # The table's insert, not the entity's: the ORM's bulk insert splits rows by their None values.
+    values = [{name: getattr(row, name) for name in _SAVED} for row in rows]
+    await db.execute(insert(Message.__table__), values)
 
 
 async def used_tool_call_ids(db: AsyncSession, conversation_id: int) -> set[str]:

@@ -127,6 +127,7 @@ class _Turn:
     setup: TurnSetup
     side: LoopSide
     shown_now: list[str] = field(default_factory=list)
+    held: list[Message] = field(default_factory=list)  # a tool step's messages not handed over yet
     outcome: TurnOutcome = field(default_factory=lambda: TurnOutcome(exit_reason=ANSWERED, text=""))
 
     def __post_init__(self) -> None:
@@ -245,9 +246,19 @@ class _Turn:
         if self.budget is not None and self.budget.settle is not None:
             await self.budget.settle()
 
-    async def persist(self, new: list[Message]) -> None:
+    async def persist(self, new: list[Message], *, tool_step: bool = False) -> None:
+        """Hands the step's messages to the side; with `hold_tool_messages`, a tool step's wait for
+        the next ones (`release`)."""
         self.outcome.new_messages.extend(new)
-        await self.side.on_messages(new)
+        self.held.extend(new)
+        if not (tool_step and self.setup.hold_tool_messages):
+            await self.release()
+
+    async def release(self) -> None:
+        """Hands the messages held back to the side (before tools run, with the answer, at the end)."""
+        if self.held:
+            held, self.held = self.held, []
+            await self.side.on_messages(held)
 
     def finish(self, reason: ExitReason | None = None) -> None:
         if reason is not None:
@@ -373,7 +384,10 @@ class _Turn:
     async def _tools(self, n: int, resp: LLMResponse,
                      calls: list[ToolCall]) -> AsyncIterator[Text | ToolEvent | LongWork]:
         s = self.state
-        await self.settle()  # tools write in sessions of their own (SQLite has one writer)
+        # The earlier step's calls are saved before these run: a re-run's keys follow them
+        # (bot.agent.effects). Tools write in sessions of their own (SQLite has one writer).
+        await self.release()
+        await self.settle()
         taken = set(s.taken_ids)
         calls = repair_ids(calls, taken)
         s.taken_ids = sorted(taken)
@@ -396,7 +410,7 @@ class _Turn:
         assistant["tool_calls"] = [o.call.as_openai() for o in outcomes]
         new = [assistant, *(o.message() for o in outcomes)]
         s.messages.extend(new)
-        await self.persist(new)
+        await self.persist(new, tool_step=True)
         if images:
             # Seen in this turn only: history keeps the file reference, never the bytes.
             note = "[Images requested with read_user_file, in order:]"
@@ -428,6 +442,7 @@ async def run_turn(llm: LLMClient, state: TurnState, setup: TurnSetup | None = N
                 break
             if turn.promote_due():
                 exit_reason = PROMOTED
+                await turn.release()
                 yield Promote()
                 break
             yield StepStarted(state.iteration + 1)
@@ -436,6 +451,7 @@ async def run_turn(llm: LLMClient, state: TurnState, setup: TurnSetup | None = N
             if not state.done and state.iteration >= limits.max_iterations:
                 turn.finish(FORCED_MAX_ITERATIONS)  # a forced step always answers; this is a guard
             await side.save(state)
+        await turn.release()
         await turn.settle()
     finally:
         outcome = turn.result(exit_reason or state.exit_reason)

@@ -55,6 +55,9 @@ class TurnSetup:
     promote_at: float | None = None
     cache_key: str | None = None  # the provider's prompt-cache key (one per user)
     redact_arguments: Callable[[str, str], str] | None = None
+    # A tool step's messages go to the side with the next ones (the answer's, or before the next
+    # tools run) rather than in a write of their own: for a side that saves no state between steps.
+    hold_tool_messages: bool = False
 
 
 class LoopSide(Protocol):

@@ -20,9 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import false, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 
 from bot.agent.loop import Budget
 from bot.billing import pool
@@ -49,10 +53,14 @@ async def apply(
 
 async def _applied(db: AsyncSession, reason: str, ref: str, *more_reasons: str) -> bool:
     """Whether (reason, ref) is in the ledger, or (any of `more_reasons`, ref): one query."""
+    return await db.scalar(_applied_query(reason, ref, *more_reasons).limit(1)) is not None
+
+
+def _applied_query(reason: str, ref: str, *more_reasons: str) -> Any:
     reasons = (reason, *more_reasons)
-    return await db.scalar(select(CreditEntry.id).where(
+    return select(CreditEntry.id).where(
         CreditEntry.reason.in_(reasons) if more_reasons else CreditEntry.reason == reason,
-        CreditEntry.ref == ref).limit(1)) is not None
+        CreditEntry.ref == ref)
 
 
 async def _apply_unseen(db: AsyncSession, user_id: int, delta: int, reason: str,
@@ -78,11 +86,23 @@ async def _apply_row(db: AsyncSession, user_id: int, delta: int, reason: str, re
             raise LookupError(f"no user {user_id}")
         db.add(CreditEntry(user_id=user_id, delta=delta, reason=reason, ref=ref, balance_after=balance))
         await db.flush()
+    _note_balance(db, user_id, int(balance))
     return int(balance)
+
+
+def _note_balance(db: AsyncSession, user_id: int, balance: int) -> None:
+    """The new balance on the session's copy of the user, when it holds one: what the message's
+    handlers read next (the turn's gate) is the balance as this session left it."""
+    held = db.identity_map.get(identity_key(User, user_id))
+    if held is not None:
+        set_committed_value(held, "credit_balance", balance)
 
 
 async def balance(db: AsyncSession, user_id: int) -> int:
     return int(await db.scalar(select(User.credit_balance).where(User.id == user_id)) or 0)
+
+
+_balance = balance  # for `open_meter`, whose argument of that name is a value
 
 
 async def total_since(db: AsyncSession, user_id: int, reason: str, since: object) -> tuple[int, int]:
@@ -113,12 +133,15 @@ async def debit(db: AsyncSession, user_id: int, due: int, reason: str, ref: str 
     asked again. Returns (credits taken, new balance or None)."""
     if due <= 0:
         return 0, None
-    if ref is not None and await _applied(db, reason, ref, pool.reason_of(reason)):
-        return 0, None  # already charged (a replay): neither taken again nor logged as cut
     # The row stays locked (PostgreSQL) until the caller commits: two debits of one user at once
-    # (a background job and a new message's turn) read the balance one after the other.
-    current = int(await db.scalar(
-        select(User.credit_balance).where(User.id == user_id).with_for_update()) or 0)
+    # (a background job and a new message's turn) read the balance one after the other. Whether the
+    # ref was charged is read with it.
+    seen = _applied_query(reason, ref, pool.reason_of(reason)).exists() if ref is not None else false()
+    found = (await db.execute(select(User.credit_balance, seen).where(User.id == user_id)
+                              .with_for_update(of=User))).first()
+    if found is not None and found[1]:
+        return 0, None  # already charged (a replay): neither taken again nor logged as cut
+    current = int(found[0] or 0) if found is not None else 0
     # A student of a funded class spends the class's pool first, within the day's cap.
     from_pool = await pool.take(db, user_id, due, reason, ref, pool_cap) if pool_cap is not None else 0
     if from_pool == due:
@@ -140,8 +163,31 @@ async def _debit_own(db: AsyncSession, user_id: int, due: int, reason: str, ref:
         )
     if taken == 0:
         return 0, current
-    new_balance = await _apply_unseen(db, user_id, -taken, reason, ref)  # its ref looked for above
+    new_balance = await _take_own(db, user_id, taken, reason, ref)  # its ref looked for above
     return (taken if new_balance is not None else 0), new_balance
+
+
+async def _take_own(db: AsyncSession, user_id: int, taken: int, reason: str, ref: str | None) -> int | None:
+    """Takes `taken` credits from the balance whose row the caller holds, with its ledger row: two
+    statements, no savepoint. The ledger row is inserted unless (reason, ref) is already there (the
+    unique index: a race with another process that `_applied` could not see), and then the balance
+    is given back. The new balance, or None when the ref was taken first."""
+    new_balance = await db.scalar(update(User).where(User.id == user_id)
+                                  .values(credit_balance=User.credit_balance - taken)
+                                  .returning(User.credit_balance))
+    if new_balance is None:
+        raise LookupError(f"no user {user_id}")
+    insert = pg_insert if db.get_bind().dialect.name == "postgresql" else sqlite_insert
+    entry = await db.scalar(insert(CreditEntry).values(
+        user_id=user_id, delta=-taken, reason=reason, ref=ref, balance_after=new_balance)
+        .on_conflict_do_nothing(index_elements=["reason", "ref"])
+        .returning(CreditEntry.id))
+    if entry is None:
+        await db.execute(update(User).where(User.id == user_id)
+                         .values(credit_balance=User.credit_balance + taken))
+        return None
+    _note_balance(db, user_id, int(new_balance))
+    return int(new_balance)
 
 
 async def charge_turn(
@@ -218,11 +264,16 @@ class TurnMeter:
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
                      ref_for: Callable[[int], str | None], spent_tokens: int = 0,
-                     pool_cap: pool.DailyCap | None = None) -> TurnMeter:
+                     pool_cap: pool.DailyCap | None = None, balance: int | None = None) -> TurnMeter:
     """A meter for a turn that has already spent `spent_tokens` (and was charged for them); what it
-    may spend counts what the student may still take from their class's pool today."""
-    current = await balance(db, user_id)
-    from_pool = (await pool.standing(db, user_id, pool_cap)).left if pool_cap is not None else 0
+    may spend counts what the student may still take from their class's pool today. `balance`: the
+    user's as the caller just read it (else read here). A user in no class is charged without
+    looking for a pool again."""
+    current = balance if balance is not None else await _balance(db, user_id)
+    place = await pool.standing(db, user_id, pool_cap) if pool_cap is not None else None
+    from_pool = place.left if place is not None else 0
+    if place is not None and not place.in_class:
+        pool_cap = None
     per = max(1, settings.tokens_per_credit)
     overdraft = max(0, settings.turn_overdraft_credits)
     ceiling = spent_tokens + (from_pool + max(0, current + overdraft)) * per
@@ -317,19 +368,20 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
-                      settings: Settings, daily: DailyTokens | None, clock: Clock) -> Budget | None:
+                      settings: Settings, daily: DailyTokens | None, clock: Clock, *,
+                      balance: int | None = None) -> Budget | None:
     """The budget of a message's turn, charged to the ledger in `db` as the turn spends, within what
     is left of the user's day (`daily`). Guests are served within their daily allowance and not
     charged: without a daily ceiling their budget is None. A call's charge is committed with what
     `db` commits next: the answer it paid for (one transaction), else `Budget.settle` before
-    tools or the next call."""
+    tools or the next call. `balance`: the user's, when the caller read it in this transaction."""
     left = await daily.left() if daily is not None else 0
     if (user.mode or "guest") == "guest":
         return None if daily is None else within_today(None, None, daily, left)
     # The attempt keeps the refs of a re-run apart from those of the run it replaces.
     base = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
     meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None,
-                             pool_cap=pool.daily_cap(settings, user, clock))
+                             pool_cap=pool.daily_cap(settings, user, clock), balance=balance)
 
     async def spend(tokens: int) -> None:
         await meter.spend(db, tokens, commit=False)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, bindparam, or_, select, update
+from sqlalchemy import Connection, bindparam, literal_column, null, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -73,26 +73,57 @@ class Statements:
     store: Any
     reset_health: Any
     stop: Any
+    # PostgreSQL: the health reset and a webhook's row in one statement (the reset a CTE of the
+    # insert, which PostgreSQL runs whether or not the insert reads it): a lone webhook's batch is
+    # one round trip. None on SQLite, where both go as text in one thread hop anyway.
+    store_resetting: Any = None
 
 
 def statements(dialect: str) -> Statements:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    store = (insert(_INBOUND).on_conflict_do_nothing(index_elements=["message_sid"])
+             .returning(_INBOUND.c.id, _INBOUND.c.message_sid))
+    reset_health = (
+        update(_USERS)
+        .where(_USERS.c.id.in_(bindparam("ids", expanding=True)),
+               or_(_USERS.c.delivery_failures != 0, _USERS.c.delivery_blocked_at.is_not(None)))
+        .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None))
     return Statements(
         sqlite_text=dialect == "sqlite",
         insert=insert,
-        store=(insert(_INBOUND).on_conflict_do_nothing(index_elements=["message_sid"])
-               .returning(_INBOUND.c.id, _INBOUND.c.message_sid)),
-        reset_health=(
-            update(_USERS)
-            .where(_USERS.c.id.in_(bindparam("ids", expanding=True)),
-                   or_(_USERS.c.delivery_failures != 0, _USERS.c.delivery_blocked_at.is_not(None)))
-            .values(delivery_failures=0, delivery_blocked_reason=None, delivery_blocked_at=None)),
+        store=store,
+        reset_health=reset_health,
+        store_resetting=_store_resetting() if dialect == "postgresql" else None,
         stop=(
             update(_USERS)
             .where(_USERS.c.id == bindparam("uid"),
                    or_(_USERS.c.opted_out.is_(False), _USERS.c.opted_out.is_(None)))
             .values(opted_out=True, opted_out_at=bindparam("at"))),
     )
+
+
+_ROW_COLUMNS = ("message_sid", "user_id", "channel", "from_addr", "to_addr", "body", "media", "params",
+                "status", "attempts", "lease_until", "error", "created_at", "processed_at", "cost_micro")
+
+
+def _store_resetting() -> Any:
+    """PostgreSQL's one statement for a lone webhook: the row's insert, with the health reset as its
+    CTE. The row's values are bound under names of their own (`v_<column>`, `_row_values`): given
+    under the columns' names, they would also be taken as values of the CTE's UPDATE (users has a
+    `created_at` too), and its constants are written out for the same reason."""
+    zero: Any = literal_column("0")
+    reset = (update(_USERS)
+             .where(_USERS.c.id.in_(bindparam("ids", expanding=True)),
+                    or_(_USERS.c.delivery_failures != zero, _USERS.c.delivery_blocked_at.is_not(None)))
+             .values(delivery_failures=zero, delivery_blocked_reason=null(), delivery_blocked_at=null())
+             .returning(_USERS.c.id).cte("health_reset"))
+    values = {name: bindparam(f"v_{name}", type_=_INBOUND.c[name].type) for name in _ROW_COLUMNS}
+    return (pg_insert(_INBOUND).values(values).on_conflict_do_nothing(index_elements=["message_sid"])
+            .returning(_INBOUND.c.id, _INBOUND.c.message_sid).add_cte(reset))
+
+
+def _row_values(row: dict[str, Any], reset: list[int]) -> dict[str, Any]:
+    return {**{f"v_{name}": value for name, value in row.items()}, "ids": reset}
 
 
 class UserCache:
@@ -144,6 +175,8 @@ def write_batch(conn: Connection, how: Batch,
     if how.statements.sqlite_text:
         conn.exec_driver_sql(_sqlite_reset_sql(len(user_ids)), tuple(user_ids))
         ids = _store_sqlite(conn, how, items, users)
+    elif how.statements.store_resetting is not None and len(items) == 1:
+        ids = _store_core(conn, how, items, users, reset=user_ids)
     else:
         conn.execute(how.statements.reset_health, {"ids": user_ids})
         ids = _store_core(conn, how, items, users)
@@ -156,7 +189,9 @@ def write_batch(conn: Connection, how: Batch,
     return [(user.id, ids.pop(p.message_sid, None)) for (p, _), user in zip(items, users, strict=True)]
 
 
-def _store_core(conn: Connection, how: Batch, items: Items, users: list[KnownUser]) -> dict[str, int]:
+def _store_core(conn: Connection, how: Batch, items: Items, users: list[KnownUser],
+                reset: list[int] | None = None) -> dict[str, int]:
+    """The rows; with `reset` (one row, PostgreSQL), those users' health reset in the same statement."""
     rows = [
         {"message_sid": p.message_sid, "user_id": u.id, "channel": p.channel, "from_addr": p.from_addr,
          "to_addr": p.to_addr, "body": p.body, "media": p.media or None, "params": p.params,
@@ -164,7 +199,10 @@ def _store_core(conn: Connection, how: Batch, items: Items, users: list[KnownUse
          "processed_at": None, "cost_micro": inbound_micro(how.rates, p.channel, p.from_addr, p.params)}
         for (p, now), u in zip(items, users, strict=True)
     ]
-    inserted = conn.execute(how.statements.store, rows[0] if len(rows) == 1 else rows).all()
+    if reset is not None:
+        inserted = conn.execute(how.statements.store_resetting, _row_values(rows[0], reset)).all()
+    else:
+        inserted = conn.execute(how.statements.store, rows[0] if len(rows) == 1 else rows).all()
     return {row.message_sid: row.id for row in inserted}
 
 

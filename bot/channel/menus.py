@@ -17,8 +17,9 @@ import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -66,20 +67,47 @@ async def set_menu(services: Services, conversation_id: int, kind: str, data: di
         session.add(PendingMenu(conversation_id=conversation_id, kind=kind, payload=payload,
                                 expires_at=now + timedelta(seconds=ttl_s),
                                 hint_until=now + timedelta(seconds=ttl_s * HINT_FACTOR)))
+    _changed()
     await services.state.kv_set(_key(conversation_id), json.dumps(payload, ensure_ascii=False), ttl_s)
     # Remembered longer than the menu itself, so that a late answer gets a hint, not silence.
     await services.state.kv_set(_expired_key(conversation_id), kind, ttl_s * HINT_FACTOR)
     return menu_id
 
 
-async def _row(services: Services, conversation_id: int, db: AsyncSession | None) -> PendingMenu | None:
+@dataclass(frozen=True)
+class _Row:
+    kind: str
+    payload: dict[str, Any]
+    expires_at: datetime
+    hint_until: datetime
+
+
+# Bumped by every change of a menu in this process: a message's session keeps the row it read (or
+# that there was none) for its later looks only while nothing changed a menu meanwhile.
+_changes = [0]
+
+
+def _changed() -> None:
+    _changes[0] += 1
+
+
+async def _row(services: Services, conversation_id: int, db: AsyncSession | None) -> _Row | None:
     """The menu's row, read in the caller's session when it has one (a message's: no transaction of
-    its own for a read), else in a session of our own."""
+    its own for a read, and read once for all the handlers that look), else in a session of our own."""
     query = select(PendingMenu).where(PendingMenu.conversation_id == conversation_id)
-    if db is not None:
-        return await db.scalar(query)
-    async with services.sessions() as own:
-        return await own.scalar(query)
+    if db is None:
+        async with services.sessions() as own:
+            return _copy(await own.scalar(query))
+    memo = db.info.get(("pending_menu", conversation_id))
+    if memo is not None and memo[0] == _changes[0]:
+        return cast(_Row | None, memo[1])
+    row = _copy(await db.scalar(query))
+    db.info[("pending_menu", conversation_id)] = (_changes[0], row)
+    return row
+
+
+def _copy(row: PendingMenu | None) -> _Row | None:
+    return None if row is None else _Row(row.kind, dict(row.payload), row.expires_at, row.hint_until)
 
 
 async def get_menu(services: Services, conversation_id: int, *,
@@ -100,6 +128,7 @@ async def get_menu(services: Services, conversation_id: int, *,
 async def clear_menu(services: Services, conversation_id: int, *, db: AsyncSession | None = None) -> None:
     async with _session(services, db) as session:
         await session.execute(delete(PendingMenu).where(PendingMenu.conversation_id == conversation_id))
+    _changed()
     await services.state.kv_delete(_key(conversation_id))
     await services.state.kv_delete(_expired_key(conversation_id))
 

@@ -35,12 +35,12 @@ from bot.channel.inbound import InboundWriter, MalformedWebhook, clean_form, has
 from bot.channel.links import ID_PATTERN, check_link
 from bot.channel.locale import default_locale
 from bot.channel.malformed import quiet_parse_errors, refuse_malformed
-from bot.channel.metering import RETURNED, price_sent
+from bot.channel.metering import RETURNED, price_sent, priced_values
 from bot.channel.outbound import note_status
 from bot.channel.spool import Spool, SpoolEntry, entry_addresses
 from bot.services import Services
 from bot.storage.erasures import erased_since
-from bot.storage.models import OutboundMessage, UserFile
+from bot.storage.models import OutboundMessage, User, UserFile
 
 log = logging.getLogger("bot.channel.web")
 
@@ -162,32 +162,35 @@ def _status_fields(form: MultiDict[str]) -> tuple[str, str] | None:
     return (sid, new_status) if sid and new_status in STATUS_RANK else None
 
 
-def _status_update(sid: str, new_status: str, error_code: str | None, now: Any) -> Any:
+def _status_update(sid: str, new_status: str, error_code: str | None, now: Any, form: Any) -> Any:
     """The one statement a status callback is: the row moves forward to `new_status` (a late "sent"
-    never overwrites "delivered"), and takes the callback's ErrorCode; it matches no row when there
-    is nothing to change. Returns the user id of the row it changed, and what prices it (RETURNED)."""
+    never overwrites "delivered"), takes the callback's ErrorCode and, when Twilio sent it, its price
+    (`metering.priced_values`); it matches no row when there is nothing to change. Returns the user
+    id of the row it changed, that user's count of delivery failures, and RETURNED."""
     ahead = [s for s, rank in STATUS_RANK.items() if rank >= STATUS_RANK[new_status]]
     behind = or_(OutboundMessage.status.is_(None), OutboundMessage.status.not_in(ahead))
     values: dict[str, Any] = {"status": case((behind, new_status), else_=OutboundMessage.status),
-                              "updated_at": now}
+                              "updated_at": now, **priced_values(new_status, form)}
     changes: Any = behind
     if error_code:
         values["error_code"] = error_code
         changes = or_(behind, OutboundMessage.error_code.is_(None))
+    # The user's count of failures comes back too: a delivery clears it only when there is one.
+    failures = select(User.delivery_failures).where(User.id == OutboundMessage.user_id).scalar_subquery()
     return (update(OutboundMessage).where(OutboundMessage.sid == sid, changes).values(**values)
-            .returning(OutboundMessage.user_id, *RETURNED).execution_options(synchronize_session=False))
+            .returning(OutboundMessage.user_id, failures, *RETURNED)
+            .execution_options(synchronize_session=False))
 
 
 async def _apply_status(db: Any, sid: str, new_status: str, error_code: str | None,
-                        now: Any) -> tuple[bool, Any] | None:
-    """(changed, the changed row: user id and RETURNED) once the row with this SID is found; None
-    when it never was. Twilio
-    may call back before the sender has saved the SID its create call just returned, so an unknown
-    SID is looked for again for a short while (well within SPOOL_AFTER_S), each time in a fresh
-    transaction that sees the sender's commit."""
+                        now: Any, form: Any) -> tuple[bool, Any] | None:
+    """(changed, the changed row as `_status_update` returns it) once the row with this SID is found;
+    None when it never was. Twilio may call back before the sender has saved the SID its create call
+    just returned, so an unknown SID is looked for again for a short while (well within
+    SPOOL_AFTER_S), each time in a fresh transaction that sees the sender's commit."""
     deadline = time.monotonic() + UNKNOWN_SID_WAIT_S
     while True:
-        changed = (await db.execute(_status_update(sid, new_status, error_code, now))).first()
+        changed = (await db.execute(_status_update(sid, new_status, error_code, now, form))).first()
         if changed is not None:
             return True, changed
         if await db.scalar(select(OutboundMessage.id).where(OutboundMessage.sid == sid)) is not None:
@@ -206,15 +209,15 @@ async def record_status(services: Services, form: MultiDict[str]) -> None:
     sid, new_status = fields
     error_code = form.get("ErrorCode") or None
     async with services.sessions() as db:
-        applied = await _apply_status(db, sid, new_status, error_code, services.clock())
+        applied = await _apply_status(db, sid, new_status, error_code, services.clock(), form)
         if applied is None:
             log.info("status for an unknown message", extra={"sid": sid, "status": new_status})
             return
         changed, row = applied
         if changed:
             # Counts towards the user's delivery health: repeated permanent failures stop proactive sends.
-            await note_status(services, db, row[0], new_status)
-            await price_sent(db, services.settings.costs.cost_rates_file, sid, new_status, row[1:], form)
+            await note_status(services, db, row[0], new_status, failures=row[1])
+            await price_sent(db, services.settings.costs.cost_rates_file, sid, new_status, row[2:], form)
         await db.commit()
     if new_status in FAILED:
         log.warning("message not delivered", extra={"sid": sid, "error_code": error_code})

@@ -63,7 +63,7 @@ from bot.learning.rounds import (
     round_intro,
     score_line,
 )
-from bot.learning.sessions import carried_note, current_session, start_session
+from bot.learning.sessions import arrival, carried_note, current_session, start_session
 from bot.learning.skills import MERGE_AT, apart, closest_key, resolve_skill, similarity
 from bot.learning.study_hours import DEFAULT_STUDY_HOUR, StudyTime, learned_hour, send_hour, study_hour
 from bot.learning.subjects import OTHER, SUBJECTS, canonical_subject, known_subject, skill_key, skill_label
@@ -93,6 +93,7 @@ __all__ = [
     "StudyTime",
     "answer_streak",
     "apart",
+    "arrival",
     "bkt_update",
     "canonical_subject",
     "carried_note",

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.learning.homework import exercise_line, open_exercise
 from bot.learning.items import due_count
 from bot.learning.subjects import canonical_subject, skill_key, skill_label
-from bot.storage.models import Conversation, ExerciseResult, Message, QuizItem, SkillMastery
+from bot.storage.models import Conversation, ExerciseResult, Message, QuizItem, SkillMastery, User
 
-__all__ = ["NOTE_MAX_BYTES", "WORK_MAX_BYTES", "carried_note", "current_session", "is_idle",
+__all__ = ["NOTE_MAX_BYTES", "WORK_MAX_BYTES", "arrival", "carried_note", "current_session", "is_idle",
            "last_worked_session", "start_session"]
 
 NOTE_MAX_BYTES = 1200  # the whole note, its open exercise (at most about 700) included
@@ -128,12 +128,28 @@ async def start_session(db: AsyncSession, user_id: int, now: datetime) -> Conver
     return fresh
 
 
-async def current_session(db: AsyncSession, user_id: int, now: datetime, idle_s: int) -> Conversation:
+async def arrival(db: AsyncSession, user_id: int, now: datetime,
+                  idle_s: int) -> tuple[User, Conversation] | None:
+    """The user of a message arriving `now` and its conversation (`current_session`), read in one
+    SELECT; None when the user is gone."""
+    found = (await db.execute(
+        select(User, Conversation)
+        .outerjoin(Conversation, and_(Conversation.user_id == User.id, Conversation.active.is_(True)))
+        .where(User.id == user_id).order_by(Conversation.id.desc()).limit(1))).first()
+    if found is None:
+        return None
+    user, conversation = found
+    return user, await current_session(db, user_id, now, idle_s, active=conversation)
+
+
+async def current_session(db: AsyncSession, user_id: int, now: datetime, idle_s: int, *,
+                          active: Conversation | bool | None = True) -> Conversation:
     """The conversation a message arriving `now` belongs to: the active one, or a new session when
-    there is none or the user was silent for `idle_s`."""
-    conversation = await db.scalar(
+    there is none or the user was silent for `idle_s`. `active`: the active conversation (or None)
+    when the caller read it (`arrival`), else True: read here."""
+    conversation = active if active is not True else await db.scalar(
         select(Conversation).where(Conversation.user_id == user_id, Conversation.active.is_(True))
         .order_by(Conversation.id.desc()).limit(1))
-    if conversation is not None and not is_idle(conversation, now, idle_s):
+    if isinstance(conversation, Conversation) and not is_idle(conversation, now, idle_s):
         return conversation
     return await start_session(db, user_id, now)

@@ -15,17 +15,17 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import exists, select, update
+from sqlalchemy import case, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from bot import logs, metrics
 from bot.channel.context import Incoming
-from bot.channel.outbound import SendKeys, inbound_outcome, send_to_user, sending
+from bot.channel.outbound import SendKeys, finish_inbound, send_to_user, sending
 from bot.clock import system_now
-from bot.learning import current_session
+from bot.learning import arrival
 from bot.services import Services
-from bot.storage.db import rowcount
-from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
+from bot.storage.models import InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable
 from bot.texts import fr_en
 
@@ -58,12 +58,6 @@ INTERRUPTED = (
 )
 
 
-async def active_conversation(db: Any, user: User, now: Any, idle_s: int) -> Conversation:
-    """The user's conversation for a message arriving `now`: a new session after `idle_s` of silence
-    (bot.learning.sessions), which starts with the carried-over note."""
-    return await current_session(db, user.id, now, idle_s)
-
-
 async def pending_after(db: AsyncSession, user_id: int) -> bool:
     """Whether one of the user's rows is still pending."""
     found = await db.scalar(
@@ -94,54 +88,54 @@ class Messages:
                 # Committed now, claim and arrival together: the turn may take long, and SQLite has
                 # a single writer.
                 await db.commit()
-                await started(claimed)
+                await started(claimed.id)
                 return await self._run(db, msg)
         finally:
             metrics.TURN_SECONDS.observe(time.perf_counter() - began)
             logs.reset(log_token)
 
-    async def _claim(self, db: AsyncSession, user_id: int) -> int | Ran:
-        """Marks the user's next row `processing` (not committed); recovers a row a dead worker left."""
+    async def _claim(self, db: AsyncSession, user_id: int) -> InboundMessage | Ran:
+        """Marks the user's next row `processing` (not committed) and returns it as the claim left
+        it; recovers a row a dead worker left. One look finds either: a row left `processing`
+        comes first, then the earliest pending one."""
         settings = self.services.settings
-        orphan = await db.scalar(
-            select(InboundMessage)
-            .where(InboundMessage.user_id == user_id, InboundMessage.status == "processing")
-            .order_by(InboundMessage.id).limit(1)
-        )
-        if orphan is not None:
+        processing = InboundMessage.status == "processing"
+        first = (await db.execute(
+            select(InboundMessage.id, InboundMessage.status, InboundMessage.lease_until)
+            .where(InboundMessage.user_id == user_id, InboundMessage.status.in_(("processing", "pending")))
+            .order_by(case((processing, 0), else_=1), InboundMessage.id).limit(1)
+        )).first()
+        if first is None:
+            return Ran.NOTHING
+        row_id, status, lease_until = first
+        if status == "processing":
             # We hold the user's lock, so whoever marked it `processing` should be gone; its
             # lease in the database must have run out too before the row is taken from it.
-            if orphan.lease_until is not None and orphan.lease_until > system_now():
+            if lease_until is not None and lease_until > system_now():
                 return Ran.BUSY
+            orphan = await db.get(InboundMessage, row_id, populate_existing=True)
+            assert orphan is not None
             await self._recover(db, orphan)
             await db.commit()
-            if orphan.status != "pending":
-                return await self._claim(db, user_id)
-        row_id = await db.scalar(
-            select(InboundMessage.id)
-            .where(InboundMessage.user_id == user_id, InboundMessage.status == "pending")
-            .order_by(InboundMessage.id).limit(1)
-        )
-        if row_id is None:
-            return Ran.NOTHING
-        claimed = await db.execute(
+            return await self._claim(db, user_id)
+        claimed = await db.scalar(
             update(InboundMessage)
             .where(InboundMessage.id == row_id, InboundMessage.status == "pending")
             .values(status="processing", attempts=InboundMessage.attempts + 1,
                     lease_until=system_now() + timedelta(seconds=settings.worker_lease_s))
-            .execution_options(synchronize_session=False)
+            .returning(InboundMessage)
+            .execution_options(populate_existing=True, synchronize_session=False)
         )
-        return row_id if rowcount(claimed) == 1 else Ran.NOTHING
+        return claimed if claimed is not None else Ran.NOTHING
 
-    async def _arrived(self, db: AsyncSession, row_id: int) -> Incoming:
+    async def _arrived(self, db: AsyncSession, row: InboundMessage) -> Incoming:
         """Notes the message's arrival on its user and conversation; the message handlers get."""
         services = self.services
-        row = await db.get(InboundMessage, row_id, populate_existing=True)  # as the claim left it
-        assert row is not None
-        user = await db.get(User, row.user_id)
-        assert user is not None
+        row_id = row.id
         arrived = row.created_at or services.clock()
-        conv = await active_conversation(db, user, arrived, services.settings.learning.session_idle_s)
+        found = await arrival(db, row.user_id, arrived, services.settings.learning.session_idle_s)
+        assert found is not None
+        user, conv = found
         logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
         conv.user_message_count = (conv.user_message_count or 0) + 1
         conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)
@@ -162,8 +156,10 @@ class Messages:
             try:
                 await self._handle(msg, row)
                 # done, or delivering while an answer waits in the outbox (bot.channel.outbound).
-                row.status, row.processed_at = await inbound_outcome(db, row.id), system_now()
-                more = await pending_after(db, user.id)
+                now = system_now()
+                status, more = await finish_inbound(db, row.id, user.id, now)
+                set_committed_value(row, "status", status)
+                set_committed_value(row, "processed_at", now)
                 await db.commit()
                 metrics.TURNS.labels("done").inc()
                 return Ran.MORE if more else Ran.LAST

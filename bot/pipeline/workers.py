@@ -41,6 +41,8 @@ class Pipeline:
         self.concurrency = concurrency or services.settings.worker_concurrency
         self.jobs = list(jobs)
         self.active: set[int] = set()  # users this process is working on
+        # Users popped from the queue while this process worked on them: looked at again once let go.
+        self.poked: set[int] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self._later: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -100,7 +102,8 @@ class Pipeline:
                     await state.push_user(user_id)  # popped as this process stops: for another worker
                     return
                 if user_id in self.active:
-                    continue  # this process is on it and re-checks for new rows before letting go
+                    self.poked.add(user_id)  # this process is on it: it looks again once it lets go
+                    continue
                 await self.process_user(user_id)
             except asyncio.CancelledError:
                 raise
@@ -150,6 +153,7 @@ class Pipeline:
             self._push_later(user_id)  # another worker has this user; look again shortly
             return
         self.active.add(user_id)
+        self.poked.discard(user_id)  # what was pushed before is found by the claims that follow
         current: dict[str, int | None] = {"row": None}
         done = asyncio.Event()
         renewer = asyncio.create_task(self.leases.renew(user_id, token, current, done))
@@ -165,11 +169,19 @@ class Pipeline:
             await self._let_go(user_id, token, current["row"])
         if busy and not self._stopping.is_set():
             self._push_later(user_id)
-        # A message that arrived between the last claim and the release, or rows left because this
-        # process stops: queued again (for another worker, now rather than at the next sweep).
-        elif await self._has_pending(user_id):
+        # A message that arrived after the last claim's look: its webhook pushed the user, and the
+        # pop found them active (`poked`). Rows left because this process stops are looked for.
+        # Either is queued again (for another worker, now rather than at the next sweep).
+        elif self._popped_meanwhile(user_id) or (
+                self._stopping.is_set() and await self._has_pending(user_id)):
             with contextlib.suppress(Exception):  # the sweeper queues it otherwise
                 await state.push_user(user_id)
+
+    def _popped_meanwhile(self, user_id: int) -> bool:
+        if user_id not in self.poked:
+            return False
+        self.poked.discard(user_id)
+        return True
 
     async def _run_rows(self, user_id: int, current: dict[str, int | None]) -> bool:
         """Runs the user's rows one by one; True when it stopped with work left for later."""

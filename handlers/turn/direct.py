@@ -114,6 +114,8 @@ class _DirectTurn:
         self.budget: Budget | None = None
         self.effects: EffectStore | None = None
         self.promote_at: float | None = None
+        # A tool step's messages are saved with the next write (no state is saved between steps).
+        self.holds_tool_messages = True
         self.progress_sent = False
         self.answer = ""  # with VOCAL on: the last text, spoken once the turn ends
         self.messages = 0  # the messages the model's text took, but those streamed
@@ -237,10 +239,10 @@ async def _open(msg: Incoming, side: _DirectTurn) -> None:
     """The turn's budget and side-effect keys, read before the turn starts."""
     db, user = msg.db, msg.user
     side.budget = await credits.turn_budget(db, user, msg.inbound, msg.services.settings, gate.daily(msg),
-                                            msg.services.clock)
+                                            msg.services.clock, balance=msg.extra.get("credit_balance"))
     side.effects = await for_turn(db, msg.services.sessions, user_id=user.id,
                                   conversation_id=side.conversation_id, inbound_id=side.inbound_id,
-                                  clock=msg.services.clock)
+                                  clock=msg.services.clock, rerun=prompt.rerun(msg))
 
 
 async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]]) -> TurnOutcome:

@@ -47,6 +47,8 @@ class TurnSide(LoopSide, Protocol):
     def promote_at(self) -> float | None: ...
     @property
     def context_extra(self) -> dict[str, Any]: ...  # the ids a tool's context carries
+    @property
+    def holds_tool_messages(self) -> bool: ...  # TurnSetup.hold_tool_messages
 
     async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
         """Sends what a tool sends (text and/or a file, or a menu); returns the outbound result."""
@@ -88,6 +90,7 @@ async def drive(side: TurnSide, state: TurnState, offered: list[Tool], known: fr
         limits=settings.limits, context_tokens=settings.llm_context_tokens, budget=side.budget,
         effects=side.effects, promote_at=side.promote_at,
         cache_key=prompt_cache_key(settings.secret_key, user.id), redact_arguments=redact_tool_arguments,
+        hold_tool_messages=side.holds_tool_messages,
     )
     outcome: TurnOutcome | None = None
     async for event in run_turn(services.llm, state, setup, side):

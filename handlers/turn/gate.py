@@ -92,7 +92,10 @@ async def can_serve(msg: Incoming) -> bool:
             await _notice(msg, "guest_limit", guest_limit_text(msg), with_profiles=True)
             return False
         return await _within_daily_tokens(msg)
-    if await credits.balance(msg.db, msg.user.id) <= 0:
+    # As the message's claim read it, moments ago; the turn's budget starts from it too
+    # (handlers/turn/direct.py), and each debit reads it again, held (bot.billing.credits).
+    msg.extra["credit_balance"] = balance = msg.user.credit_balance or 0
+    if balance <= 0:
         cap = pool.daily_cap(settings, msg.user, msg.services.clock)
         place = await pool.standing(msg.db, msg.user.id, cap)
         if place.left <= 0:

@@ -162,6 +162,7 @@ class _JobTurn:
         self.conversation_id, self.channel = job.conversation_id, job.channel
         self.context_extra = {"inbound_id": job.inbound_id, "job_id": job.id}
         self.promote_at: float | None = None
+        self.holds_tool_messages = False  # its state is saved after each step, with the messages
         self.budget: Budget | None = None
         self.effects = (EffectStore(services.sessions, user.id, job.inbound_id, state.effects_from,
                                     services.clock) if job.inbound_id is not None else None)

@@ -19,7 +19,7 @@ from bot.learning import family_block, learner_block, learner_view, reteach_bloc
 from bot.storage.models import Memory, UserFile
 from handlers.safety import DISTRESS
 
-__all__ = ["HISTORY_SHARE", "RETEACH", "photos_of", "prompt", "save_user_message"]
+__all__ = ["HISTORY_SHARE", "RETEACH", "photos_of", "prompt", "rerun", "save_user_message"]
 
 # Share of the context budget given to past conversation; the rest is left for this turn's work.
 HISTORY_SHARE = 0.6
@@ -60,6 +60,12 @@ def photos_of(msg: Incoming) -> list[UserFile]:
     return [f for f in msg.extra.get("files") or [] if isinstance(f, UserFile) and vision.is_image(f.mime)]
 
 
+def rerun(msg: Incoming) -> bool:
+    """Whether the message may have been run before (claimed again after a crash or a postponement):
+    only then can an earlier run have saved its user message and its tool calls."""
+    return msg.inbound is None or (msg.inbound.attempts or 0) != 1
+
+
 async def save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: int | None) -> bool:
     """Saves what the user sent, with the files' note and, without vision, the photos' text.
 
@@ -68,7 +74,8 @@ async def save_user_message(msg: Incoming, photos: list[UserFile], inbound_id: i
     """
     services, settings, db = msg.services, msg.services.settings, msg.db
     conversation_id = msg.conversation.id
-    if inbound_id is not None and await history.user_message_saved(db, conversation_id, inbound_id):
+    if inbound_id is not None and rerun(msg) and await history.user_message_saved(db, conversation_id,
+                                                                                   inbound_id):
         return True
     content = msg.text
     note = await _files_note(msg)

@@ -34,7 +34,7 @@ FACE = {
     # the messages a text and a file go in on WhatsApp (bench.cost counts them)
     "whatsapp_messages",
     # the outbox
-    "run_outbox", "deliver_outbox", "inbound_outcome",
+    "run_outbox", "deliver_outbox", "finish_inbound",
 }
 
 # Each module of the package, and the modules of the package it may import (those below it).

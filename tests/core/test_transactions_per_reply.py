@@ -1,5 +1,7 @@
-"""The database work of one plain answer, counted: at most 10 transactions from the inbound webhook
-to the reply's last status callback (one model call, one reply, its callbacks sent and delivered).
+"""The database work of one answer, counted from the inbound webhook to the reply's last status
+callback (its callbacks sent and delivered): a plain answer (one model call, one reply) takes at most
+9 transactions, an answer after two tool calls (three model calls) at most 13; the statements of each
+are held too, per backend.
 
 Counts are deterministic where times are not: the harness's background rounds (sweeper, outbox,
 job sweeper, lease renewal) are set far apart so that only the message's own work falls in the
@@ -19,7 +21,12 @@ from bot.storage.models import User
 from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
-MAX_TRANSACTIONS = 10
+MAX_TRANSACTIONS = 9
+# A plain answer's statements, the session's first message (it opens the session) and a later one.
+MAX_STATEMENTS = {"sqlite": (36, 30), "postgres": (35, 29)}
+# Two calls of a tool that reads in a session of its own (list_user_files), then the answer.
+THREE_CALLS_TRANSACTIONS = 13
+THREE_CALLS_STATEMENTS = {"sqlite": 37, "postgres": 36}
 QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
          "WORKER_LEASE_S": "600"}
 
@@ -77,16 +84,36 @@ async def quiet(make_harness: Callable[..., Awaitable[Harness]]) -> Harness:
 
 
 @pytest.mark.parametrize("mode", ["child", "guest"])
-async def test_a_plain_answer_takes_at_most_ten_transactions(quiet: Harness, mode: str) -> None:
+async def test_a_plain_answer_takes_at_most_nine_transactions(quiet: Harness, mode: str,
+                                                              backend_name: str) -> None:
     h = quiet
     phone = "+2250700002801"
     await h.make_user(phone, mode=mode)
     first = await answered(h, phone, "Bonjour")  # the session's first message opens it
     later = await answered(h, phone, "Combien font 2 + 3 ?")
     print(f"{mode}: {first} then {later}")
-    for counts in (first, later):
+    for counts, most in zip((first, later), MAX_STATEMENTS[backend_name], strict=True):
         assert 0 < counts.transactions <= MAX_TRANSACTIONS, counts
-        assert counts.statements >= counts.transactions, counts
+        assert counts.transactions <= counts.statements <= most, counts
+
+
+async def test_an_answer_after_two_tool_calls_takes_at_most_thirteen_transactions(
+        quiet: Harness, backend_name: str) -> None:
+    h = quiet
+    phone = "+2250700002802"
+    await h.make_user(phone, mode="child")
+    await answered(h, phone, "Bonjour")
+    requests = len(h.llm.requests)
+    for _ in range(2):
+        h.llm.push_tool_calls(("list_user_files", {}))
+    counts = await answered(h, phone, "Quels fichiers ai-je envoyés ?")
+    print(f"three calls: {counts}")
+    assert len(h.llm.requests) - requests == 3
+    last = h.llm.requests[-1]["messages"]
+    asked = max(n for n, m in enumerate(last) if m["role"] == "user")
+    assert [m["role"] for m in last[asked + 1:]] == ["assistant", "tool", "assistant", "tool"]
+    assert counts.transactions <= THREE_CALLS_TRANSACTIONS, counts
+    assert counts.statements <= THREE_CALLS_STATEMENTS[backend_name], counts
 
 
 async def test_the_counter_sees_one_more_transaction(quiet: Harness) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from bot.channel.outbound.attempt import wait_sent
 from bot.channel.outbound.health import delivery_blocked, note_status, opted_out_now
-from bot.channel.outbound.outbox import deliver_outbox, inbound_outcome, run_outbox
+from bot.channel.outbound.outbox import deliver_outbox, finish_inbound, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
 from bot.channel.outbound.scope import SendKeys, commit_turn, sending
 from bot.channel.outbound.send import (
@@ -41,8 +41,8 @@ __all__ = [
     "deliver_outbox",
     "delivery_blocked",
     "explain",
+    "finish_inbound",
     "in_whatsapp_window",
-    "inbound_outcome",
     "note_status",
     "opted_out_now",
     "run_outbox",

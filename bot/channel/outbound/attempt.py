@@ -37,13 +37,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, exists, func, null, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from bot import metrics
 from bot.channel import formatting
-from bot.channel.metering import template_category
+from bot.channel.metering import recorded_price, template_category
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
 from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
 from bot.channel.twilio_client import SendExpired, SentMessage, TwilioNotConfigured, TwilioSendError
@@ -114,14 +115,15 @@ def _replayed(row: OutboundMessage) -> Attempt:
     return Attempt(exc=TwilioSendError(row.last_error or "not sent", code=code))
 
 
-async def _backlog(db: AsyncSession, to: str, before_id: int) -> bool:
-    """Whether an earlier message to `to` has not left yet (this one must wait behind it)."""
-    found = await db.scalar(
-        select(OutboundMessage.id)
-        .where(OutboundMessage.to_addr == to, OutboundMessage.sid.is_(None),
-               OutboundMessage.status.in_(OUTBOX_WAITING), OutboundMessage.id < before_id)
-        .limit(1))
-    return found is not None
+def _backlog_exists(to: str) -> Any:
+    """Whether a message to `to` recorded before this one has not left yet (this one must wait
+    behind it); read before this one is recorded."""
+    return exists().where(OutboundMessage.to_addr == to, OutboundMessage.sid.is_(None),
+                          OutboundMessage.status.in_(OUTBOX_WAITING))
+
+
+async def _backlog(db: AsyncSession, to: str) -> bool:
+    return bool(await db.scalar(select(_backlog_exists(to))))
 
 
 async def send_one(services: Services, user_id: int | None, channel: str, to: str, from_: str,
@@ -135,20 +137,16 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
     outbox = kind in DIRECT_KINDS and not message.get("no_outbox")
     await commit_turn()
     async with services.sessions() as db:
-        refused = await refusal_in(services, db, user_id, opt_out_kind=kind in OPT_OUT_KINDS,
-                                   proactive=kind not in DIRECT_KINDS)
-        if refused is not None:
-            return Attempt(erased=True) if refused[0] == "erased" else Attempt(refused=refused)
-        if key is not None:
-            existing = await db.scalar(select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
-            if existing is not None:
-                return _replayed(existing)
-        untold = user_id is not None and not message.get("content_sid") and await _untold(db, user_id)
+        look = await _look(services, db, user_id, to, kind, key)
+        if isinstance(look, Attempt):
+            return look
+        untold, backlog = look
+        untold = untold and not message.get("content_sid")
         row = _new_row(services, user_id, channel, to, message, kind, key, fields)
         recorded = await _record(db, row)
         if recorded is not None:
             return recorded
-        if outbox and (queue_only or await _backlog(db, to, row.id)):
+        if outbox and (queue_only or backlog):
             row.status, row.next_attempt_at = "queued", row.created_at
             await db.commit()
             metrics.OUTBOUND.labels(channel, "queued").inc()
@@ -167,6 +165,51 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
         await store_sent(services, row, sent)
     metrics.OUTBOUND.labels(channel, "sent").inc()
     return Attempt(sid=sent.sid, status=sent.status, untold=untold)
+
+
+async def _look(services: Services, db: AsyncSession, user_id: int | None, to: str, kind: str,
+                key: str | None) -> Attempt | tuple[bool, bool]:
+    """What is read before a message is recorded, in the transaction that records it: whether the
+    user may get it (`health.refusal_in`), the row its key already has, whether earlier direct
+    messages to the user failed untold (`tell_failures`) and whether an earlier message to `to`
+    has not left yet (this one then waits behind it). A direct message to a user is one SELECT;
+    otherwise one each. Returns the attempt when the message must not be recorded, else
+    (untold, backlog)."""
+    if user_id is not None and kind in DIRECT_KINDS:
+        return await _look_direct(db, user_id, to, kind, key)
+    refused = await refusal_in(services, db, user_id, opt_out_kind=kind in OPT_OUT_KINDS,
+                               proactive=kind not in DIRECT_KINDS)
+    if refused is not None:
+        return Attempt(erased=True) if refused[0] == "erased" else Attempt(refused=refused)
+    if key is not None:
+        existing = await db.scalar(select(OutboundMessage).where(OutboundMessage.idempotency_key == key))
+        if existing is not None:
+            return _replayed(existing)
+    untold = user_id is not None and await _untold(db, user_id)
+    return untold, kind in DIRECT_KINDS and await _backlog(db, to)
+
+
+async def _look_direct(db: AsyncSession, user_id: int, to: str, kind: str,
+                       key: str | None) -> Attempt | tuple[bool, bool]:
+    """`_look` for a direct message to a user, in one SELECT of the user's row, held as
+    `health.user_gone` holds it (an erasure cannot slip in before the insert)."""
+    outbound = aliased(OutboundMessage)
+    existing = (select(outbound.id).where(outbound.idempotency_key == key).scalar_subquery()
+                if key is not None else null())
+    untold = exists().where(*_untold_where(user_id))
+    found = (await db.execute(
+        select(User.opted_out, existing, untold, _backlog_exists(to))
+        .where(User.id == user_id).with_for_update(read=True, key_share=True, of=User))).first()
+    if found is None:
+        return Attempt(erased=True)
+    opted_out, existing_id, has_untold, backlog = found
+    if opted_out and kind not in OPT_OUT_KINDS:
+        return Attempt(refused=("opted_out", None))
+    if existing_id is not None:
+        row = await db.get(OutboundMessage, existing_id)
+        assert row is not None
+        return _replayed(row)
+    return bool(has_untold), bool(backlog)
 
 
 async def _record(db: AsyncSession, row: OutboundMessage) -> Attempt | None:
@@ -192,12 +235,14 @@ def _new_row(services: Services, user_id: int | None, channel: str, to: str, mes
              kind: str, key: str | None, fields: dict[str, Any]) -> OutboundMessage:
     body = message.get("body", "")
     now = services.clock()
+    template = bool(message.get("template"))
+    path = services.settings.costs.cost_rates_file
+    price, category = recorded_price(path, channel, to, template_category(path, fields), template)
     return OutboundMessage(
         user_id=user_id, channel=channel, to_addr=to, body=message.get("record_body", body),
         media_url=message.get("media_url"), kind=kind, status="sending",
         segments=formatting.sms_segments(body)[1] if channel == "sms" else None,
-        template=bool(message.get("template")),
-        category=template_category(services.settings.costs.cost_rates_file, fields),
+        template=template, category=category, price_micro=price,
         inbound_id=current_inbound.get(), created_at=now, updated_at=now,
         idempotency_key=key, payload=fields, attempts=0,
     )
@@ -252,11 +297,16 @@ async def store_sent(services: Services, row: OutboundMessage, sent: SentMessage
     message must not leave it looking unsent (it would be sent again, or hold later ones back)."""
 
     async def store() -> None:
+        # One UPDATE: a status callback may already have moved the row on (keep the further one).
+        waiting = OutboundMessage.status.in_(OUTBOX_WAITING)
         async with services.sessions() as db:
-            stored = await db.get(OutboundMessage, row.id)
-            if stored is not None:
-                _record_sent(services, stored, sent)
-                await db.commit()
+            await db.execute(
+                update(OutboundMessage).where(OutboundMessage.id == row.id)
+                .values(sid=sent.sid, attempts=func.coalesce(OutboundMessage.attempts, 0) + 1,
+                        next_attempt_at=None, payload=None, updated_at=services.clock(),
+                        status=case((waiting, sent.status), else_=OutboundMessage.status))
+                .execution_options(synchronize_session=False))
+            await db.commit()
 
     _record_sent(services, row, sent)  # the caller's copy, for what it does next
     metrics.TWILIO_SENDS.labels(row.channel, "accepted", "none").inc()

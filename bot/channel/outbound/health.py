@@ -146,13 +146,17 @@ async def judge_delivery_health(services: Services, db: AsyncSession, user: User
                 extra={"user_id": user.id, "reason": user.delivery_blocked_reason, "failures": len(streak)})
 
 
-async def note_status(services: Services, db: AsyncSession, user_id: int | None, status: str) -> None:
+async def note_status(services: Services, db: AsyncSession, user_id: int | None, status: str, *,
+                      failures: int | None = None) -> None:
     """For the status callback of a message to `user_id`: a failure counts towards the user's
     delivery health, a delivery clears it. The user's row is read only for a failure; a delivery
-    is one UPDATE that touches the row only when failures were counted."""
+    is one UPDATE that touches the row only when failures were counted, and none when the caller
+    read `failures` (the user's count) as 0."""
     if user_id is None:
         return
     if status in ("delivered", "read"):
+        if failures == 0:
+            return
         await db.execute(update(User).where(User.id == user_id, User.delivery_failures > 0)
                          .values(delivery_failures=0).execution_options(synchronize_session=False))
         return

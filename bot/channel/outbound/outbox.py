@@ -10,7 +10,8 @@ not at most once; an ambiguous failure is looked up at Twilio before it is sent 
 
 The inbound row ends `done` when every answer was accepted, `delivering` while one waits in the
 outbox (the sender sets it `done` or `undelivered` later), `undelivered` when one failed for good
-(`inbound_outcome`). Imports `health` and `attempt`.
+(`inbound_outcome`; `finish_inbound` ends a handled message so, in one statement). Imports `health`
+and `attempt`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import case, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
 from bot import logs, metrics
 from bot.channel.outbound.attempt import (
@@ -57,6 +59,22 @@ async def inbound_outcome(db: AsyncSession, inbound_id: int) -> str:
     if any(status == "failed" and kind in TOLD_KINDS for status, kind in rows):
         return "undelivered"
     return "done"
+
+
+async def finish_inbound(db: AsyncSession, inbound_id: int, user_id: int, now: Any) -> tuple[str, bool]:
+    """Ends a handled inbound message in one UPDATE: its status from its answers, as
+    `inbound_outcome` says it, and whether another of the user's rows is pending. Not committed."""
+    waiting = exists().where(OutboundMessage.inbound_id == inbound_id, OutboundMessage.sid.is_(None),
+                             OutboundMessage.status.in_(OUTBOX_WAITING))
+    failed = exists().where(OutboundMessage.inbound_id == inbound_id, OutboundMessage.sid.is_(None),
+                            OutboundMessage.status == "failed", OutboundMessage.kind.in_(TOLD_KINDS))
+    other = aliased(InboundMessage)
+    more = exists().where(other.user_id == user_id, other.status == "pending")
+    status, pending = (await db.execute(
+        update(InboundMessage).where(InboundMessage.id == inbound_id)
+        .values(status=case((waiting, "delivering"), (failed, "undelivered"), else_="done"), processed_at=now)
+        .returning(InboundMessage.status, more).execution_options(synchronize_session=False))).one()
+    return str(status), bool(pending)
 
 
 async def _settle_inbound(services: Services, inbound_ids: set[int]) -> None:

@@ -8,6 +8,7 @@ from bot.storage.models.classwork import Assignment, AssignmentWork, ClassFileOp
 from bot.storage.models.consent import Consent, consent_lacking
 from bot.storage.models.learner import QuizItem, SkillMastery
 from bot.storage.models.library import LIBRARY_CHUNKS_SEARCH_DDL, LIBRARY_CHUNKS_SEARCH_DROP, LibraryChunk
+from bot.storage.models.payments import Payment
 from bot.storage.models.school import (
     GENTLE_S,
     Cohort,
@@ -33,7 +34,6 @@ from bot.storage.models.tables import (
     Message,
     OutboundMessage,
     ParentLink,
-    Payment,
     PendingDelivery,
     PendingMenu,
     ScheduledSend,

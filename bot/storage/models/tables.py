@@ -1,5 +1,5 @@
 """The bot's own tables (users, conversations, messages, sends, jobs, credits, files, tasks, parents,
-erasures)."""
+erasures; payments are in `payments`)."""
 
 from __future__ import annotations
 
@@ -161,10 +161,12 @@ class OutboundMessage(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     # When the user was told that this message never went out (on their next successful send).
     failure_told_at: Mapped[datetime | None]
-    # Its price, in millionths of a US dollar, and WhatsApp's category it was priced as (service,
-    # utility, …), set by the first status callback that says Twilio sent it (bot.channel.prices).
+    # Its price, in millionths of a US dollar, and WhatsApp's category it is priced as (service,
+    # utility, …): `cost_micro` is set by the first status callback that says Twilio sent it, from
+    # `price_micro`, the price as the row was recorded (an SMS's per segment; bot.channel.metering).
     cost_micro: Mapped[int | None] = mapped_column(Integer)
     category: Mapped[str | None] = mapped_column(String(16))
+    price_micro: Mapped[int | None] = mapped_column(Integer)
 
 
 class TurnRecord(Base):
@@ -403,22 +405,6 @@ class ScheduledSend(Base):
     last_error: Mapped[str | None] = mapped_column(String(300))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime | None]
-
-
-class Payment(Base):
-    __tablename__ = "payments"
-
-    id: Mapped[int] = mapped_column(PK, primary_key=True, autoincrement=True)
-    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    provider: Mapped[str] = mapped_column(String(32))
-    reference: Mapped[str] = mapped_column(String(128), unique=True)
-    pack: Mapped[str] = mapped_column(String(32))
-    amount: Mapped[int] = mapped_column(Integer)  # in the currency's smallest unit (XOF has none)
-    currency: Mapped[str] = mapped_column(String(8), default="XOF")
-    credits: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | paid | failed
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    paid_at: Mapped[datetime | None]
 
 
 class Erasure(Base):
