@@ -2,8 +2,9 @@
 
     .venv/bin/python -m bench.scale --background [--rate 8] [--seconds 20] [--workers 1] [--tasks 500]
 
-One deployment (PostgreSQL, Redis, one `serve`, the first count of --workers `worker`s, the model
-and Twilio stood in as for the scale-out rows). Measured, in this order:
+One deployment (PostgreSQL, Redis, one `serve`, the first count of --workers `worker`s, each
+WORKER_CONCURRENCY=32 unless --worker-concurrency says otherwise, the model and Twilio stood in as
+for the scale-out rows). Measured, in this order:
 - each worker's time to ready: from its spawn to its « worker started » line (the document
   libraries and the tools imported, the language, safety and e5 models loaded), and its resident
   memory then (VmRSS) and at the end (VmHWM, the peak), its child processes' included (the

@@ -66,10 +66,11 @@ class LocalEmbedder:
 
     async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         try:
-            if lanes.in_background():
-                # The index pass and the jobs: the background lane's process and its own copy of
+            if lanes.in_background() and not query:
+                # The index pass's passages: the background lane's process and its own copy of
                 # the model, so a child's message never waits for the pass's batch, nor the event
-                # loop for the interpreter's lock the model holds (chat first, bot.lanes).
+                # loop for the interpreter's lock the model holds (chat first, bot.lanes). A job's
+                # search (one short query) stays here rather than wait behind the pass.
                 parts = [await lanes.cpu(functools.partial(e5.encode, query=query), texts[i:i + self.batch],
                                          process=True) for i in range(0, len(texts), self.batch)]
                 return np.vstack(parts) if parts else np.zeros((0, e5.DIMENSIONS), np.float32)

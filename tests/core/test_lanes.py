@@ -146,3 +146,15 @@ def test_a_worker_loads_what_a_first_message_needs_before_it_starts() -> None:
     warm_models(load_settings({}))
     assert language._identifier.cache_info().currsize == 1
     assert meaning.WEIGHTS_PATH in meaning._LOADED
+
+
+def test_the_lane_process_importing_the_entry_point_again_starts_nothing() -> None:
+    """A spawned child imports `python -m bot`'s module again as __mp_main__, with the parent's
+    arguments: unguarded, the background lane's process started a second worker."""
+    import subprocess
+    import sys
+
+    code = "import runpy, sys; sys.argv = ['bot', 'worker']; runpy.run_module('bot', run_name='__mp_main__')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "DATABASE_URL": "postgresql+asyncpg://nobody@127.0.0.1:1/none"})
+    assert done.returncode == 0 and "error" not in done.stderr.lower(), done.stderr
