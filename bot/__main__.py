@@ -2,4 +2,7 @@
 
 from bot.cli import main
 
-raise SystemExit(main())
+# Guarded: the background lane's process (bot.lanes, spawned) imports this module again under
+# another name, and must not start a second `serve` or `worker` there.
+if __name__ == "__main__":
+    raise SystemExit(main())

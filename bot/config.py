@@ -76,6 +76,7 @@ class Settings:
     safety: groups.Safety
     costs: groups.Costs  # what the operator pays (the dashboard's cost per learner)
     library: groups.LibrarySearch  # EMBEDDINGS*
+    lanes: groups.Lanes  # BACKGROUND_*: what background work may take of a process (bot.lanes)
     worker_concurrency: int
     outbound_part_wait_s: float
     media_max_bytes: int
@@ -227,7 +228,7 @@ _VERBATIM = frozenset({"SMTP_USER", "SMTP_PASSWORD", "PAYMENT_SECRET"})  # not s
 
 class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironment, LocaleEnvironment,
                   groups.SafetyEnvironment, groups.LibraryEnvironment, groups.WebEnvironment,
-                  groups.ServiceEnvironment):
+                  groups.ServiceEnvironment, groups.LaneEnvironment):
     """Every variable the bot reads: the field `port` is PORT, and so on."""
 
     model_config = SettingsConfigDict(env_file=".env", case_sensitive=True, extra="allow",
@@ -248,8 +249,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     allow_placeholders: bool = False
     auto_migrate: bool | None = None  # serve and worker migrate at start; unset: on for SQLite only
     log_level: Upper = "INFO"
-    # Twilio, how WhatsApp answers leave, new users' defaults, search and browsing: bot.config_groups's
-    # *Environment.
+    # Twilio, WhatsApp's answers, new users' defaults, search, browsing: bot.config_groups's *Environment.
     # The model and the agent loop (AGENT_* and MAX_TOOL_CALLS_PER_RESPONSE make `Limits`).
     llm_base_url: Url = OPENROUTER_API
     llm_api_key: str = ""
@@ -481,7 +481,7 @@ def _settings(read: Environment) -> Settings:
                          else not read.database_url.startswith("postgresql")),
         "limits": groups.limits_of(read),
         "learning": read.learning(), "safety": read.safety(), "costs": read.costs(),
-        "library": read.library_search(),
+        "library": read.library_search(), "lanes": read.lanes(),
         "browse_allow_private": read.browse_allow_private_for_tests,
         "browse_test_allow": read.browse_allow_addrs_for_tests,
         "llm_vision_model": read.llm_vision_model or read.llm_model,

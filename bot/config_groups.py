@@ -33,9 +33,9 @@ from bot.config_values import (
 )
 
 __all__ = ["DEFAULT_HELPLINES", "TWILIO_DEFAULT_API", "ChannelEnvironment", "Costs", "CostsEnvironment",
-           "Learning", "LearningEnvironment", "LibraryEnvironment", "LibrarySearch", "Limits",
-           "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment", "ServiceEnvironment",
-           "WebEnvironment", "learning_of", "limits_of"]
+           "LaneEnvironment", "Lanes", "Learning", "LearningEnvironment", "LibraryEnvironment",
+           "LibrarySearch", "Limits", "LocaleEnvironment", "Proxies", "Safety", "SafetyEnvironment",
+           "ServiceEnvironment", "WebEnvironment", "learning_of", "limits_of"]
 
 TWILIO_DEFAULT_API = "https://api.twilio.com"
 Proxies = tuple[IPv4Network | IPv6Network, ...]  # TRUSTED_PROXIES as Settings holds it
@@ -187,6 +187,26 @@ class ServiceEnvironment(BaseSettings):
     # Students may open web pages (browse_url): off, a school's tutor keeps them to their lessons
     # (tools/browse_url.py refuses for them, the tool set unchanged).
     student_web_tools: bool = False
+
+
+@dataclass(frozen=True)
+class Lanes:
+    """The background lane's share of a process (bot.lanes): periodic passes at once, and threads
+    for their CPU work and the background jobs'; chat keeps the rest."""
+
+    background_concurrency: int = 2
+    background_threads: int = 1
+
+
+class LaneEnvironment(BaseSettings):
+    """The variables of `Lanes` (bot.config.Environment inherits them)."""
+
+    background_concurrency: int = Field(2, ge=1)
+    background_threads: int = Field(1, ge=1)
+
+    def lanes(self) -> Lanes:
+        return Lanes(background_concurrency=self.background_concurrency,
+                     background_threads=self.background_threads)
 
 
 class ChannelEnvironment(BaseSettings):
@@ -352,6 +372,8 @@ class LibrarySearch:
     min_similarity: float = 0.0
     # A PDF without a text layer (a scan) is read by OCR page by page, up to this many pages.
     ocr_max_pages: int = field(default=20, metadata={"variable": "OCR_MAX_PAGES"})
+    # The pass that indexes new files and embeds their chunks runs this often (bot.library.index).
+    index_interval_s: float = field(default=30.0, metadata={"variable": "LIBRARY_INDEX_INTERVAL_S"})
 
 
 class LibraryEnvironment(BaseSettings):
@@ -366,6 +388,7 @@ class LibraryEnvironment(BaseSettings):
     embeddings_timeout_s: float = Field(30.0, gt=0)
     embeddings_min_similarity: float | None = Field(None, ge=-1, le=1)  # default: 0.82 local, 0.3 openai
     ocr_max_pages: int = Field(20, ge=0, le=500)
+    library_index_interval_s: float = Field(30.0, ge=0.5)
 
     def library_search(self) -> LibrarySearch:
         kind = self.embeddings or ("local" if e5.installed() else "off")
@@ -375,5 +398,5 @@ class LibraryEnvironment(BaseSettings):
             batch=self.embeddings_batch, timeout_s=self.embeddings_timeout_s,
             min_similarity=self.embeddings_min_similarity if self.embeddings_min_similarity is not None
             else (0.82 if kind == "local" else 0.3),
-            ocr_max_pages=self.ocr_max_pages,
+            ocr_max_pages=self.ocr_max_pages, index_interval_s=self.library_index_interval_s,
         )

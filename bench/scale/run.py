@@ -1,6 +1,9 @@
 """Scale-out: one `serve` and 1, 2 then 4 `worker` processes under the same offered load.
 
     .venv/bin/python -m bench.scale [--rate 10] [--seconds 20] [--users 100] [--workers 1,2,4] [--warmup 3]
+    .venv/bin/python -m bench.scale --background [--rate 8] [--workers 1] [--tasks 500]
+
+(--background: chat beside a background batch, and a worker's start; bench/scale/background.py.)
 
 Real processes (`python -m bot serve|worker`) on PostgreSQL and Redis, a fresh database for each
 row. The model is stood in at a fixed latency (--llm-latency, 1 s) and three calls per turn: two
@@ -126,11 +129,14 @@ class Deployment:
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
     metrics_ports: list[int] = field(default_factory=list)
+    spawned: list[float] = field(default_factory=list)  # each process's spawn (monotonic)
+    ready_s: list[float] = field(default_factory=list)  # each worker's spawn to « worker started »
 
     def spawn(self, name: str, command: str) -> None:
         # Each process serves its own counters (database transactions and statements among them).
         self.metrics_ports.append(free_port())
         env = {**self.env, "METRICS_PORT": str(self.metrics_ports[-1])}
+        self.spawned.append(time.monotonic())
         with open(self.logs / f"{name}.log", "ab") as log:
             self.procs.append(subprocess.Popen([sys.executable, "-m", "bot", command], cwd=self.logs,
                                                env=env, stdout=log, stderr=subprocess.STDOUT))
@@ -151,11 +157,16 @@ class Deployment:
         self.spawn("serve", "serve")
         for n in range(workers):
             self.spawn(f"worker{n}", "worker")
+        ready: dict[int, float] = {}
         async with aiohttp.ClientSession() as session:
-            for _ in range(600):
+            for _ in range(1200):
                 # A worker is up once it says so (LOG_LEVEL INFO, the default).
                 logs = [(self.logs / f"worker{n}.log").read_bytes() for n in range(workers)]
-                if all(b"worker started" in log for log in logs) and await self._ready(session):
+                for n, log in enumerate(logs):
+                    if n not in ready and b"worker started" in log:
+                        ready[n] = time.monotonic() - self.spawned[n + 1]
+                if len(ready) == workers and await self._ready(session):
+                    self.ready_s = [ready[n] for n in range(workers)]
                     return
                 dead = [p.args for p in self.procs if p.poll() is not None]
                 if dead:
@@ -362,7 +373,8 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.scale", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rate", type=float, default=10.0, help="messages per second offered")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="messages per second offered (10; 8 with --background)")
     parser.add_argument("--seconds", type=float, default=20.0, help="how long the load is offered")
     parser.add_argument("--users", type=int, default=100, help="distinct senders, taking turns")
     parser.add_argument("--warmup", type=float, default=3.0,
@@ -375,7 +387,26 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=120.0, help="seconds allowed for the last replies")
     parser.add_argument("--database-admin-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--background", action="store_true",
+                        help="chat alone against chat beside a background batch, a worker's start and "
+                             "memory, first against tenth message (bench/scale/background.py)")
+    parser.add_argument("--tasks", type=int, default=500,
+                        help="with --background: library files in the batch")
+    parser.add_argument("--index-interval", type=float, default=1.0,
+                        help="with --background: LIBRARY_INDEX_INTERVAL_S of the deployment")
+    parser.add_argument("--bot-root", default="",
+                        help="with --background: run the processes from this checkout (a baseline)")
     add_arguments(parser)
     args = parser.parse_args()
-    if not compare(args, "bench.scale", figures(args.workers)):
+    if args.rate is None:
+        args.rate = 8.0 if args.background else 10.0
+    if args.background and not args.worker_concurrency:
+        # 8 messages a second of 3-second turns are 24 turns at once: with the default 16 one
+        # worker queues them, and the queue, not the background batch, makes the p95.
+        args.worker_concurrency = 32
+    if args.background:
+        from bench.scale import background
+
+        asyncio.run(background.main_async(args))
+    elif not compare(args, "bench.scale", figures(args.workers)):
         asyncio.run(main_async(args))

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import lanes
 from bot.storage.models import UserFile
 
 log = logging.getLogger(__name__)
@@ -186,13 +187,15 @@ async def ocr(data: bytes, timeout_s: float = OCR_TIMEOUT_S) -> str:
     """The text Tesseract reads on the image ("" when none); raises ImageError or RuntimeError.
     A page read poorly is turned upright by orientation detection and read again (the better
     reading is kept): most photos are upright, and detection costs a second pass."""
-    reason = ocr_available()
+    # In threads: the first look runs `tesseract --list-langs`, and a page is prepared with Pillow
+    # (the background lane's threads when a scan is read by the library's pass, bot.lanes).
+    reason = await lanes.cpu(ocr_available)
     if reason:
         raise RuntimeError(reason)
-    text = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data), timeout_s)
-    if not text or _words(text) >= READ_WELL_WORDS or "osd" not in ocr_languages(with_osd=True):
+    text = await _tesseract(await lanes.cpu(prepare_for_ocr, data), timeout_s)
+    if not text or _words(text) >= READ_WELL_WORDS or "osd" not in await lanes.cpu(ocr_languages, True):
         return text
-    again = await _tesseract(await asyncio.to_thread(prepare_for_ocr, data, True), timeout_s)
+    again = await _tesseract(await lanes.cpu(prepare_for_ocr, data, True), timeout_s)
     return again if _words(again) > _words(text) else text
 
 

@@ -5,13 +5,13 @@ Always off the event loop or over HTTP, in batches; vectors come back L2-normali
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from typing import Protocol
 
 import httpx
 import numpy as np
 
-from bot import e5
+from bot import e5, lanes
 from bot.config_groups import LibrarySearch
 from bot.library.errors import LibraryError
 from bot.services import Services
@@ -66,7 +66,15 @@ class LocalEmbedder:
 
     async def embed(self, texts: list[str], *, query: bool) -> np.ndarray:
         try:
-            return await asyncio.to_thread(self._encode, texts, query)
+            if lanes.in_background() and not query:
+                # The index pass's passages: the background lane's process and its own copy of
+                # the model, so a child's message never waits for the pass's batch, nor the event
+                # loop for the interpreter's lock the model holds (chat first, bot.lanes). A job's
+                # search (one short query) stays here rather than wait behind the pass.
+                parts = [await lanes.cpu(functools.partial(e5.encode, query=query), texts[i:i + self.batch],
+                                         process=True) for i in range(0, len(texts), self.batch)]
+                return np.vstack(parts) if parts else np.zeros((0, e5.DIMENSIONS), np.float32)
+            return await lanes.cpu(self._encode, texts, query)
         except (ImportError, OSError, RuntimeError) as exc:
             raise EmbeddingError(f"local model: {exc}") from exc
 

@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, and_, delete, exists, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import lanes
 from bot.documents import run_cpu
 from bot.documents.extract import kind_of
-from bot.library.chunks import chunk_file, pdf_pages
+from bot.library.chunks import Chunk, chunk_file, pdf_pages
 from bot.library.embeddings import EmbeddingError, embedder_for, to_bytes
 from bot.library.text import keyword_terms, name_terms
 from bot.periodic import Job
@@ -58,25 +59,30 @@ async def index_file(services: Services, db: AsyncSession, row: UserFile, data: 
     if only_if_changed and await _current(db, row):
         return 0
     pages = await _pages(services, row, data)
-    chunks = chunk_file(row.text, row.name, row.mime, pages)
-    named = " ".join(name_terms(row.name))
+    # Cutting a long text and its keywords is seconds of Python: in a thread, never on the loop.
+    cut = await lanes.cpu(_cut, row.text, row.name, row.mime, pages)
     await db.execute(delete(LibraryChunk).where(LibraryChunk.file_id == row.id))
     now = services.clock()
-    rows = []
-    for chunk in chunks:
-        is_sheet = chunk.locator.startswith("feuille ")
-        sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
-        words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words
-        terms = f"{named} {' '.join(words)}".strip()
-        rows.append(LibraryChunk(user_id=row.user_id, cohort_id=row.cohort_id, file_id=row.id,
-                                 ordinal=chunk.ordinal,
-                                 locator=chunk.locator[:80], text=chunk.text, terms=terms,
-                                 words=len(terms.split()), source_chars=len(row.text or ""), attempts=0,
-                                 created_at=now))
+    rows = [LibraryChunk(user_id=row.user_id, cohort_id=row.cohort_id, file_id=row.id, ordinal=chunk.ordinal,
+                         locator=chunk.locator[:80], text=chunk.text, terms=terms, words=len(terms.split()),
+                         source_chars=len(row.text or ""), attempts=0, created_at=now)
+            for chunk, terms in cut]
     await _embed_now(services, row.name, rows)
     db.add_all(rows)
     await db.flush()
-    return len(chunks)
+    return len(cut)
+
+
+def _cut(text: str | None, name: str, mime: str, pages: list[str] | None) -> list[tuple[Chunk, str]]:
+    """The file's chunks, each with its keyword text (the file's name is in every chunk's)."""
+    named = " ".join(name_terms(name))
+    cut = []
+    for chunk in chunk_file(text, name, mime, pages):
+        is_sheet = chunk.locator.startswith("feuille ")
+        sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
+        words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words
+        cut.append((chunk, f"{named} {' '.join(words)}".strip()))
+    return cut
 
 
 async def _embed_now(services: Services, name: str, rows: list[LibraryChunk]) -> None:
@@ -225,5 +231,6 @@ async def _tick(services: Services, now: datetime) -> None:
 
 
 def index_jobs(interval_s: float = INDEX_INTERVAL_S) -> list[Job]:
-    """For the composition root: the pass that indexes files and embeds their chunks."""
+    """For the composition root: the pass that indexes files and embeds their chunks (every
+    LIBRARY_INDEX_INTERVAL_S, `interval_s` here), in the background lane (bot.lanes)."""
     return [Job(name="library_index", interval_s=interval_s, fn=_tick)]

@@ -6,7 +6,6 @@ form feeds, so its chunks still say « page 3 »."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import subprocess
 import tempfile
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot import lanes
 from bot.agent import vision
 from bot.documents.extract import MAX_TEXT_CHARS, kind_of
 from bot.documents.names import extension_of
@@ -60,7 +60,7 @@ async def scanned_pages(data: bytes, max_pages: int) -> list[str]:
     """Each page's OCR text, the first `max_pages` pages (pdftoppm, then Tesseract page by page)."""
     if max_pages <= 0:
         return []
-    return [await vision.ocr(png) for png in await asyncio.to_thread(_rasterise, data, max_pages)]
+    return [await vision.ocr(png) for png in await lanes.cpu(_rasterise, data, max_pages)]
 
 
 async def read_text_of(services: Services, row: UserFile, data: bytes) -> str:

@@ -12,6 +12,9 @@ active jobs whose heartbeat is older than two leases (or never written, on a job
 ago) and whose lease is free: the in-process broker's messages are lost at a restart, and Redis
 may lose one. What a job does is `run_job(services, job_id)`, passed by the composition root
 (bot/cli.py); it saves the job's state after every step, so a job cut anywhere is resumed.
+
+A job is background work (bot.lanes): JOB_CONCURRENCY of them at once, their CPU work on the
+background lane's threads, never the chat workers' slots or the loop's default executor.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dramatiq.worker import ConsumerThread, WorkerThread
 from sqlalchemy import or_, select, update
 
 from bot.clock import system_now
+from bot.lanes import as_background, configure
 from bot.pipeline.scheduler import sweep_each_interval
 from bot.services import Services
 from bot.storage.job_queue import JobQueue, job_lock_key
@@ -69,6 +73,7 @@ class JobWorkers:
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        configure(self.services.settings.lanes.background_threads)
         self._stopping = False
         self.queue.draining = False
         self.queue.set_runner(self._deliver_from_thread)
@@ -177,7 +182,8 @@ class JobWorkers:
     async def _run_held(self, job_id: int, token: str) -> None:
         """Runs the job while its lease is renewed; run_job's error is raised (Dramatiq retries)."""
         await self._beat(job_id, system_now())
-        run = asyncio.create_task(self.run_job(self.services, job_id), name=f"job-{job_id}")
+        with as_background():  # the task takes the mark with the context it copies
+            run = asyncio.create_task(self.run_job(self.services, job_id), name=f"job-{job_id}")
         done = asyncio.Event()
         keeper = asyncio.create_task(self._keep(job_id, token, run, done), name=f"job-{job_id}-lease")
         try:

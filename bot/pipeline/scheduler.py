@@ -10,6 +10,9 @@ sends a job makes are claimed row by row (bot.channel.scheduled), so even two ru
 than its period, or hosts whose clocks differ by more than a period) never send twice.
 A failing tick — Redis or the database away, a bug, one bad row — is logged and counted, and the
 next tick runs as usual: only `stopping` ends a job's loop.
+
+Chat first: a tick runs in the background lane (bot.lanes): at most BACKGROUND_CONCURRENCY ticks
+at once in a process, their CPU work on the lane's own threads, never the workers' slots.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot import metrics
+from bot.lanes import Lane, as_background, background_slot, configure
 from bot.periodic import Job, period_key
 
 if TYPE_CHECKING:
@@ -48,9 +52,10 @@ async def sweep_each_interval(state: Any, key: str, interval_s: float, sweep: Ca
 
 
 async def run_once(services: Services, job: Job) -> bool:
-    """Runs one tick of `job` now; False when it failed (logged)."""
+    """Runs one tick of `job` now, as background work; False when it failed (logged)."""
     try:
-        await job.fn(services, services.clock())
+        with as_background():
+            await job.fn(services, services.clock())
     except asyncio.CancelledError:
         raise
     except Exception:
@@ -62,7 +67,7 @@ async def run_once(services: Services, job: Job) -> bool:
 
 
 
-async def _tick(services: Services, job: Job, period: int) -> None:
+async def _tick(services: Services, job: Job, period: int, lane: Lane | None = None) -> None:
     try:
         # The claim itself needs Redis: when Redis is away the tick is skipped, not the loop ended.
         # It outlives its period: a process whose clock is a little behind finds it still there.
@@ -74,10 +79,11 @@ async def _tick(services: Services, job: Job, period: int) -> None:
         metrics.JOB_RUNS.labels(job.name, "failed").inc()
         return
     if mine:
-        await run_once(services, job)
+        async with background_slot(lane):  # the claim is this process's: it runs once a slot is free
+            await run_once(services, job)
 
 
-async def _loop(services: Services, job: Job, stopping: asyncio.Event) -> None:
+async def _loop(services: Services, job: Job, stopping: asyncio.Event, lane: Lane) -> None:
     while not stopping.is_set():
         # The next period's start: every process asks for the same period at about the same time. A
         # tick that ran past it skips the periods it overlapped (other processes ran them).
@@ -89,7 +95,7 @@ async def _loop(services: Services, job: Job, stopping: asyncio.Event) -> None:
         except TimeoutError:
             pass
         try:
-            await _tick(services, job, period)
+            await _tick(services, job, period, lane)
         except asyncio.CancelledError:
             raise
         except Exception:  # whatever a tick raises, the next one runs
@@ -97,7 +103,9 @@ async def _loop(services: Services, job: Job, stopping: asyncio.Event) -> None:
 
 
 async def run_jobs(services: Services, jobs: Sequence[Job], stopping: asyncio.Event) -> None:
-    await asyncio.gather(*(_loop(services, job, stopping) for job in jobs))
+    configure(services.settings.lanes.background_threads)
+    lane = Lane(services.settings.lanes.background_concurrency)
+    await asyncio.gather(*(_loop(services, job, stopping, lane) for job in jobs))
 
 
 # --- scheduled sends ---------------------------------------------------------------------------

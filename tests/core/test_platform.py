@@ -96,7 +96,7 @@ async def test_readyz_reports_the_database_down(tmp_path: Path) -> None:
 # pipeline: any domain, never each other), then the composition root.
 BASE = {"bot.config", "bot.config_values", "bot.config_groups", "bot.config_secrets", "bot.logs",
         "bot.metrics", "bot.clock", "bot.credentials", "bot.render", "bot.texts", "bot.e5",
-        "bot.formats"}
+        "bot.formats", "bot.lanes"}
 CORE = BASE | {"bot.storage", "bot.services", "bot.periodic", "bot.channel", "bot.agent"}
 DOMAINS: dict[str, set[str]] = {
     "bot.sandbox": set(),
@@ -115,7 +115,7 @@ EDGES = ("bot.web", "bot.console", "bot.doctor", "bot.pipeline")
 ALLOWED: dict[str, set[str]] = {
     "bot.config": BASE, "bot.config_values": BASE, "bot.config_groups": BASE, "bot.config_secrets": BASE,
     "bot.logs": BASE, "bot.metrics": BASE, "bot.clock": BASE, "bot.credentials": BASE, "bot.texts": BASE,
-    "bot.e5": BASE, "bot.formats": BASE,
+    "bot.e5": BASE, "bot.formats": BASE, "bot.lanes": BASE,
     # The one Jinja2 environment: pages, e-mails and documents are all written from its templates.
     "bot.render": BASE,
     "bot.storage": BASE,

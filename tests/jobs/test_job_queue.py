@@ -22,6 +22,7 @@ from typing import Any
 import dramatiq
 import pytest
 
+from bot import lanes
 from bot.clock import system_now
 from bot.config import load_settings
 from bot.pipeline.job_workers import JobWorkers, worker_name
@@ -183,6 +184,22 @@ async def test_an_enqueued_job_runs_once_with_its_id(backend: Backend) -> None:
     job = await _job(services, job_id)
     assert job.worker == worker_name() and job.heartbeat_at is not None
     assert await services.state.kv_get(job_lock_key(job_id)) is None  # the lease was given back
+
+
+async def test_a_job_runs_as_background_work(backend: Backend) -> None:
+    """Its CPU work goes to the background lane's threads, never the chat workers' (bot.lanes)."""
+    services = await backend.make()
+    seen: list[bool] = []
+
+    async def run_job(services: Services, job_id: int) -> None:
+        seen.append(lanes.in_background())
+        await _set(services, job_id, status="completed", finished_at=system_now())
+
+    await backend.start(services, run_job)
+    job_id = await make_job(services)
+    services.jobs.enqueue(job_id)
+    await until(lambda: ended(services, job_id))
+    assert seen == [True] and not lanes.in_background()
 
 
 async def test_an_ended_job_is_not_run(backend: Backend) -> None:
