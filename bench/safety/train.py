@@ -23,7 +23,7 @@ from bench.safety.run import EVERYDAY, Line
 from bot import e5
 from bot.safety import MEANING_MIN_WORDS, fold
 from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
-from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, sentences
+from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, readable, sentences
 
 # Cross-validation on the tune split is kinder than new sentences are (the held-out split's look-alikes
 # drew about twice as many alarms as cross-validation at the same threshold): the target is half the
@@ -81,7 +81,8 @@ def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], text
     """Each row's P(not none) as `judge` gives it (the most worrying of its sentences; none for a
     message too short to be judged) by a model that did not see it."""
     none = classes.index(NONE)
-    pieces = [sentences(text) if len(fold(text).split()) >= MEANING_MIN_WORDS else [] for text in texts]
+    pieces = [[readable(piece) for piece in sentences(text)] if len(fold(text).split()) >= MEANING_MIN_WORDS
+              else [] for text in texts]
     flat = [piece for group in pieces for piece in group]
     vectors = dict(zip(flat, embed(flat), strict=True)) if flat else {}
     order = np.random.default_rng(7).permutation(len(y))
@@ -123,7 +124,7 @@ def write_weights(model: Model, path: Path) -> None:
 def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
-    x, y = embed(texts), np.array([classes.index(label) for label in labels])
+    x, y = embed([readable(text) for text in texts]), np.array([classes.index(label) for label in labels])
     distress = cross_validated(x, y, classes, texts)
     threshold = choose_threshold(distress, y == classes.index(NONE), np.array(chat))
     recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
