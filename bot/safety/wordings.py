@@ -29,6 +29,18 @@ _ADULT_AT_HOME = (r"(?:pere|mere|papa|maman|maratre|belle mere|beau pere|tutrice
 
 MORE: dict[str, tuple[str, ...]] = {
     "self_harm": (
+        r"\bje (?:ne )?(?:veux|veut|vx) plus (?:etre|rester) (?:la|ici|sur terre|dans ce monde|en vie)\b"
+        r"|\b(?:envie|envi) de (?:disparaitre|partir pour toujours|ne plus exister|ne plus etre la)\b",
+        r"\bje me (?:frappe|tape|cogne) la tete contre\b|\b(?:automutil|auto mutil)\w*\b|\boverdose\b"
+        r"|\bi should (?:just )?(?:die|kill myself|disappear)\b",
+        r"\bje veux (?:juste )?(?:dormir|partir|disparaitre) et (?:ne plus|ne jamais|jamais) (?:me reveiller"
+        r"|revenir)\b|\b(?:disparaitre|mourir) pour de bon\b",
+        r"\bje (?:ne )?(?:supporte|tiens|peux) plus\b.{0,30}\b(?:vivre|la vie|ma vie|exister|rester en "
+        r"vie)\b",
+        r"\b(?:lame|rasoir)\b.{0,30}\b(?:mes bras|mes poignets|mes veines|mes cuisses|my arms|my wrists)\b",
+        r"\bje (?:veux|vais|voudrais) (?:rejoindre|retrouver) (?:papa|maman|mon pere|ma mere|grand mere|grand"
+        r" pere|mamie|papi)\b.{0,20}\b(?:au ciel|la haut|dans la tombe|mort\w*|decede\w*)\b",
+        r"\bi (?:want|need|wish) to (?:disappear|sleep forever|not exist|stop existing)\b",
         r"\bmieux vaut (?:que )?(?:je|j) (?:creve|meure|meurs|disparaisse|sois mort\w*)\b"
         r"|\bje (?:devrais|merite de) (?:mourir|disparaitre)\b",
         r"\b(?:vais|veux|ai) (?:avaler|avale) (?:les|tous les|toutes les|mes|ses) (?:medicaments|cachets|"
@@ -159,6 +171,32 @@ MORE: dict[str, tuple[str, ...]] = {
         r"|guettent)\b|\bsomeone (?:is )?(?:following|stalking) me\b",
     ),
     "forced_marriage": (
+        r"\b(?:veut|veux|veulent|vont|va|voulait|voulaient|vx|veule) (?:me|m) (?:marier|marie\w*|donner en"
+        r" mariage|donne en mariage|donner a)\b|\bque (?:je|j) (?:me )?marie\b(?! (?:un jour|plus tard|"
+        r"quand))",
+        r"\bm (?:a|ont) trouve un mari\b|\btrouve un mari pour moi\b|\b(?:aller|partir|vivre|envoyer) chez"
+        r" (?:mon|le|son) (?:mari|futur mari)\b|\bmon (?:mari|epoux)\b(?! (?:ideal|de reve))",
+        r"\b(?:j ai|je n ai que|alors que j ai) (?:\d{1,2}|onze|douze|treize|quatorze|quinze|seize) an"
+        r"s\b.{0,50}"
+        r"\b(?:mari\w*|epous\w*|noces|dot)\b|\b(?:mari\w*|epous\w*|noces|dot)\b.{0,50}\b(?:j ai|alors q"
+        r"ue j ai"
+        r"|je n ai que) (?:\d{1,2}|onze|douze|treize|quatorze|quinze|seize) ans\b",
+        r"\bmy (?:parents|father|dad|family|uncle|mother|mom) (?:want|wants|have decided|decided|say|says)"
+        r" (?:me to|that i|i must|i have to)\b.{0,20}\bmarr|\bdowry\b.{0,30}\b(?:for me|my)\b|\bmarry m"
+        r"e off\b",
+        r"\bdecide\w* de me (?:marier|donner)\b|\b(?:mon|le) futur mari\b|\b(?:je suis|on m a) (?:fiancee?|"
+        r"promise?)\b",
+        r"^(?!.*\b(?:expose|redaction|dissertation|devoir|sujet|essay|argument\w*|texte|roman|histoire|"
+        r"loi)\b)"
+        r".*\b(?:mon|me|moi|je|my|i)\b.{0,30}\b(?:mariage (?:force|precoce|arrange)|(?:forced|arranged|early)"
+        r" marriage)\b",
+        r"\b(?:ne veux|veux|want) (?:pas|not) (?:epouser|de ce mari|de cet homme|de ce vieux|l epouser|"
+        r"to marry"
+        r" him)\b",
+        r"\b(?:they|my parents|my father|my family|my dad|my uncle) (?:are|is) (?:marrying me|making me"
+        r" marry|"
+        r"giving me (?:to|away))\b|\bmy (?:future )?husband is (?:\d+|old|older)\b|\bi (?:m|am) (?:engaged|"
+        r"promised) to\b",
         r"\bmes noces\b|\b(?:on|ils|elles|mes parents) me (?:marie|marient)\b",
         rf"{_OWN_WORDS}\b(?:je vais|je dois|on va me faire|veut me faire|veulent me faire|oblige\w* a|"
         r"force\w* a|obliger a|forcer a|on m oblige a|on me force a) (?:epouser|me marier)\b"
@@ -223,6 +261,39 @@ MORE: dict[str, tuple[str, ...]] = {
         r" me\b",
     ),
     "runaway": (
+        r"\b(?:pas|plus) (?:rentre\w*|dormi a la maison|dormi chez moi) depuis\b|\bje (?:quitte|fuis) (?:la"
+        r" maison|ma famille|chez moi|chez mon|chez ma)\b",
+        r"^(?!.*\b(?:tents?|camp\w*|scouts?|tente|colonie|pique nique|excursion)\b).*\b(?:je|j)\b.{0,1"
+        r"0}\b(?:dors|"
+        r"dormi|dormir|dormais|passe la nuit|passe mes nuits|passer la nuit)\b (?:\w+ ){0,2}(?:dans|sou"
+        r"s|a|au|"
+        r"sur|devant|derriere) (?:la |le |une |un |les |l )?(?:brousse|foret|gare|autogare|eglise|mosqu"
+        r"ee|rue|"
+        r"rues|boutique|kiosque|carcasse|maison abandonnee|pont|marche|carrefour|terminus|plage|banc|ch"
+        r"antier|"
+        r"table|hangar|belle etoile|dehors)\b",
+        r"\bje (?:pars|m en vais|me tire|me casse)\b.{0,20}\b(?:de la maison|de chez|pour toujours|et je"
+        r" (?:ne )?reviens (?:pas|plus|jamais)|et je ne reviendrai)\b",
+        r"\bi (?:m|am) (?:on the streets?|living rough|homeless)\b|\bi (?:have|ve) (?:not|n t) been hom"
+        r"e (?:for"
+        r"|since)\b|\bi (?:slept|sleep|am sleeping|m sleeping) (?:at|in|under|on) (?:a|the) (?:station|"
+        r"market|"
+        r"bridge|church|mosque|street|bus stop|park)\b",
+        r"\bje suis (?:a la rue|dans la rue|sans abri|sans maison|sans logement|sdf)\b"
+        r"|\bje (?:me suis|suis) (?:enfui\w*|sauve\w*|echappe\w*|evade\w*) de\b",
+        r"^(?!.*\b(?:ecole|cours|classe|heures?|\d+ ?h|h\d*|demain matin)\b).*\bje (?:veux|vais|voudrai"
+        r"s|compte|"
+        r"pense a) (?:partir|fuir|quitter|m en aller|me sauver|m enfuir)\b.{0,15}\b(?:la maison|chez mo"
+        r"i|de chez"
+        r"|ma famille|d ici|ce soir|cette nuit|pour toujours|loin)\b",
+        r"\b(?:m a|m ont|on m a) (?:chasse\w*|renvoye\w*)\b(?! (?:de la classe|du cours|de classe|du te"
+        r"rrain|de"
+        r" l equipe|du groupe))",
+        r"\b(?:pas|plus|jamais) (?:rentre\w*|dormi) (?:a la maison|chez moi|chez nous)\b(?! (?:hier soir|pour"
+        r" (?:etudier|reviser)))",
+        r"\bi (?:m|am|have been|ve been) (?:living|staying) (?:on the street|outside|at the station|at "
+        r"the market"
+        r")\b",
         r"^(?!.*\b(?:tents?|camp\w*|scouts?|tente|colonie|pique nique)\b).*"
         r"\b(?:je|j)\b.{0,15}\b(?:dormi|dors|dormir|passe\w* la nuit|passer la nuit|passe mes nuits)\b.{0,15}"
         r"\b(?:dehors|dans la rue|a la gare|au marche|sous (?:un|le) pont|dans la cour|a la belle etoile|"
@@ -242,6 +313,16 @@ MORE: dict[str, tuple[str, ...]] = {
         r" (?:sleep|go|stay)\b|\bno place to (?:sleep|stay)\b|\b(?:kicked|thrown|threw|chased) me out\b",
     ),
     "child_labour": (
+        r"\b(?:je|j)\b.{0,10}\b(?:vends?|vend|travaill?\w*|bosse|porte|pousse)\b.{0,40}\bpour (?:ma|mon) "
+        r"(?:tante|tantie|oncle|tutrice|tuteur|patron|patronne|maratre)\b",
+        r"\b(?:pas|plus) (?:le temps|le droit) d aller a l ecole\b|\b(?:dit|disent|veut|veulent|refus"
+        r"e\w*)\b.{0,30}"
+        r"\b(?:plus|pas) (?:d ecole|aller a l ecole|etudier|d etudes)\b",
+        r"\bje (?:ne vais|vais) plus a l ecole\b|\b(?:domestique|bonne|servante|aide menagere) (?:chez|pour)"
+        r" (?:une|un|des|la|le)\b",
+        r"\bi (?:do not|don t|no longer|can not|can t|cannot) (?:go|attend) (?:to )?school (?:anymore|a"
+        r"ny more"
+        r"|because)\b",
         r"\bje (?:travaill?\w*|bosse|suis)\b.{0,20}\bmines?\b",
         r"\bje (?:travaille|bosse|vends?|vend|porte des|mendie|lave|cultive)\b(?!.{0,40}\b(?:maths|lecons?|"
         r"devoirs?|exercices?|revision|exposes?|examen|francais|anglais|physique|cours|svt|histoire)\b)"
