@@ -23,12 +23,20 @@ _TEACHER = (r"(?:maitre|maitresse|prof|profs|professeur\w*|directeur|directrice|
             r"enseignant\w*|instit\w*|educateur|encadreur|proviseur|repetiteur)")
 _HIT = (r"(?:frappe\w*|tape|tapent|tapait|tapaient|tapee?s?|gifle\w*|chicott?\w*|fouett?\w*|battu\w*|bat|"
         r"battent|cogne\w*|tabass\w*|bastonn\w*|blesse\w*|pince\w*|donne des (?:coups|gifles)|"
-        r"tire (?:l oreille|les oreilles)|fait mettre a genoux)")
+        r"tire (?:l oreille|les oreilles)|fait mettre a genoux|mise? a genoux)")
 _ADULT_AT_HOME = (r"(?:pere|mere|papa|maman|maratre|belle mere|beau pere|tutrice|tuteur|tante|oncle|tonton|"
                   r"tata|tantie|vieux|vieille|daron|daronne|grand pere|grand mere|parents|marraine|parrain)")
 
 MORE: dict[str, tuple[str, ...]] = {
     "self_harm": (
+        r"\bme laisser mourir\b|\b(?:je|j|me)\b.{0,40}\bpour (?:mourir|en finir|ne plus me reveiller)\b"
+        r"(?! de)",
+        rf"\b(?:la|ma) vie ne vaut (?:pas|rien|plus rien)\b|\bma vie (?:ne sert a rien|est inutile|est finie"
+        rf"|c est fini|est fichue|est foutue)\b{_NOT_JOKING}",
+        r"\barreter de vivre\b|\bstop living\b|\b(?:plus|pas) (?:de )?gout a (?:la vie|rien)\b"
+        r"|\bsi (?:je|j) (?:mourais|disparaissais|etais mort\w*|n etais plus la)\b",
+        r"\b(?:feel|felt) like (?:dying|killing myself|ending it)\b|\bi (?:can t|cannot|can not) (?:take it|"
+        r"live like this) anymore\b|\bme suis (?:taille|coupe|ouvert)\w* les veines\b",
         r"\bje (?:ne )?(?:veux|veut|vx) plus (?:etre|rester) (?:la|ici|sur terre|dans ce monde|en vie)\b"
         r"|\b(?:envie|envi) de (?:disparaitre|partir pour toujours|ne plus exister|ne plus etre la)\b",
         r"\bje me (?:frappe|tape|cogne) la tete contre\b|\b(?:automutil|auto mutil)\w*\b|\boverdose\b"
@@ -91,6 +99,8 @@ MORE: dict[str, tuple[str, ...]] = {
         r"\b(?:corde|rope)\b.{0,30}\b(?:pendre|hang|cou|neck)\b",
     ),
     "sexual_abuse": (
+        r"\b(?:prof\w*|maitre|directeur|surveillant|tonton|patron|pasteur|marabout|repetiteur|oncle)\b.{0,40}"
+        r"\b(?:sa (?:copine|petite amie|go|cherie|maitresse)|son (?:amante?|copain))\b",
         r"\bme fait la cour\b|\bma (?:note|moyenne) depend de (?:moi|ca)\b"
         r"|\b(?:qu on fait|qu on fasse|faire) (?:les choses|le ndolo|ca)\b.{0,30}\b(?:pour que je passe|"
         r"pour passer|note|moyenne|sinon)\b|\bsi (?:je|j) (?:viens|vais|passe) chez (?:lui|elle)\b",
@@ -127,6 +137,8 @@ MORE: dict[str, tuple[str, ...]] = {
         r"|l embrasser))\b|\bme (?:deshabiller|mettre nue?)\b",
     ),
     "abuse_home": (
+        r"\b(?:ma|mon) (?:mere|pere|maratre|tante|oncle|tutrice|tuteur|belle mere|beau pere)\b.{0,30}"
+        r"\b(?:me traite de|dit que je suis) (?:sorcier\w*|demon|diable|bon a rien|une malediction)\b",
         r"\bm (?:a|ont) casse (?:le bras|la jambe|une dent|les dents|le nez|la tete|le dos)\b"
         r"|\bpiment dans (?:les|mes) yeux\b",
         rf"\b{_ADULT_AT_HOME}\b(?: \w+){{0,3}} (?:me|m a|ma|m ont|nous) (?:encore )?(?:frappe\w*|tape\w*|"
@@ -171,6 +183,10 @@ MORE: dict[str, tuple[str, ...]] = {
         r"|guettent)\b|\bsomeone (?:is )?(?:following|stalking) me\b",
     ),
     "forced_marriage": (
+        r"\b(?:demander|demande|demandent|demande\w*) ma main\b|\b(?:ont|a) (?:accepte|organise|prepare|fixe"
+        r"|decide)\w* (?:le|ce) mariage\b|\bmarried off\b|\b(?:asked for|came for) my hand\b",
+        r"\b(?:mariee?|epousee?) (?:a|avant) (?:\d{1,2}|onze|douze|treize|quatorze|quinze) ans\b",
+        rf"\b(?:veut|veulent|voulait) (?:m epouser|se marier avec moi)\b|\bwants? to marry me\b{_NOT_JOKING}",
         r"\b(?:veut|veux|veulent|vont|va|voulait|voulaient|vx|veule) (?:me|m) (?:marier|marie\w*|donner en"
         r" mariage|donne en mariage|donner a)\b|\bque (?:je|j) (?:me )?marie\b(?! (?:un jour|plus tard|"
         r"quand))",
@@ -261,6 +277,8 @@ MORE: dict[str, tuple[str, ...]] = {
         r" me\b",
     ),
     "runaway": (
+        r"\bj ai quitte chez\b|\bje suis (?:en )?fugu\w*\b|\bi left my (?:house|home|family)\b"
+        r"|\b(?:n ose|ose) (?:pas|plus) rentrer\b",
         r"\b(?:pas|plus) (?:rentre\w*|dormi a la maison|dormi chez moi) depuis\b|\bje (?:quitte|fuis) (?:la"
         r" maison|ma famille|chez moi|chez mon|chez ma)\b",
         r"^(?!.*\b(?:tents?|camp\w*|scouts?|tente|colonie|pique nique|excursion)\b).*\b(?:je|j)\b.{0,1"
@@ -313,6 +331,15 @@ MORE: dict[str, tuple[str, ...]] = {
         r" (?:sleep|go|stay)\b|\bno place to (?:sleep|stay)\b|\b(?:kicked|thrown|threw|chased) me out\b",
     ),
     "child_labour": (
+        r"\b(?:je fais|fais) (?:le menage|la vaisselle|la lessive)\b.{0,20}\bchez (?:une|un|des|la|le)\b"
+        r"|\bje suis (?:devenu |devenue )?apprentie?\b|\b(?:ma patronne|mon patron)\b(?!.{0,20}\bde stage\b)",
+        r"\bje (?:travaill?\w*|bosse|vends?|vend|porte des|mendie|cultive)\b(?!.{0,40}\b(?:maths|lecons?|"
+        r"devoirs?|exercices?|revision|exposes?|examen|francais|anglais|physique|cours|svt|histoire)\b)"
+        r".{0,40}"
+        r"\b(?:toute la journee|tous les jours|chaque jour)\b",
+        r"\bau lieu (?:d etudier|de (?:faire mes devoirs|reviser|etudier))\b|\bm (?:a|ont) pas (?:re)?inscrit"
+        r"\w*\b|\b(?:house ?girl|house ?help|houseboy)\b|\bi (?:have to|must) work\b(?! (?:on|harder|hard|"
+        r"more|at my))",
         r"\b(?:je|j)\b.{0,10}\b(?:vends?|vend|travaill?\w*|bosse|porte|pousse)\b.{0,40}\bpour (?:ma|mon) "
         r"(?:tante|tantie|oncle|tutrice|tuteur|patron|patronne|maratre)\b",
         r"\b(?:pas|plus) (?:le temps|le droit) d aller a l ecole\b|\b(?:dit|disent|veut|veulent|refus"
