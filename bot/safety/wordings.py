@@ -29,6 +29,7 @@ _ADULT_AT_HOME = (r"(?:pere|mere|papa|maman|maratre|belle mere|beau pere|tutrice
 
 MORE: dict[str, tuple[str, ...]] = {
     "self_harm": (
+        r"\bj ai achete (?:des lames|une lame|du poison|de la mort aux rats|des cachets|une corde)\b",
         r"\bme laisser mourir\b|\b(?:je|j|me)\b.{0,40}\bpour (?:mourir|en finir|ne plus me reveiller)\b"
         r"(?! de)",
         rf"\b(?:la|ma) vie ne vaut (?:pas|rien|plus rien)\b|\bma vie (?:ne sert a rien|est inutile|est finie"
@@ -277,6 +278,9 @@ MORE: dict[str, tuple[str, ...]] = {
         r" me\b",
     ),
     "runaway": (
+        r"\bdors chez des (?:gens|inconnus)\b|\bm (?:a|ont) laisse\w* dehors\b|\bsleeping rough\b",
+        r"\b(?:je|j)\b.{0,10}\b(?:traine|erre|reste|marche)\b.{0,15}\b(?:dehors|dans la rue|dans les rues)\b"
+        r".{0,20}\b(?:nuit|soir)\b",
         r"\bj ai quitte chez\b|\bje suis (?:en )?fugu\w*\b|\bi left my (?:house|home|family)\b"
         r"|\b(?:n ose|ose) (?:pas|plus) rentrer\b",
         r"\b(?:pas|plus) (?:rentre\w*|dormi a la maison|dormi chez moi) depuis\b|\bje (?:quitte|fuis) (?:la"
@@ -331,6 +335,18 @@ MORE: dict[str, tuple[str, ...]] = {
         r" (?:sleep|go|stay)\b|\bno place to (?:sleep|stay)\b|\b(?:kicked|thrown|threw|chased) me out\b",
     ),
     "child_labour": (
+        r"\b(?:ne )?(?:pars|part|vais|va|vas) plus (?:a l ecole|en classe|au college|au lycee)\b"
+        r"|\b(?:j ai|on m a fait) (?:abandonne|quitte|arrete) (?:l ecole|les cours|les etudes|mes etudes)\b",
+        r"\b(?:travaill?\w*|vends?|vend)\b.{0,30}\bpour (?:payer|nourrir|aider) (?:mon ecole|ma scolarite|ma"
+        r" famille|mes freres|la famille|mes parents)\b|\b(?:peut|peuvent) (?:plus|pas) payer (?:mon |m"
+        r"a |l )?"
+        r"(?:ecole|scolarite)\b",
+        r"\b(?:envoye\w*|amene\w*|emmene\w*)\b.{0,40}\bpour (?:travailler|vendre|faire le menage|etre bonne"
+        r"|garder les enfants)\b|\bje (?:\w+ ){0,2}(?:recolte|ramasse|cueille|casse) (?:le |du |les )?("
+        r"?:cacao"
+        r"|cafe|coton|anacarde|cabosses)\b",
+        r"\bdropped out of school\b|\bi (?:left|quit|stopped) school\b|\b(?:makes?|made|forces?|forced) me"
+        r" (?:sell|carry|beg|clean|work|fetch)\b",
         r"\b(?:je fais|fais) (?:le menage|la vaisselle|la lessive)\b.{0,20}\bchez (?:une|un|des|la|le)\b"
         r"|\bje suis (?:devenu |devenue )?apprentie?\b|\b(?:ma patronne|mon patron)\b(?!.{0,20}\bde stage\b)",
         r"\bje (?:travaill?\w*|bosse|vends?|vend|porte des|mendie|cultive)\b(?!.{0,40}\b(?:maths|lecons?|"
