@@ -23,7 +23,7 @@ from bench.safety.run import EVERYDAY, Line
 from bot import e5
 from bot.safety import MEANING_MIN_WORDS, fold
 from bot.safety.examples import COUNTER_EXAMPLES, EXAMPLES
-from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, sentences
+from bot.safety.meaning import NONE, WEIGHTS_PATH, Model, readable, sentences
 
 # Cross-validation on the tune split is kinder than new sentences are (the held-out split's look-alikes
 # drew about twice as many alarms as cross-validation at the same threshold): the target is half the
@@ -33,8 +33,11 @@ MAX_FALSE_ALARMS = 0.01
 # sentence in two hundred of the tune split's, cross-validated).
 MAX_EVERYDAY_ALARMS = 0.005
 FOLDS = 5
-L2 = 1e-2
-STEPS = 400
+# Which sentences fall in which fold moves the threshold (a few look-alikes near the boundary decide
+# it): the folds are drawn several times and the threshold chosen on all the runs together.
+REPEATS = 4
+L2 = 3e-3
+STEPS = 800
 RATE = 0.5
 
 
@@ -79,20 +82,28 @@ def _model(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], threshold: fl
 
 def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], texts: list[str]) -> np.ndarray:
     """Each row's P(not none) as `judge` gives it (the most worrying of its sentences; none for a
-    message too short to be judged) by a model that did not see it."""
-    none = classes.index(NONE)
-    pieces = [sentences(text) if len(fold(text).split()) >= MEANING_MIN_WORDS else [] for text in texts]
+    message too short to be judged) by a model that did not see it, once per split into folds
+    (rows: REPEATS runs of all the rows, one after the other)."""
+    pieces = [[readable(piece) for piece in sentences(text)] if len(fold(text).split()) >= MEANING_MIN_WORDS
+              else [] for text in texts]
     flat = [piece for group in pieces for piece in group]
     vectors = dict(zip(flat, embed(flat), strict=True)) if flat else {}
-    order = np.random.default_rng(7).permutation(len(y))
+    rows = [np.vstack([vectors[piece] for piece in group]) if group else None for group in pieces]
+    return np.concatenate([_one_run(x, y, classes, rows, seed) for seed in range(7, 7 + REPEATS)])
+
+
+def _one_run(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], rows: list[np.ndarray | None],
+             seed: int) -> np.ndarray:
+    none = classes.index(NONE)
+    order = np.random.default_rng(seed).permutation(len(y))
     distress = np.zeros(len(y))
     for fold_number in range(FOLDS):
         held = order[fold_number::FOLDS]
         model = _model(x[np.setdiff1d(order, held)], y[np.setdiff1d(order, held)], classes, 0.5)
         for row in held:
-            if pieces[row]:
-                found = model.probabilities(np.vstack([vectors[piece] for piece in pieces[row]]))
-                distress[row] = float((1.0 - found[:, none]).max())
+            vectors = rows[row]
+            if vectors is not None:
+                distress[row] = float((1.0 - model.probabilities(vectors)[:, none]).max())
     return distress
 
 
@@ -123,10 +134,12 @@ def write_weights(model: Model, path: Path) -> None:
 def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
-    x, y = embed(texts), np.array([classes.index(label) for label in labels])
+    x, y = embed([readable(text) for text in texts]), np.array([classes.index(label) for label in labels])
     distress = cross_validated(x, y, classes, texts)
-    threshold = choose_threshold(distress, y == classes.index(NONE), np.array(chat))
-    recall = float((distress[y != classes.index(NONE)] >= threshold).mean())
+    labels_again = np.tile(y, REPEATS)
+    everyday = np.tile(np.array(chat), REPEATS)
+    threshold = choose_threshold(distress, labels_again == classes.index(NONE), everyday)
+    recall = float((distress[labels_again != classes.index(NONE)] >= threshold).mean())
     model = _model(x, y, classes, threshold)
     write_weights(model, path)
     print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: recall {recall:.1%} "

@@ -28,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from bot import e5
+from bot.safety.phrases import fold
 
-__all__ = ["WEIGHTS_PATH", "Model", "judge", "load_model", "probabilities", "sentences"]
+__all__ = ["WEIGHTS_PATH", "Model", "judge", "load_model", "probabilities", "readable", "sentences"]
 
 WEIGHTS_PATH = Path(__file__).with_name("meaning.npz")
 # A long message is judged on its first sentences, each on its first words: the model costs about a
@@ -120,12 +121,20 @@ def probabilities(text: str, model: Model | None = None) -> np.ndarray:
     return model.probabilities(e5.encode(pieces, query=True))
 
 
+def readable(piece: str) -> str:
+    """A sentence as the distress classifier reads it: folded as the phrases are (lower case, no
+    accents, SMS spellings written out), so that « jveu mouri » lands where « je veux mourir » does
+    and the examples written in one spelling teach the others."""
+    return fold(piece) or piece
+
+
 def judge(text: str, model: Model | None = None) -> str | None:
     """The category `text` is heard as by its meaning, None when it reads as school life."""
     model = model or load_model()
-    found = probabilities(text, model)
-    if found.size == 0:
+    pieces = [readable(piece) for piece in sentences(text)]
+    if not pieces:
         return None
+    found = model.probabilities(e5.encode(pieces, query=True))
     none = model.classes.index(NONE)
     distress = 1.0 - found[:, none]
     row = int(np.argmax(distress))

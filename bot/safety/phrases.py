@@ -22,6 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.safety.wordings import MORE
 from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,19 @@ _SPELLINGS = {
     "lecole": "l ecole", "daller": "d aller", "largent": "l argent", "dotres": "d autres",
     "dor": "dors", "sui": "suis", "peu": "peux", "vai": "vais", "fotos": "photos",
     "foto": "photo", "ll": "will",
+    "boir": "boire", "dehor": "dehors", "meur": "meurs", "mieu": "mieux", "vo": "vaut", "envi": "envie",
+    "mor": "mort", "fo": "faut", "tou": "tout", "bocou": "beaucoup", "veule": "veulent", "veul": "veulent",
+    "frap": "frappe", "tap": "tape", "chicote": "chicotte", "chicoter": "chicotter", "chicotent": "chic"
+    "ottent",
+    "maitr": "maitre", "epous": "epouse", "lhomme": "l homme", "lautre": "l autre", "rentr": "rentrer",
+    "mapel": "m appelle",
+    "mapelle": "m appelle", "mappelle": "m appelle", "mfrappe": "me frappe", "mtape": "me tape",
+    "mbat": "me bat", "mtue": "me tue", "mtuer": "me tuer", "mtouche": "me touche", "ktu": "que tu",
+    "kelqun": "quelqu un", "quelquun": "quelqu un", "qqn": "quelqu un", "qlq1": "quelqu un",
+    "lmaitre": "le maitre", "lprof": "le prof", "jveut": "je veux", "vlt": "veulent", "oci": "aussi", ""
+    "otre": "autre", "ojd": "aujourd hui", "auj": "aujourd hui",
+    "sav": "sais", "jsais": "je sais", "jsai": "je sais", "jcrois": "je crois", "cmt": "comment",
+    "kom": "comme", "pke": "parce que", "paske": "parce que", "psk": "parce que",
 }
 # « jdors », « jtravaille », « jcomprends »: a j glued to the verb that follows, as SMS writes it.
 _GLUED_JE = re.compile(r"^j(?=[bcdfhklmnpqrstvwxz][a-z]{2,}$)")
@@ -386,7 +400,7 @@ def load_phrases(path: str = "") -> PhraseList:
     key = (path, stamp)
     if key not in _CACHE:
         extra = _operator_phrases(path) if path else []
-        ordered = [(c, p) for c in CATEGORIES for p in _BUILTIN[c]]
+        ordered = [(c, p) for c in CATEGORIES for p in (*_BUILTIN[c], *MORE.get(c, ()))]
         ordered += sorted(extra, key=lambda item: CATEGORIES.index(item[0]))
         ordered.sort(key=lambda item: CATEGORIES.index(item[0]))  # stable: the code's first
         _CACHE.clear()
