@@ -11,6 +11,8 @@ score on its held-out split is not a score on what the check was shown.
 
 from __future__ import annotations
 
+from bot.safety.scope_sentences import IN_MORE, OFF_MORE
+
 __all__ = ["IN_SCOPE", "OFF_SCOPE", "OFF_WORDS", "SCHOOL_WORDS"]
 
 OFF_SCOPE: tuple[str, ...] = (
@@ -62,6 +64,7 @@ OFF_SCOPE: tuple[str, ...] = (
     "raconte moi les derniers potins",
     "what's my zodiac sign future",
     "best restaurant in abidjan",
+    *OFF_MORE,
 )
 
 IN_SCOPE: tuple[str, ...] = (
@@ -115,6 +118,7 @@ IN_SCOPE: tuple[str, ...] = (
     "j'ai pas compris peux tu reexpliquer",
     "ok suivant",
     "thanks i get it now",
+    *IN_MORE,
 )
 
 # Words and phrases (as `phrases.fold` writes a message: lower case, no accents, SMS spellings written
