@@ -3,8 +3,8 @@ split of bench/scope/prompts.jsonl, which neither the words nor the weights were
 requests plainly off scope are turned back with no model call and the school questions are not;
 the redirect names the school; guests, parents and pro users are not scoped.
 
-The floor on requests turned back is what the check reaches now (the aim is 95 %: the prompt keeps
-the rest to school); the school questions answered are held to the aim (98 %)."""
+The floor on requests turned back is the aim (95 %), just under what the check reaches now (the
+prompt keeps the rest to school); the school questions answered are held to the aim (98 %)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from bot.safety import scope_redirect
 from bot.safety.scope import plainly_off
 from tests.support.harness import ORG_NAME, Harness
 
-# What the held-out split gives today (turned back 81.7 %, answered 99.0 %), with a little room.
-HELDOUT_REDIRECTED_FLOOR = 0.80
+# What the held-out split gives today (turned back 95.7 %, answered 100 %), with a little room.
+HELDOUT_REDIRECTED_FLOOR = 0.95
 PHONE = "+2250700000041"
 
 
