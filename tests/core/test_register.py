@@ -58,7 +58,7 @@ AUDIENCE: dict[str, str] = {
     "tools/web_search.py:<module>": "model",
     # People's own words, word lists and patterns.
     "bot/safety/examples.py": "data", "bot/safety/phrases.py": "data", "bot/channel/language.py": "data",
-    "bot/safety/scope_examples.py": "data",
+    "bot/safety/scope_examples.py": "data", "bot/safety/scope_sentences.py": "data",
     "bot/library/text.py": "data", "handlers/onboarding.py:<module>": "data",
     # AIDE's entries: held below with each entry's own audience.
     "handlers/help_catalogue.py": "data",

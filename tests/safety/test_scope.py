@@ -8,10 +8,13 @@ prompt keeps the rest to school); the school questions answered are held to the 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.scope.run import AIM_ANSWERED, Prompt, load_prompts, measure
+from bot import e5
 from bot.safety import scope_redirect
+from bot.safety.meaning import judge
 from bot.safety.scope import plainly_off
 from tests.support.harness import ORG_NAME, Harness
 
@@ -51,6 +54,21 @@ def test_plain_requests_are_turned_back_and_school_questions_are_not() -> None:
     for text in ("c'est quoi la meteorologie", "c'est quoi la photosynthese", "je veux un quiz",
                  "expose sur le football africain", "merci", "2", "what is the water cycle"):
         assert not plainly_off(text), text
+
+
+def test_the_scope_check_reads_the_vectors_the_distress_check_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs: list[list[str]] = []
+    run = e5._run
+
+    def counted(texts: list[str], query: bool) -> np.ndarray:
+        runs.append(list(texts))
+        return run(texts, query)
+
+    monkeypatch.setattr(e5, "_run", counted)
+    text = "il va pleuvoir fort a Odienne ce soir ? Qui a gagne le derby de dimanche"
+    assert judge(text) is None  # the distress check, as `safety.hear` runs it: the model once
+    assert plainly_off(text)  # the scope check: the same sentences, read from the cache
+    assert runs == [["il va pleuvoir fort a Odienne ce soir ?", "Qui a gagne le derby de dimanche"]]
 
 
 def test_the_redirect_is_short_and_names_the_school() -> None:
