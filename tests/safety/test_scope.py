@@ -18,7 +18,7 @@ from bot.safety.meaning import judge
 from bot.safety.scope import plainly_off
 from tests.support.harness import ORG_NAME, Harness
 
-# What the held-out split gives today (turned back 95.7 %, answered 100 %), with a little room.
+# What the held-out split gives today (turned back 95.2 %, answered 98.6 %), with a little room.
 HELDOUT_REDIRECTED_FLOOR = 0.95
 PHONE = "+2250700000041"
 
