@@ -32,10 +32,10 @@ OFF_MORE: tuple[str, ...] = (
     # dating, love, flirting
     "comment dire a une fille que je l'aime", "il m'a bloque sur whatsapp je fais comment",
     "ecris un sms pour recuperer mon ex", "comment savoir si il me trompe", "je veux un petit copain",
-    "donne moi des phrases pour draguer", "elle m'ignore depuis hier", "comment embrasser bien",
-    "on s'est disputes avec ma cherie aide moi", "ma go me repond plus",
+    "donne moi des phrases pour draguer", "comment embrasser bien",
+
     "how to ask a girl out", "does he like me back", "write a romantic message for my babe",
-    "how to make her fall in love with me", "my boyfriend is ignoring me what should i text",
+    "how to make her fall in love with me",
     "tu veux sortir avec moi", "je t'aime deblo tu m'aimes ?",
     # writing code, apps, hacking, phone tricks
     "cree moi une application mobile", "ecris le code d'un jeu snake", "comment faire un bot whatsapp",
@@ -99,9 +99,9 @@ OFF_MORE: tuple[str, ...] = (
     "c koi le vrai nom du rappeur", "il a combien de voitures le chanteur", "la star a divorce ?",
     "who is the wife of that footballer", "how many kids does the singer have", "is he dating the actress",
     "which team does the striker play for now", "net worth of the richest rapper",
-    "g besoin d'une meuf", "cmt parler a mon crush", "elle m'a largue que faire", "aide moi a la reconquerir",
-    "ecris une declaration d'amour", "mon gars m'a trompe", "un poeme pour ma cherie",
-    "comment lui dire que je l'aime bien", "how to text my crush first", "she left me help me get her back",
+    "g besoin d'une meuf", "cmt parler a mon crush",
+    "ecris une declaration d'amour", "un poeme pour ma cherie",
+    "comment lui dire que je l'aime bien", "how to text my crush first",
     "write a poem for my girlfriend's birthday", "rizz lines for a girl",
     "code un site de e-commerce", "script python pour envoyer des sms automatiques",
     "fais moi une appli de chat",
@@ -276,6 +276,16 @@ IN_MORE: tuple[str, ...] = (
     "who was wangari maathai", "who discovered penicillin", "who invented the telephone",
     "who was the first president of ghana", "qui a invente l'ampoule",
     "qui etait le premier president du senegal", "c ki le fondateur de l'empire songhai",
+    # a pupil's words about themselves and their days: the tutor hears them, however they sound
+    "je suis nul en tout", "je me sens inutile", "j'ai l'impression de servir a rien",
+    "je suis triste ce soir",
+    "personne m'aime dans ma classe", "j'ai peur de decevoir mes parents", "je suis fatigue de tout",
+    "ma mere crie sur moi tout le temps", "mon frere me bat tout le temps", "on se moque de moi a l'ecole",
+    "j'ai pas d'amis", "je m'ennuie a la maison", "mes parents se disputent",
+    "j'ai pas envie d'aller a l'ecole",
+    "mon grand frere gagne toujours contre moi", "je suis stresse", "j'ai mal dormi", "je pleure souvent",
+    "i feel useless", "nobody loves me", "i'm tired of everything", "my dad hits me", "i have no friends",
+    "they laugh at me at school", "i'm scared", "i'm bored at home", "my sister always beats me",
     "je t'envoie une photo de mon exercice", "lis mon devoir en photo", "continue", "on reprend",
     "pas compris",
 )
