@@ -3,7 +3,8 @@
 dating, writing code, « act as ChatGPT », sport results, games, money, gossip); IN_SCOPE are school
 subjects, the bot's own features (quiz, REVISION, progress, reminders, files) and the look-alikes a
 tutor must answer (meteorology is science, Romeo and Juliet's love is literature, a talk on sport is
-an essay). Standard French, SMS French and English, as pupils write them.
+an essay). Standard French, SMS French and English, as pupils write them; `scope_sentences` holds
+more of them, by topic, and a pupil's words about themselves, which are the tutor's to hear.
 
 These sentences teach; bench/scope/prompts.jsonl measures. None of its sentences is here, so that a
 score on its held-out split is not a score on what the check was shown.
