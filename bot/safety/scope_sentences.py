@@ -322,6 +322,9 @@ IN_MORE: tuple[str, ...] = (
     "search the web for the capital of kenya", "remember that i am in grade 10", "buy credits",
     "you made a mistake",
     "shorter please", "make a table", "write more",
+    # the day and the hour, which a pupil plans revisions by
+    "il est quelle heure", "on est quel jour aujourd'hui", "c quel jour demain", "quelle est la date du jour",
+    "what time is it now", "what day is it today",
     "je t'envoie une photo de mon exercice", "lis mon devoir en photo", "continue", "on reprend",
     "pas compris",
 )
