@@ -122,12 +122,14 @@ def learning_of(read: Any) -> Learning:
 
 @dataclass(frozen=True)
 class Costs:
-    """What the operator pays, in PAYMENT_CURRENCY, for the dashboard's estimated cost per active
-    learner (bot.web.admin); each field is the variable of its name. 0 leaves a part out."""
+    """What the operator pays, in PAYMENT_CURRENCY: the model's tokens in the dashboard's cost per
+    active learner (bot.billing.costs, which prices messages from the rate table), flat message
+    prices for bench.learning's reach table; each field is the variable of its name. 0 leaves a
+    part out."""
 
     cost_per_1k_tokens: float = 0.0  # model tokens, prompt and completion alike
     cost_per_whatsapp_message: float = 0.0  # each WhatsApp message sent
-    cost_per_sms_segment: float = 0.0  # each SMS segment sent
+    cost_per_sms_segment: float = 0.0  # each SMS segment sent (not read: the rate table prices SMS)
     # Each approved template sent (Meta's fee for a message outside the 24 h window), on top of
     # cost_per_whatsapp_message.
     cost_per_template_message: float = 0.0

@@ -29,6 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bot import e5  # noqa: E402
+from bot.safety import MEANING_MIN_WORDS  # noqa: E402
+from bot.safety.meaning import judge  # noqa: E402
+from bot.safety.phrases import fold  # noqa: E402
 from bot.safety.scope import OFF, plainly_off  # noqa: E402
 
 PROMPTS_PATH = Path(__file__).with_name("prompts.jsonl")
@@ -72,6 +76,7 @@ def measure(prompts: list[Prompt], split: str) -> Result:
     """Every prompt of `split` through the check, as handlers/scope.py runs it."""
     chosen = [p for p in prompts if p.split == split]
     plainly_off("échauffement du modèle")  # the first load is not a message's cost
+    e5.forget()  # each prompt embedded as a new message is
     let_through, turned_back, off, answered = [], [], 0, 0
     start, cpu = time.perf_counter(), time.process_time()
     for prompt in chosen:
@@ -88,6 +93,22 @@ def measure(prompts: list[Prompt], split: str) -> Result:
     counts = Counter(p.label for p in chosen)
     return Result(split, (off, counts[OFF]), (answered, counts["in"]), let_through, turned_back,
                   1000 * elapsed / max(1, len(chosen)), 1000 * cpu / max(1, len(chosen)))
+
+
+def message_ms(prompts: list[Prompt], split: str) -> float:
+    """Milliseconds of CPU a student's message of `split` takes through both checks that read its meaning,
+    distress then scope (handlers/safety.py, then handlers/scope.py)."""
+    chosen = [p.text for p in prompts if p.split == split]
+    e5.forget()
+    try:
+        start = time.process_time()  # the machine's other work is not the message's
+        for text in chosen:
+            if len(fold(text).split()) >= MEANING_MIN_WORDS:
+                judge(text)
+            plainly_off(text)
+        return 1000 * (time.process_time() - start) / max(1, len(chosen))
+    finally:
+        e5.forget()
 
 
 def print_result(result: Result, verbose: bool) -> None:
@@ -120,9 +141,14 @@ def main() -> None:
     results = [measure(prompts, split) for split in ("tune", "heldout")]
     for result in results:
         print_result(result, args.verbose)
+    # The two checks read a message differently (the distress check folded, the scope check as
+    # written), so each embeds it: e5's recent encodings spare only a text read again.
+    cost = message_ms(prompts, "heldout")
+    print(f"\na student's message, distress then scope check (held out): {cost:.1f} ms of CPU")
     if args.json:
         print(json.dumps({r.split: {"redirected": r.redirect_rate, "answered": r.answer_rate,
                                     "ms_per_message": r.ms_per_message,
-                                    "cpu_ms_per_message": r.cpu_ms_per_message} for r in results}))
+                                    "cpu_ms_per_message": r.cpu_ms_per_message} for r in results}
+                         | {"message_ms": cost}))
     print(f"\naims (held out): off scope turned back ≥ {AIM_REDIRECTED:.0%}, in scope answered "
           f"≥ {AIM_ANSWERED:.0%}")

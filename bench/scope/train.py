@@ -25,9 +25,11 @@ from bot.safety.scope import MIN_WORDS, OFF, WEIGHTS_PATH, cue
 from bot.safety.scope_examples import IN_SCOPE, OFF_SCOPE
 
 CLASSES = (OFF, NONE)
-# Half the aim (≤ 2 % of school questions turned back): new sentences fare worse than
-# cross-validation, as the distress check's held-out split showed.
-MAX_IN_SCOPE_REDIRECTS = 0.01
+# Under the aim (≤ 2 % of school questions turned back), with room: new sentences fare worse than
+# cross-validation. Weights fitted on the example sentences alone and measured on the tune split
+# still answered over 99 % of its school questions at 2 %, and turned back a sixth more of its
+# requests off scope by their meaning alone than at 1 %.
+MAX_IN_SCOPE_REDIRECTS = 0.015
 FOLDS = 5
 
 
@@ -83,6 +85,6 @@ def train(prompts: list[Prompt], path: Path = WEIGHTS_PATH) -> Model:
     write_weights(model, path)
     print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: {recall:.1%} of "
           f"requests off scope turned back where the words say nothing, at most "
-          f"{MAX_IN_SCOPE_REDIRECTS:.0%} of school ones); "
+          f"{MAX_IN_SCOPE_REDIRECTS:.1%} of school ones); "
           f"written to {path}")
     return model

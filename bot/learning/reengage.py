@@ -12,8 +12,8 @@ When: at the student's study hour or later that day, 08:00–20:00 local (bot.le
 at most once a day and REENGAGE_MAX_PER_WEEK in 7 days; none once UNANSWERED_MAX were sent since
 the student last wrote (they write again: it starts over); never after STOP, REVISION NON, nor on a
 gentle day after a child's distress. Each template sent is recorded as one (`outbound_messages.
-template`): the dashboard counts it at COST_PER_TEMPLATE_MESSAGE. Planned and sent as the nudges are
-(bot.channel.scheduled), and checked again when it goes out.
+template`): the dashboard counts it and prices it apart (bot.billing.costs). Planned and sent as
+the nudges are (bot.channel.scheduled), and checked again when it goes out.
 """
 
 from __future__ import annotations

@@ -112,13 +112,6 @@ def sentences(text: str) -> list[str]:
     return parts[:MAX_SENTENCES]
 
 
-def probabilities(text: str, model: Model | None = None) -> np.ndarray:
-    """Each sentence's probability of each class (rows: `sentences(text)`). Blocking (the model)."""
-    model = model or load_model()
-    pieces = sentences(text)
-    if not pieces:
-        return np.zeros((0, len(model.classes)), np.float32)
-    return model.probabilities(e5.encode(pieces, query=True))
 
 
 def readable(piece: str) -> str:
@@ -128,13 +121,23 @@ def readable(piece: str) -> str:
     return fold(piece) or piece
 
 
+def probabilities(text: str, model: Model | None = None, *, fold_first: bool = True) -> np.ndarray:
+    """Each sentence's probability of each class (rows: `sentences(text)`, each `readable` unless
+    `fold_first` is False: the scope check reads the sentences as written, which it was trained on
+    and measured better with). Blocking (the model)."""
+    model = model or load_model()
+    pieces = [readable(piece) if fold_first else piece for piece in sentences(text)]
+    if not pieces:
+        return np.zeros((0, len(model.classes)), np.float32)
+    return model.probabilities(e5.encode(pieces, query=True))
+
+
 def judge(text: str, model: Model | None = None) -> str | None:
     """The category `text` is heard as by its meaning, None when it reads as school life."""
     model = model or load_model()
-    pieces = [readable(piece) for piece in sentences(text)]
-    if not pieces:
+    found = probabilities(text, model)
+    if found.size == 0:
         return None
-    found = model.probabilities(e5.encode(pieces, query=True))
     none = model.classes.index(NONE)
     distress = 1.0 - found[:, none]
     row = int(np.argmax(distress))

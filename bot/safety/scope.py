@@ -51,7 +51,10 @@ def off_probability(text: str, model: Model | None = None) -> float:
     """How surely `text` is off scope: its least off-scope sentence's probability (0 for nothing to
     read). Blocking (the model)."""
     model = model or load_model(WEIGHTS_PATH)
-    found = probabilities(text, model)  # the meaning layer's sentences, embedded as it embeds them
+    # The meaning layer's sentences as written: folded (as the distress check reads them) the
+    # held-out split's requests were turned back less often (93.3 % against 95.7 %), so a student's
+    # message is embedded twice, once per reading (about 15 ms of CPU more).
+    found = probabilities(text, model, fold_first=False)
     if found.size == 0:
         return 0.0
     off = 1.0 - found[:, model.classes.index(NONE)]

@@ -3,13 +3,16 @@
 dating, writing code, « act as ChatGPT », sport results, games, money, gossip); IN_SCOPE are school
 subjects, the bot's own features (quiz, REVISION, progress, reminders, files) and the look-alikes a
 tutor must answer (meteorology is science, Romeo and Juliet's love is literature, a talk on sport is
-an essay). Standard French, SMS French and English, as pupils write them.
+an essay). Standard French, SMS French and English, as pupils write them; `scope_sentences` holds
+more of them, by topic, and a pupil's words about themselves, which are the tutor's to hear.
 
 These sentences teach; bench/scope/prompts.jsonl measures. None of its sentences is here, so that a
 score on its held-out split is not a score on what the check was shown.
 """
 
 from __future__ import annotations
+
+from bot.safety.scope_sentences import IN_MORE, OFF_MORE
 
 __all__ = ["IN_SCOPE", "OFF_SCOPE", "OFF_WORDS", "SCHOOL_WORDS"]
 
@@ -62,6 +65,7 @@ OFF_SCOPE: tuple[str, ...] = (
     "raconte moi les derniers potins",
     "what's my zodiac sign future",
     "best restaurant in abidjan",
+    *OFF_MORE,
 )
 
 IN_SCOPE: tuple[str, ...] = (
@@ -115,6 +119,7 @@ IN_SCOPE: tuple[str, ...] = (
     "j'ai pas compris peux tu reexpliquer",
     "ok suivant",
     "thanks i get it now",
+    *IN_MORE,
 )
 
 # Words and phrases (as `phrases.fold` writes a message: lower case, no accents, SMS spellings written
@@ -131,6 +136,11 @@ SCHOOL_WORDS: frozenset[str] = frozenset({
     "for school", "for my class", "english class", "scientifique", "scientifiquement", "scientist",
     "scientists", "climat", "climate", "photosynthese", "cellule", "atome", "molecule", "fraction",
     "fractions", "verbe", "verbes", "en physique", "en svt", "scientific",
+    "dans le texte", "mon livre", "manuel", "satellite", "meteorologie", "meteorologique", "credits",
+    "abonnement", "algebre", "geometrie", "derivee", "integrale", "probabilite", "probabilites",
+    "statistiques", "pythagore", "thales", "vecteur", "vecteurs", "ecm", "education civique", "biologie",
+    "commentaire compose", "figure de style", "figures de style", "resume du livre", "algorithme",
+    "algebra", "geometry", "equations", "maths class", "math class",
 })
 # The same for what a school's tutor is not for: one of them, and no word of school, and the message
 # is turned back once its meaning leans that way (« il va pleuvoir », « ma copine », « en html »,
@@ -139,23 +149,37 @@ OFF_WORDS: frozenset[str] = frozenset({
     # the weather
     "meteo", "quel temps", "temps qu il fait", "temps fera", "fera t il", "va pleuvoir", "il pleut",
     "parapluie", "degres dehors", "weather", "forecast", "umbrella", "raining", "rain tomorrow",
+    "temperature a", "temperature aujourd hui", "temperature maintenant", "degres a",
+    "pleuvoir", "pleuvra", "il fait combien",
+    "orage ce soir", "the temp", "temp in", "sunny", "hot outside", "cold outside", "rain today",
     # celebrities
     "messi", "ronaldo", "mbappe", "neymar", "drogba", "haller", "osimhen", "sadio mane", "didi b",
     "fally", "ferre gola", "koffi olomide", "aya nakamura", "beyonce", "rihanna", "drake", "davido",
     "wizkid", "burna boy", "rema", "dadju", "tayc", "josey", "serge beynaud", "safarel",
     "magic system", "shakira", "lebron", "ballon d or", "chanteur", "chanteuse", "rappeur", "rapper",
-    "singer", "celebrite", "celebrity", "influenceur", "youtubeur", "clip",
+    "singer", "celebrite", "celebrity", "influenceur", "youtubeur", "clip", "footballeur", "footballer",
+    "actrice", "actress", "nollywood", "kardashian", "taylor swift",
+    "kessie", "zaha", "adingra", "salah", "kante", "yamal", "bellingham", "vinicius", "haaland", "benzema",
+    "pogba", "dembele", "hakimi", "lookman", "onana", "eto o", "yaya toure", "gervinho", "tiakola", "ninho",
+    "gims", "booba", "damso", "fally ipupa", "innoss b", "black m", "kerchak", "suspect 95", "himra",
+    "bebi philip", "dj arafat", "debordo", "kiff no beat", "ariel sheney", "asake", "ayra starr", "tems",
+    "diamond platnumz", "omah lay", "kizz daniel", "tiwa savage", "yemi alade", "sidiki diabate",
+    "chris brown", "justin bieber", "selena gomez", "billie eilish", "ariana grande", "nicki minaj",
+    "cardi b", "kanye", "travis scott", "mr beast", "mrbeast", "khaby lame", "ishowspeed", "kai cenat",
+    "squeezie", "inoxtag", "zendaya", "tom holland", "omar sy", "will smith", "jackie chan",
     # dating
     "copine", "copain", "petite amie", "petit ami", "girlfriend", "boyfriend", "crush", "draguer",
     "seduire", "meuf", "ma go", "mon ex", "my ex", "rencard", "embrasser", "kiss", "amoureux",
     "amoureuse", "je t aime", "lettre d amour", "message d amour", "love letter", "pick up lines",
     "flirt", "dating", "cheated", "trompe", "jaloux", "laisse en vu", "left me on read", "bf",
-    "gf", "cherie", "ma flamme",
+    "gf", "cherie", "ma flamme", "me plait", "l aborder", "sortir avec", "go out with", "ask her out",
+    "ask a girl", "babe", "bebe d amour", "romantique", "romantic", "mon mec", "ma femme", "mon mari",
     # writing code, breaking in
     "code", "coder", "script", "html", "css", "javascript", "python", "java", "php", "sql", "bash",
     "react", "flutter", "unity", "site web", "website", "application android", "appli", "app", "hacker",
     "hack", "pirater", "cracker", "crack", "keylogger", "telegram", "discord", "code source",
-    "source code",
+    "source code", "programme en c", "en c++", "apk", "mot de passe", "password", "wifi",
+    "jailbreak", "espionner", "spy", "bot whatsapp", "bot discord", "scrape",
     # another role than the tutor's
     "chatgpt", "chat gpt", "gpt", "ignore tes", "ignore your", "ignore all", "ignore previous",
     "ignore toutes", "sans limite", "sans limites", "no limits", "sans restriction",
@@ -163,21 +187,36 @@ OFF_WORDS: frozenset[str] = frozenset({
     "sans censure", "dan", "developer mode", "mode developpeur", "fais comme si", "fais semblant",
     "pretend", "act as", "act like", "roleplay", "joue le role", "tu es maintenant", "you are now",
     "from now on", "a partir de maintenant", "oublie que tu", "forget you", "tu n es plus", "siri",
+    "comme un humain", "like a human", "sans etre un prof", "pas comme un prof", "parler de tout",
+    "talk about anything", "prompt systeme", "system prompt", "gros mots", "stop being",
     # sport results and bets
     "match", "score", "ligue 1", "premier league", "champions league", "ligue des champions",
     "mercato", "prono", "pronostic", "parier", "paris sportifs", "betting", "bet", "1xbet", "sportybet",
     "streaming", "afcon", "psg", "barca", "chelsea", "arsenal", "real madrid", "man united",
-    "manchester", "asec", "africa sports", "juventus", "bayern", "liverpool",
+    "manchester", "asec", "africa sports", "juventus", "bayern", "liverpool", "buteur", "footballeurs",
+    "nba", "lakers", "ufc", "boxe", "combat de boxe", "la liga", "classement de la", "coupe d afrique",
+    "world cup", "derby",
     # films, series, games, social networks
     "film", "films", "movie", "movies", "serie", "netflix", "episode", "free fire", "pubg", "fortnite",
     "gta", "ps5", "manga", "anime", "naruto", "one piece", "squid game", "tiktok", "instagram",
-    "abonnes", "followers", "likes", "viral", "jeu video", "jeux video",
+    "abonnes", "followers", "likes", "viral", "jeu video", "jeux video", "roblox", "robux", "minecraft",
+    "candy crush", "call of duty", "cod mobile", "fifa", "efootball", "blague", "blagues", "joke", "jokes",
+    "action ou verite", "truth or dare", "chanson", "chansons", "paroles de", "lyrics", "playlist", "album",
+    "concert", "song", "songs", "snapchat", "snap", "youtube", "facebook", "selfie", "caption",
+    "jouer avec moi", "play with me", "on joue", "lets play", "let s play",
     # money
     "bitcoin", "crypto", "loterie", "lottery", "orange money", "mtn money", "gagner de l argent",
-    "make money", "devenir riche", "get rich", "un pret", "1 pret",
+    "make money", "devenir riche", "get rich", "un pret", "1 pret", "forex", "trading",
+    "par wave", "sur wave", "moov money", "western union", "transfert d argent", "iphone",
+    "samsung", "tecno", "infinix",
+    "toyota", "honda", "yamaha", "petit boulot", "un boulot", "trouve moi un travail",
+    "airtime", "credit telephone", "acheter un telephone",
     # the rest of everyday life
     "horoscope", "astro", "zodiac", "signe astrologique", "recette", "recipe", "coiffure", "tresses",
     "maquiller", "maquillage", "parfum", "perfume", "potins", "gossip", "abdos", "maigrir",
     "lose weight", "maquis", "restaurant", "barbe", "beard", "chaussures", "shoes",
-    "shoe", "pagne", "baskets",
+    "shoe", "pagne", "baskets", "attieke", "garba", "alloco", "foutou", "jollof", "cuisiner", "cook",
+    "belier", "voyance", "voyant", "lire l avenir", "lucky number", "sortir ce soir",
+    "soiree", "tenue", "outfit", "abs", "belly fat", "avoir des muscles", "ventre plat", "parti politique",
+    "ton avis sur", "your opinion on", "ta religion",
 })

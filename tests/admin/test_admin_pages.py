@@ -172,8 +172,7 @@ async def test_the_csv_exports_are_complete_and_injection_safe(harness: Harness)
 
 async def test_the_overview_counts_activity_use_and_cost(
         make_harness: Callable[..., Awaitable[Harness]]) -> None:
-    h = await make_harness(COST_PER_1K_TOKENS="2", COST_PER_WHATSAPP_MESSAGE="5", COST_PER_SMS_SEGMENT="10",
-                           COST_PER_TEMPLATE_MESSAGE="20")
+    h = await make_harness(COST_PER_1K_TOKENS="2")
     now = h.clock()
     today = await h.make_user("+2250700000431")
     await h.make_user("+2250700000432", last_inbound_at=now - timedelta(days=3))
@@ -200,12 +199,12 @@ async def test_the_overview_counts_activity_use_and_cost(
         assert '<div class="n" id="active-30">2</div>' in page
         assert '<td class="num" id="turns">1</td>' in page
         assert '<td class="num" id="credits-spent">7</td>' in page
-        # 2,000 tokens × 2/1,000 + 3 WhatsApp × 5 + 1 template × 20 + 3 SMS segments × 10 = 69, for 2
-        # active learners.
         assert '<td class="num" id="templates-sent">1</td>' in page
-        # In FCFA, whole francs rounded half up, a narrow no-break space before the currency.
-        assert '<td class="num" id="cost-total">69\u202fFCFA</td>' in page
-        assert '<td class="num" id="cost-per-active">35\u202fFCFA</td>' in page
+        # The cost is the cost meter's table alone (the messages unpriced here, 2,000 tokens × 2/1,000
+        # = 4 FCFA, nobody wrote in the month), not the flat estimate it replaced.
+        month = page.split('id="cost-month"')[1].split("</tr>")[0]
+        assert month.count("4\u202fFCFA") == 2 and '<td class="num per-learner">—</td>' in month
+        assert "Coût estimé" not in page and 'id="cost-total"' not in page
         failures = page.split('id="failures"')[1].split("</table>")[0]
         assert "<td>63016</td>" in failures and "<td>30008</td>" in failures
         assert "<svg" in page and 'role="img"' in page

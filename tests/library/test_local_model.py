@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from bot import library
+from bot import e5, library
 from bot.config import ConfigError, load_settings
 
 
@@ -49,3 +49,26 @@ def test_embeddings_settings() -> None:
         load_settings({"EMBEDDINGS": "bert"})
     with pytest.raises(ConfigError, match=r"^EMBEDDINGS_BATCH "):
         load_settings({"EMBEDDINGS_BATCH": "0"})
+
+
+def test_recent_encodings_are_kept_by_text_and_role_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs: list[tuple[list[str], bool]] = []
+
+    def run(texts: list[str], query: bool) -> np.ndarray:
+        runs.append((list(texts), query))
+        seeds = [abs(hash((text, query))) % 2**32 for text in texts]
+        vectors = np.array([np.random.default_rng(s).normal(size=e5.DIMENSIONS) for s in seeds], np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    monkeypatch.setattr(e5, "_run", run)
+    e5.forget()
+    first = e5.encode(["a b", "c d"], query=True)
+    again = e5.encode(["c d", "e f", "a b"], query=True)  # only the new one is run
+    assert runs == [(["a b", "c d"], True), (["e f"], True)]
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[2], first[0])
+    again[0] += 1.0  # a caller's array is its own
+    assert np.array_equal(e5.encode(["c d"], query=True)[0], first[1])
+    e5.encode(["a b"], query=False)  # a passage is another vector than the same query
+    assert runs[-1] == (["a b"], False)
+    e5.encode([f"text {n}" for n in range(e5.CACHED)], query=True)
+    assert len(e5._RECENT) == e5.CACHED and ("a b", True) not in e5._RECENT  # the oldest went first

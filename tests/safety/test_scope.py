@@ -3,20 +3,23 @@ split of bench/scope/prompts.jsonl, which neither the words nor the weights were
 requests plainly off scope are turned back with no model call and the school questions are not;
 the redirect names the school; guests, parents and pro users are not scoped.
 
-The floor on requests turned back is what the check reaches now (the aim is 95 %: the prompt keeps
-the rest to school); the school questions answered are held to the aim (98 %)."""
+The floor on requests turned back is the aim (95 %), just under what the check reaches now (the
+prompt keeps the rest to school); the school questions answered are held to the aim (98 %)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.scope.run import AIM_ANSWERED, Prompt, load_prompts, measure
+from bot import e5
 from bot.safety import scope_redirect
+from bot.safety.meaning import judge
 from bot.safety.scope import plainly_off
 from tests.support.harness import ORG_NAME, Harness
 
-# What the held-out split gives today (turned back 81.7 %, answered 99.0 %), with a little room.
-HELDOUT_REDIRECTED_FLOOR = 0.80
+# What the held-out split gives today (turned back 95.7 %, answered 99.0 %), with a little room.
+HELDOUT_REDIRECTED_FLOOR = 0.95
 PHONE = "+2250700000041"
 
 
@@ -51,6 +54,29 @@ def test_plain_requests_are_turned_back_and_school_questions_are_not() -> None:
     for text in ("c'est quoi la meteorologie", "c'est quoi la photosynthese", "je veux un quiz",
                  "expose sur le football africain", "merci", "2", "what is the water cycle"):
         assert not plainly_off(text), text
+    # A pupil's words about themselves are never turned back, even those the distress check misses:
+    # the tutor hears them.
+    for text in ("Je ne sers à rien", "je me sens tellement seule", "I hate myself", "ma vie est nulle",
+                 "mon oncle me touche", "j'ai envie de disparaitre", "my parents fight every night"):
+        assert not plainly_off(text), text
+
+
+def test_a_message_read_again_is_not_embedded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    runs: list[list[str]] = []
+    run = e5._run
+
+    def counted(texts: list[str], query: bool) -> np.ndarray:
+        runs.append(list(texts))
+        return run(texts, query)
+
+    monkeypatch.setattr(e5, "_run", counted)
+    e5.forget()
+    text = "il va pleuvoir fort a Odienne ce soir ? Qui a gagne le derby de dimanche"
+    assert judge(text) is None  # the distress check reads the sentences folded
+    assert plainly_off(text)  # the scope check reads them as written
+    assert judge(text) is None and plainly_off(text)  # again (a retried turn): from the cache
+    assert runs == [["il va pleuvoir fort a odienne ce soir", "qui a gagne le derby de dimanche"],
+                    ["il va pleuvoir fort a Odienne ce soir ?", "Qui a gagne le derby de dimanche"]]
 
 
 def test_the_redirect_is_short_and_names_the_school() -> None:

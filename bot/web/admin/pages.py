@@ -165,8 +165,7 @@ async def overview_page(request: web.Request, viewer: auth.Viewer) -> web.Respon
         chart = await asyncio.to_thread(messages_chart, tuple(view.operations.days), t("messages_per_day"),
                                         (t("inbound"), t("outbound")))
     return _page(request, "overview.html", viewer=viewer, view=view, chart=chart,
-                 flags_line=open_line(view.flags, services.clock(), language),
-                 currency=services.settings.payment_currency)
+                 flags_line=open_line(view.flags, services.clock(), language))
 
 
 async def _cohort_page(request: web.Request, viewer: auth.Viewer, *, status: int = 200, notice: str = "",

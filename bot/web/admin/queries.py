@@ -57,8 +57,6 @@ class Operations:
     whatsapp_sent: int
     templates_sent: int  # of whatsapp_sent: approved templates, paid on top outside the 24 h window
     sms_segments: int
-    cost_total: float
-    cost_per_active: float | None  # None with nobody active in the period
     failures: list[tuple[str, int]]  # Twilio error code, count
     jobs: list[tuple[str, int]]  # status, count
     queue_pending: int  # inbound messages waiting for a worker
@@ -126,7 +124,7 @@ async def _count(db: AsyncSession, query: Select[Any]) -> int:
     return int(await db.scalar(query) or 0)
 
 
-async def _operations(db: AsyncSession, settings: Settings, now: datetime, active_30: int) -> Operations:
+async def _operations(db: AsyncSession, settings: Settings, now: datetime) -> Operations:
     start = since(now, PERIOD_DAYS)
     turns, prompt, completion = (await db.execute(select(
         func.count(), func.coalesce(func.sum(TurnRecord.prompt_tokens), 0),
@@ -141,10 +139,6 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
         *sent, OutboundMessage.channel == "whatsapp", OutboundMessage.template.is_(True)))
     segments = await _count(db, select(func.coalesce(func.sum(func.coalesce(OutboundMessage.segments, 1)), 0))
                             .where(*sent, OutboundMessage.channel == "sms"))
-    costs = settings.costs
-    total = ((int(prompt) + int(completion)) / 1000 * costs.cost_per_1k_tokens
-             + whatsapp * costs.cost_per_whatsapp_message + templates * costs.cost_per_template_message
-             + segments * costs.cost_per_sms_segment)
     code = func.coalesce(OutboundMessage.error_code, "?")
     failures = (await db.execute(select(code, func.count()).where(
         OutboundMessage.created_at >= start, OutboundMessage.status.in_(FAILED))
@@ -160,13 +154,12 @@ async def _operations(db: AsyncSession, settings: Settings, now: datetime, activ
         days=await _per_day(db, now), turns=int(turns), prompt_tokens=int(prompt),
         completion_tokens=int(completion), credits_spent=spent, whatsapp_sent=whatsapp,
         templates_sent=templates, sms_segments=segments,
-        cost_total=total, cost_per_active=total / active_30 if active_30 else None,
         failures=[(str(c), int(n)) for c, n in failures], jobs=[(str(s), int(n)) for s, n in jobs],
         queue_pending=pending, outbox_queued=queued, costs=await cost_lines(db, settings, None, now))
 
 
 async def overview(db: AsyncSession, settings: Settings, viewer: Viewer, now: datetime) -> Overview:
     today, week, month = await _active(db, viewer, now)
-    operations = await _operations(db, settings, now, month) if viewer.is_admin else None
+    operations = await _operations(db, settings, now) if viewer.is_admin else None
     return Overview(today, week, month, await cohorts_seen(db, viewer), operations,
                     await open_among(db, students_of(viewer)))

@@ -66,8 +66,6 @@ TEXTS: dict[str, tuple[str, str]] = {
     "templates_sent": ("dont modèles approuvés (hors fenêtre de 24 h)",
                        "of which approved templates (outside the 24 h window)"),
     "sms_segments": ("Segments SMS envoyés", "SMS segments sent"),
-    "cost_total": ("Coût estimé", "Estimated cost"),
-    "cost_per_active": ("Coût estimé par élève actif", "Estimated cost per active learner"),
     "costs": ("Coût par élève actif", "Cost per active learner"),
     "cost_period": ("Période", "Period"),
     "cost_week": ("7 derniers jours", "Last 7 days"),
