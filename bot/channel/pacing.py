@@ -19,6 +19,13 @@ While the shared state does not answer (Redis down or stalled: `RESERVE_TIMEOUT_
 paces on its own schedule rather than stop sending: the processes together may then exceed the
 pace, and Twilio's 20429 is retried as above.
 
+Chat goes first. A background send (an assignment's or a template's wave, a document job's file:
+`bot.lanes.in_background()`) books no moment more than BATCH_AHEAD_S ahead of now: while the
+schedule is full further than that it sleeps and asks again. A wave of 2,000 messages therefore
+never stands between a child's reply and the sender: the reply books the next moment after at most
+BATCH_AHEAD_S of the wave's (on a 1-a-second SMS number, a 100-parent wave would otherwise hold a
+reply back 100 s). Chat sends book as far ahead as they must.
+
 A message waits at most until SEND_MAX_AGE_S after it was queued (its age read on the caller's
 clock, `Services.clock`, the rest of the wait on this one): a moment later than that is not
 reserved, and the message is dropped (`SendExpired`): recorded as expired by its caller, counted in
@@ -34,14 +41,18 @@ import time
 from collections.abc import Awaitable, Callable
 
 from bot import logs, metrics
+from bot.lanes import in_background
 from bot.storage.state import MemoryState, State, is_unavailable
 
-__all__ = ["Pacer", "SenderRates", "channel_of"]
+__all__ = ["BATCH_AHEAD_S", "Pacer", "SenderRates", "channel_of"]
 
 log = logging.getLogger("bot.channel.pacing")
 
 Sleep = Callable[[float], Awaitable[None]]
 RESERVE_TIMEOUT_S = 2.0  # a shared schedule that takes longer is taken as down (see above)
+# How far ahead a background send may book (see above): a second keeps a wave at the sender's full
+# pace (each asks again within half of it) while a chat reply waits at most that for a moment.
+BATCH_AHEAD_S = 1.0
 
 
 def channel_of(sender: str) -> str:
@@ -80,18 +91,35 @@ class Pacer:
             return False
         mps = self.rates.of(sender)
         step_us = math.ceil(1_000_000 / mps) * max(1, units)  # rounded up: never more than MPS a second
-        now = self.clock()
-        now_us = int(now * 1_000_000)
-        latest_us = now_us + (10**15 if math.isinf(max_wait_s) else int(max_wait_s * 1_000_000))
-        at_us = await self._reserve(f"pace:{sender}", now_us, step_us, latest_us)
+        started = self.clock()
+        allowed_us = 10**15 if math.isinf(max_wait_s) else int(max_wait_s * 1_000_000)
+        latest_us = int(started * 1_000_000) + allowed_us
+        key = f"pace:{sender}"
+        if in_background():
+            at_us = await self._reserve_behind_chat(key, step_us, latest_us)
+        else:
+            at_us = await self._reserve(key, int(started * 1_000_000), step_us, latest_us)
         if at_us is None:
             return False
-        delay = at_us / 1_000_000 - now
+        delay = at_us / 1_000_000 - self.clock()
         if delay > 0:
             metrics.SEND_PACED.labels(channel_of(sender)).inc()
             metrics.SEND_PACE_WAIT.observe(delay)
             await self.sleep(delay)
         return True
+
+    async def _reserve_behind_chat(self, key: str, step_us: int, latest_us: int) -> int | None:
+        """A background send's moment: never booked more than BATCH_AHEAD_S (or one step) ahead."""
+        ahead_us = max(step_us, int(BATCH_AHEAD_S * 1_000_000))
+        while True:
+            now_us = int(self.clock() * 1_000_000)
+            if now_us > latest_us:
+                return None
+            horizon_us = min(latest_us, now_us + ahead_us)
+            at_us = await self._reserve(key, now_us, step_us, horizon_us)
+            if at_us is not None or horizon_us == latest_us:
+                return at_us
+            await self.sleep(ahead_us / 2_000_000)
 
     async def _reserve(self, key: str, now_us: int, step_us: int, latest_us: int) -> int | None:
         try:

@@ -9,6 +9,7 @@ for every process), on `sqlite` the process's own.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from typing import Any
@@ -19,8 +20,9 @@ from sqlalchemy import select
 
 from bot import metrics
 from bot.channel.outbound import SendResult, send_to_user
-from bot.channel.pacing import Pacer, SenderRates
+from bot.channel.pacing import BATCH_AHEAD_S, Pacer, SenderRates
 from bot.config_values import DEFAULT_SENDER_MPS
+from bot.lanes import as_background
 from bot.storage.models import OutboundMessage, User
 from tests.support.harness import SMS_FROM, WHATSAPP_FROM, Harness
 from tests.support.virtual_time import VirtualTime
@@ -168,3 +170,45 @@ async def test_an_sms_of_several_segments_takes_as_many_moments() -> None:
 
     await vt.run([send(3), send(1), send(2)])
     assert moments == [0.0, 3.0, 4.0]
+
+
+async def test_a_chat_reply_does_not_wait_behind_a_background_wave() -> None:
+    # A wave of ten SMS to parents (background) on a number that sends one a second, and a child's
+    # reply asked for 2.5 s in: the wave books at most BATCH_AHEAD_S ahead, so the reply takes the
+    # moment after those few, not the eleventh; the wave still goes whole, one a second.
+    vt = VirtualTime()
+    pacer = Pacer(None, SenderRates(DEFAULT_SENDER_MPS), clock=vt, sleep=vt.sleep)
+    start = vt()
+    wave: list[float] = []
+    chat: list[float] = []
+
+    async def wave_send() -> None:  # the wave's sends at once, as several processes' passes make them
+        with as_background():
+            assert await pacer.wait(SMS_FROM)
+            wave.append(vt() - start)
+
+    async def reply() -> None:
+        await vt.sleep(2.5)
+        assert await pacer.wait(SMS_FROM)
+        chat.append(vt() - start)
+
+    await vt.run([wave_send() for _ in range(10)] + [reply()])
+    assert chat and chat[0] <= 2.5 + BATCH_AHEAD_S + 1
+    moments = sorted(wave + chat)
+    assert len(wave) == 10 and all(b - a >= 1 for a, b in itertools.pairwise(moments))
+
+
+async def test_without_the_background_mark_a_queue_books_ahead_in_order() -> None:
+    # The same ten sends made as chat book their moments at once: a reply asked later comes last.
+    vt = VirtualTime()
+    pacer = Pacer(None, SenderRates(DEFAULT_SENDER_MPS), clock=vt, sleep=vt.sleep)
+    start = vt()
+    chat: list[float] = []
+
+    async def send(after: float) -> None:
+        await vt.sleep(after)
+        assert await pacer.wait(SMS_FROM)
+        chat.append(vt() - start)
+
+    await vt.run([send(0) for _ in range(10)] + [send(2.5)])
+    assert chat[-1] == 10.0 and sorted(chat) == [float(n) for n in range(11)]
