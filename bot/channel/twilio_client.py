@@ -9,6 +9,9 @@ message up before sending again.
 Each attempt first waits for its sender's next moment (bot.channel.pacing, TWILIO_SENDER_MPS), and
 for no longer than the caller allows (`max_wait_s`: what is left of SEND_MAX_AGE_S); past that the
 message is dropped unsent (`SendExpired`). The backoff after a 20429 sleeps on the pacer's seam.
+What is still left of that time goes with the message as its `ValidityPeriod` (whole seconds,
+1 to 36,000): Twilio keeps a message in its own queue up to 10 h otherwise, and a reminder for 08:00
+held there must fail (status `failed`, error 30036) rather than arrive at noon.
 
 The typing indicator (WhatsApp, Twilio's public beta) is best effort: sent in the background, any
 failure logged at info and ignored; the reply never waits for it.
@@ -36,6 +39,16 @@ from bot.config import TWILIO_DEFAULT_API, Settings
 from bot.storage.state import State
 
 log = logging.getLogger("bot.twilio")
+
+VALIDITY_MAX_S = 36_000  # Twilio's bounds for ValidityPeriod: 1 s to 10 h (errors 21624, 90007)
+
+
+def _validity(left_s: float) -> dict[str, int]:
+    """The `validity_period` argument for a message that may wait `left_s` more seconds (none when
+    it may wait for ever: Twilio's own default then holds)."""
+    if math.isinf(left_s):
+        return {}
+    return {"validity_period": max(1, min(VALIDITY_MAX_S, int(left_s)))}
 
 # The indicator shows for 25 s at most: one that takes longer than this to be accepted is of no use.
 TYPING_TIMEOUT_S = 10.0
@@ -123,8 +136,9 @@ class TwilioClient:
             if not await self.pacer.wait(sender, left, units):
                 raise SendExpired(f"expired: {sender} has no moment free within SEND_MAX_AGE_S "
                                   f"({max(0.0, left):.0f} s were left)")
+            left = max_wait_s - (self.pacer.clock() - waited_from)
             try:
-                msg = await client.messages.create_async(**fields)
+                msg = await client.messages.create_async(**fields, **_validity(left))
                 return SentMessage(sid=str(msg.sid), status=str(msg.status or "queued"))
             except TwilioRestException as exc:
                 if _is_rate_limited(exc):

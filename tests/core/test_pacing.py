@@ -129,6 +129,8 @@ async def test_a_send_whose_moment_comes_after_send_max_age_is_dropped_and_count
     sent = [r for r in results if r.ok]
     dropped = [r for r in results if not r.ok]
     assert len(sent) == 3 and len(h.twilio.sent) == 3 and len(per_second(h, SMS_FROM)) == 3
+    # What is left of their 2 s goes with them, so Twilio's own queue cannot hold them longer.
+    assert [f["ValidityPeriod"] for f in h.twilio.sent] == ["2", "1", "1"]
     assert [r.reason for r in dropped] == ["expired", "expired"] and not any(r.sids for r in dropped)
     assert expired._value.get() - before == 2
     async with h.services.sessions() as db:

@@ -306,6 +306,9 @@ class FakeTwilio:
             return self._error(400, 21604, "A 'To' and a 'From' phone number are required.")
         if not (fields.get("Body") or media or fields.get("ContentSid")):
             return self._error(400, 21602, "Message body is required.")
+        validity = fields.get("ValidityPeriod")
+        if validity is not None and not (validity.isdigit() and 1 <= int(validity) <= 36_000):
+            return self._error(400, 21624, "Invalid validity period value")
         if len(fields.get("Body", "")) > 1600:
             return self._error(400, 21617, "The concatenated message body exceeds the 1600 character limit.")
         if fields.get("ContentSid"):
