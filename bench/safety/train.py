@@ -5,16 +5,19 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
 gradient descent with L2 weight decay, the classes weighted to count equally; the training
-sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. The threshold
-on P(not none) is the lowest at which the cross-validated false alarms (each held-out sentence read
-as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS) stay under
-`MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat. On school topics a
+sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. Each category
+has its own bar on P(not none), for the sentences read as it (`choose_bars`): lowered one distress
+sentence at a time where that costs the fewest cross-validated false alarms (each held-out sentence
+read as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS), while they
+stay under `MAX_FALSE_ALARMS` on look-alikes and `MAX_EVERYDAY_ALARMS` on everyday chat; the single
+threshold those budgets allow is kept beside them. On school topics a
 false alarm costs a kind message and a flag a person reads, a miss a child without the helpline, so
 the layer leans to hearing there; on everyday chat, most of what the bot reads, it must stay quiet.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +39,9 @@ FOLDS = 5
 # Which sentences fall in which fold moves the threshold (a few look-alikes near the boundary decide
 # it): the folds are drawn several times and the threshold chosen on all the runs together.
 REPEATS = 4
+# No category's bar goes under this: a sentence is heard only when its meaning is clearly more
+# distress than school life.
+BAR_FLOOR = 0.6
 L2 = 3e-3
 STEPS = 800
 RATE = 0.5
@@ -80,31 +86,36 @@ def _model(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], threshold: fl
                  x.astype(np.float32), y != classes.index(NONE))
 
 
-def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], texts: list[str]) -> np.ndarray:
+def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...],
+                    texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's P(not none) as `judge` gives it (the most worrying of its sentences; none for a
-    message too short to be judged) by a model that did not see it, once per split into folds
-    (rows: REPEATS runs of all the rows, one after the other)."""
+    message too short to be judged) and the category that sentence is read as, by a model that did
+    not see it, once per split into folds (rows: REPEATS runs of all the rows, one after the other)."""
     pieces = [[readable(piece) for piece in sentences(text)] if len(fold(text).split()) >= MEANING_MIN_WORDS
               else [] for text in texts]
     flat = [piece for group in pieces for piece in group]
     vectors = dict(zip(flat, embed(flat), strict=True)) if flat else {}
     rows = [np.vstack([vectors[piece] for piece in group]) if group else None for group in pieces]
-    return np.concatenate([_one_run(x, y, classes, rows, seed) for seed in range(7, 7 + REPEATS)])
+    runs = [_one_run(x, y, classes, rows, seed) for seed in range(7, 7 + REPEATS)]
+    return np.concatenate([d for d, _ in runs]), np.concatenate([c for _, c in runs])
 
 
 def _one_run(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], rows: list[np.ndarray | None],
-             seed: int) -> np.ndarray:
+             seed: int) -> tuple[np.ndarray, np.ndarray]:
     none = classes.index(NONE)
     order = np.random.default_rng(seed).permutation(len(y))
-    distress = np.zeros(len(y))
+    distress, read_as = np.zeros(len(y)), np.full(len(y), none)
     for fold_number in range(FOLDS):
         held = order[fold_number::FOLDS]
         model = _model(x[np.setdiff1d(order, held)], y[np.setdiff1d(order, held)], classes, 0.5)
         for row in held:
             vectors = rows[row]
             if vectors is not None:
-                distress[row] = float((1.0 - model.probabilities(vectors)[:, none]).max())
-    return distress
+                found = model.probabilities(vectors)
+                worst = int(np.argmax(1.0 - found[:, none]))
+                distress[row] = 1.0 - float(found[worst, none])
+                read_as[row] = int(np.argmax(np.where(np.arange(len(classes)) == none, -1.0, found[worst])))
+    return distress, read_as
 
 
 def _under(scores: np.ndarray, rate: float) -> float:
@@ -121,27 +132,74 @@ def choose_threshold(distress: np.ndarray, is_none: np.ndarray, everyday: np.nda
                _under(distress[everyday], MAX_EVERYDAY_ALARMS) if everyday.any() else 0.5)
 
 
+def choose_bars(distress: np.ndarray, read_as: np.ndarray, labels: np.ndarray, everyday: np.ndarray,
+                none: int, floor: float) -> np.ndarray:
+    """A threshold per category, under the same false-alarm budget as `choose_threshold`'s single
+    one: from no sentence heard, the category whose next distress sentence costs the fewest new
+    false alarms has its bar lowered to it, until the budget is spent (never below `floor`)."""
+    looks, chat = (labels == none) & ~everyday, everyday
+    budget = (int(MAX_FALSE_ALARMS * looks.sum()), int(MAX_EVERYDAY_ALARMS * chat.sum()))
+    bars = np.ones(none + 1)  # `none` is the last class; its bar stays unused
+    spent = [0, 0]
+    while True:
+        best: tuple[float, int, float, int, int] | None = None
+        for category in range(none):
+            step = _next_step(distress, read_as == category, labels != none, looks, chat, bars[category],
+                              floor)
+            if step is None:
+                continue
+            bar, gain, cost_looks, cost_chat = step
+            if spent[0] + cost_looks > budget[0] or spent[1] + cost_chat > budget[1]:
+                continue
+            price = (cost_looks + cost_chat) / gain
+            if best is None or price < best[0]:
+                best = (price, category, bar, cost_looks, cost_chat)
+        if best is None:
+            return bars.astype(np.float32)
+        _, category, bars[category], cost_looks, cost_chat = best
+        spent = [spent[0] + cost_looks, spent[1] + cost_chat]
+
+
+def _next_step(distress: np.ndarray, mine: np.ndarray, is_distress: np.ndarray, looks: np.ndarray,
+               chat: np.ndarray, bar: float, floor: float) -> tuple[float, int, int, int] | None:
+    """Lowering one category's bar to its next distress sentence not yet heard: the new bar, the
+    sentences gained, and the look-alikes and chat it newly hears; None when there is none above
+    `floor`."""
+    below = mine & (distress < bar) & (distress >= floor)
+    waiting = distress[below & is_distress]
+    if not waiting.size:
+        return None
+    new = float(waiting.max())
+    newly = below & (distress >= new)
+    return new, int((newly & is_distress).sum()), int((newly & looks).sum()), int((newly & chat).sum())
+
+
 def write_weights(model: Model, path: Path) -> None:
     """The classifier as `meaning.load_model` reads it; the bank as int8 (a unit vector's parts are
     small), a quarter of the size."""
     bank_scale = float(np.abs(model.bank).max()) / 127
+    bars = model.bars if model.bars is not None else np.full(len(model.classes), model.threshold, np.float32)
     np.savez_compressed(path, classes=np.array(model.classes), center=model.center, scale=model.scale,
                         weights=model.weights, bias=model.bias, threshold=np.float32(model.threshold),
                         bank=np.round(model.bank / bank_scale).astype(np.int8),
-                        bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress)
+                        bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress, bars=bars)
 
 
 def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
     x, y = embed([readable(text) for text in texts]), np.array([classes.index(label) for label in labels])
-    distress = cross_validated(x, y, classes, texts)
-    labels_again = np.tile(y, REPEATS)
+    distress, read_as = cross_validated(x, y, classes, texts)
+    labels_again, none = np.tile(y, REPEATS), classes.index(NONE)
     everyday = np.tile(np.array(chat), REPEATS)
-    threshold = choose_threshold(distress, labels_again == classes.index(NONE), everyday)
-    recall = float((distress[labels_again != classes.index(NONE)] >= threshold).mean())
-    model = _model(x, y, classes, threshold)
+    threshold = choose_threshold(distress, labels_again == none, everyday)
+    bars = choose_bars(distress, read_as, labels_again, everyday, none, BAR_FLOOR)
+    heard = distress >= bars[read_as]
+    recall = float(heard[labels_again != none].mean())
+    model = replace(_model(x, y, classes, threshold), bars=bars)
     write_weights(model, path)
-    print(f"trained on {len(y)} sentences; threshold {threshold:.3f} (cross-validated: recall {recall:.1%} "
-          f"at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); written to {path}")
+    print(f"trained on {len(y)} sentences; one threshold {threshold:.3f}, per category "
+          + ", ".join(f"{c} {b:.3f}" for c, b in zip(classes, bars, strict=True) if c != NONE)
+          + f" (cross-validated: recall {recall:.1%} at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); "
+          f"written to {path}")
     return model

@@ -20,7 +20,12 @@ so that a score on the corpus is not a score on what the detector was shown.
 
 from __future__ import annotations
 
-from bot.safety.examples_pupils import MORE_COUNTER_EXAMPLES, MORE_EXAMPLES
+from bot.safety.examples_pupils import (
+    MORE_COUNTER_EXAMPLES,
+    MORE_EXAMPLES,
+    WRITTEN_COUNTER_EXAMPLES,
+    WRITTEN_EXAMPLES,
+)
 
 __all__ = ["COUNTER_EXAMPLES", "EXAMPLES"]
 
@@ -377,6 +382,8 @@ _FIRST_COUNTER: tuple[str, ...] = (
 )
 
 # With those of examples_pupils: the same categories in more of the ways pupils write.
-EXAMPLES: dict[str, tuple[str, ...]] = {category: (*found, *MORE_EXAMPLES.get(category, ()))
-                                         for category, found in _FIRST.items()}
-COUNTER_EXAMPLES: tuple[str, ...] = (*_FIRST_COUNTER, *MORE_COUNTER_EXAMPLES)
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    category: (*found, *MORE_EXAMPLES.get(category, ()), *WRITTEN_EXAMPLES.get(category, ()))
+    for category, found in _FIRST.items()
+}
+COUNTER_EXAMPLES: tuple[str, ...] = (*_FIRST_COUNTER, *MORE_COUNTER_EXAMPLES, *WRITTEN_COUNTER_EXAMPLES)

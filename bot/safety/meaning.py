@@ -5,11 +5,11 @@ A message is cut into its sentences (a child often asks for the fractions and sa
 same message); each sentence's embedding goes through a linear softmax over the categories and
 `none` (school life, its essays on bullying and its « ce devoir me tue »), whose `none` is blended
 with what the sentences it is nearest to among those it learnt from are (distress or school life).
-A sentence is heard when the probability that it is not `none` reaches `threshold`, as the category
-it is most likely.
+A sentence is heard as the category it is most likely when the probability that it is not `none`
+reaches that category's bar (`bars`; `threshold` for all when the weights have none).
 
 The weights (`meaning.npz`: the classes, the features' center and scale, one row of weights per
-class, a bias, the threshold, the training sentences' vectors) are made by
+class, a bias, the threshold and the bars, the training sentences' vectors) are made by
 `python -m bench.safety --train` from the example sentences (`examples.py`) and the corpus's tune
 split, the threshold chosen by cross-validation on that data only; the corpus's held-out split
 measures them (`python -m bench.safety`, and a test).
@@ -57,6 +57,16 @@ class Model:
     threshold: float  # P(not none) at which a sentence is heard
     bank: np.ndarray  # (sentences, dimensions): the training sentences' vectors
     bank_distress: np.ndarray  # (sentences,) bool: which of them are distress
+    # P(not none) at which a sentence read as each class is heard (the `none` entry unused): a
+    # category whose examples stand far from school life can be heard sooner than one that borrows its
+    # words. None: `threshold` for every class.
+    bars: np.ndarray | None = None
+
+    def bar(self, classes: np.ndarray) -> np.ndarray:
+        """The threshold of each of `classes` (indices)."""
+        if self.bars is None:
+            return np.full(len(classes), self.threshold, np.float32)
+        return np.asarray(self.bars[classes])
 
     def probabilities(self, vectors: np.ndarray) -> np.ndarray:
         """Each vector's probability of each class: the classifier's, its `none` blended with the
@@ -97,7 +107,8 @@ def load_model(path: Path = WEIGHTS_PATH) -> Model:
                 bank = data["bank"].astype(np.float32) * float(data["bank_scale"])
                 _LOADED[path] = Model(tuple(str(c) for c in data["classes"]), data["center"], data["scale"],
                                       data["weights"], data["bias"], float(data["threshold"]), bank,
-                                      data["bank_distress"].astype(bool))
+                                      data["bank_distress"].astype(bool),
+                                      data["bars"] if "bars" in data.files else None)
         return _LOADED[path]
 
 
@@ -139,10 +150,12 @@ def judge(text: str, model: Model | None = None) -> str | None:
     if found.size == 0:
         return None
     none = model.classes.index(NONE)
-    distress = 1.0 - found[:, none]
-    row = int(np.argmax(distress))
-    if distress[row] < model.threshold:
+    scores = found.copy()
+    scores[:, none] = -1.0
+    likeliest = np.argmax(scores, axis=1)
+    # Each sentence against the bar of the category it is read as; the one furthest over it speaks.
+    margin = (1.0 - found[:, none]) - model.bar(likeliest)
+    row = int(np.argmax(margin))
+    if margin[row] < 0:
         return None
-    scores = found[row].copy()
-    scores[none] = -1.0
-    return model.classes[int(np.argmax(scores))]
+    return model.classes[int(likeliest[row])]

@@ -188,7 +188,8 @@ MORE: dict[str, tuple[str, ...]] = {
         r"|decide)\w* (?:le|ce) mariage\b|\bmarried off\b|\b(?:asked for|came for) my hand\b",
         r"\b(?:mariee?|epousee?) (?:a|avant) (?:\d{1,2}|onze|douze|treize|quatorze|quinze) ans\b",
         rf"\b(?:veut|veulent|voulait) (?:m epouser|se marier avec moi)\b|\bwants? to marry me\b{_NOT_JOKING}",
-        r"\b(?:veut|veux|veulent|vont|va|voulait|voulaient|vx|veule) (?:me|m) (?:marier|marie\w*|donner en"
+        r"(?<!je )\b(?:veut|veux|veulent|vont|va|voulait|voulaient|vx|veule) (?:me|m) "
+        r"(?:marier|marie\w*|donner en"
         r" mariage|donne en mariage|donner a)\b|\bque (?:je|j) (?:me )?marie\b(?! (?:un jour|plus tard|"
         r"quand))",
         r"\bm (?:a|ont) trouve un mari\b|\btrouve un mari pour moi\b|\b(?:aller|partir|vivre|envoyer) chez"
@@ -303,7 +304,8 @@ MORE: dict[str, tuple[str, ...]] = {
         r"bridge|church|mosque|street|bus stop|park)\b",
         r"\bje suis (?:a la rue|dans la rue|sans abri|sans maison|sans logement|sdf)\b"
         r"|\bje (?:me suis|suis) (?:enfui\w*|sauve\w*|echappe\w*|evade\w*) de\b",
-        r"^(?!.*\b(?:ecole|cours|classe|heures?|\d+ ?h|h\d*|demain matin)\b).*\bje (?:veux|vais|voudrai"
+        r"^(?!.*\b(?:ecole|cours|classe|heures?|\d+ ?h|h\d*|demain matin|tot|examen)\b)"
+        r".*\bje (?:veux|vais|voudrai"
         r"s|compte|"
         r"pense a) (?:partir|fuir|quitter|m en aller|me sauver|m enfuir)\b.{0,15}\b(?:la maison|chez mo"
         r"i|de chez"
@@ -387,3 +389,82 @@ MORE: dict[str, tuple[str, ...]] = {
         r"\b(?:stopped|stop) (?:going to )?school (?:to|because)\b|\bnot (?:allowed|able) to go to school\b",
     ),
 }
+
+# Still more of each category as pupils type it at the worst moment: slang verbs (« me foutre en l'air
+# », « me gérer »), an age beside the work or the marriage, a goodbye, SMS spellings the folding leaves
+# (« me jete », « nul part »). Each needs the child speaking of themselves.
+_AGE = r"(?:j ai|je n ai que|alors que j ai) (?:[5-9]|1[0-5]) ans?"
+_WORK = (r"(?:je travaille (?:au|a la|dans|comme|chez|sur)|patron\w*|mine|carriere|chantier|aux? champs?|"
+         r"plantation|bonne|domestique|servante|apprentie?|mendi\w*|docker|porteu\w*|cireur|je vends?|"
+         r"je porte)")
+_RANK = r"(?:deuxieme|troisieme|quatrieme|2e|3e|4e|2eme|3eme|4eme)"
+_STILL_MORE: dict[str, tuple[str, ...]] = {
+    "self_harm": (
+        r"\b(?:je|j) (?:vais|veux|voudrais|pense a|ai envie de) me (?:foutre en l air|flinguer|buter|"
+        r"tirer une balle|jete|jette|noye)\b|\bme donner la mort\b|\bunalive\w*\b",
+        r"\b(?:je|j) (?:ne )?serai (?:plus|jamais plus) (?:la|en vie|parmi vous)\b|\badieu (?:tout le monde|"
+        r"a tous|pour toujours|la famille|maman|papa)\b|\bpour ne (?:plus|jamais|plus jamais) (?:me|se) "
+        r"reveiller\b",
+        r"\bje me (?:griffe|gratte|mords|pince|cogne|frappe|brule|coupe)\w*\b.{0,30}\bjusqu (?:a|au) "
+        r"(?:saigner|sang)\b|\blames?\b.{0,30}\b(?:salle de bain|toilettes|me couper|me taillader)\b",
+        r"\b(?:took|take|taking|swallowed) (?:all|a lot of|lots of|too many|many|a bunch of)\b.{0,20}\b"
+        r"(?:pills|tablets)\b|\b(?:plus|pas) (?:la force|le courage) de (?:vivre|continuer a vivre|rester en"
+        r" vie)\b|\bfatigue\w* de respirer\b",
+    ),
+    "sexual_abuse": (
+        r"\b(?:veut|veulent|voulait) me gerer\b|\b(?:notes?|moyenne|points?)\b.{0,30}\bsi (?:je|j) (?:passe|"
+        r"viens|vais|reste) (?:chez lui|le soir|dans son bureau)\b",
+    ),
+    "abuse_home": (
+        r"\b(?:verse|jete|lance)\w* de l eau (?:bouillante|chaude)\b|\bpoured (?:boiling|hot) water on me\b",
+    ),
+    "threats": (
+        r"(?:\b(?:allait|allaient) me (?:tuer|frapper|planter|egorger|bruler|tabasser|retrouver)\b"
+        r"|\bmenace\w* de (?:me|m) (?:kidnapp\w*|enlever|frapper|battre|bruler|violer|poignarder|planter|"
+        rf"egorger|tabasser|casser)\b|\b(?:they|he|she) (?:will|ll) find me\b){_NOT_JOKING}",
+    ),
+    "forced_marriage": (
+        r"\b(?:trop (?:jeune|petite?)|pas l age) (?:pour|de) (?:me marier|un mari|avoir un mari|le mariage|"
+        r"etre mariee|etre epouse)\b|\btoo young (?:to (?:get )?marr\w*|for (?:a husband|marriage))\b",
+        rf"\bje (?:vais|dois|serai|suis|deviens|veux pas) (?:etre |devenir )?(?:la |sa )?{_RANK} (?:femme|"
+        rf"epouse)\b|\bme (?:donner|prendre) comme {_RANK} (?:femme|epouse)\b|\b(?:me|i)\b.{{0,20}}\b(?:be|"
+        r"become|as) (?:his |the |a )?(?:second|third|fourth) wife\b",
+        r"\b(?:dot|colas) pour (?:moi|mon mariage)\b|\bm (?:a|ont) promise a (?:un|une|son|mon|le|l)\b"
+        r"|\b(?:dowry|bride price) for me\b|\bpromised (?:me )?to (?:an?|his|my)\b",
+        r"\b(?:getting|get) married\b.{0,40}\bi (?:m|am) (?:1[0-6]|[8-9])\b|\bi (?:m|am) (?:1[0-6]|[8-9])\b"
+        r".{0,40}\b(?:getting|get) married\b",
+    ),
+    "school_violence": (
+        r"\b(?:nous|me) (?:fait|font) (?:porter|courir|rester|mettre)\b.{0,40}\b(?:comme punition|jusqu a "
+        r"tomber|briques|parpaings|genoux sur)\b",
+    ),
+    "bullying": (
+        r"\b(?:rit|rigole|rigolent) (?:tous |tout le temps |toujours )?de moi\b|\b(?:mensonges|rumeurs|"
+        r"insultes|saletes) sur moi\b|\bmontages? (?:avec|de) (?:mes|ma)\b|\bexclu\w* de (?:tous |tout )?"
+        r"(?:les |le )?groupes?\b",
+    ),
+    "runaway": (
+        r"\b(?:dans|a) la rue depuis\b|\b(?:live|living|lives) (?:in|on) the streets?\b|\bsleeping rough\b"
+        r"|\bnul part ou (?:aller|dormir)\b",
+        r"\bje (?:ne )?(?:rentre|rentrerai|retournerai|peux) (?:plus|jamais) (?:rentrer |retourner )?(?:a la"
+        r" maison|chez moi|chez nous|chez mon \w+|chez ma \w+)\b|\b(?:m a|m ont|me) dit\w* de ne (?:plus|"
+        r"jamais) (?:revenir|rentrer|remettre)\b",
+        r"\b(?:can t|cannot|can not) go (?:back )?home\b|\bleave home (?:tonight|forever|and never)\b"
+        r"|\bi (?:left|ran away from) home\b|\bnever (?:coming|going) back home\b",
+        r"\bje dors chez (?:des inconnus|un inconnu|une inconnue|des amis differents|n importe qui)\b|\bje "
+        r"(?:dors|dormais) (?:\w+ ){0,3}(?:abandonne\w*|hangars?|terminus|kiosque)\b",
+        r"\b(?:vais|veux|voudrais|pense a) (?:fuir|fuguer|m enfuir|me sauver)\b|\b(?:vais|veux|voudrais) "
+        r"(?:quitter|partir de) (?:la maison|chez moi)\b(?!.{0,20}\b(?:tot|heures?|h|matin|pour l ecole|"
+        r"examen)\b)",
+    ),
+    "child_labour": (
+        rf"\b{_AGE}\b.{{0,60}}\b{_WORK}\b|\b{_WORK}\b.{{0,60}}\b{_AGE}\b",
+        r"\bi (?:am|m) (?:[5-9]|1[0-5])\b.{0,40}\b(?:work (?:in|at|on) (?:a|the)|my boss|as a maid)\b"
+        r"|\b(?:work (?:in|at|on) (?:a|the)|my boss|as a maid)\b.{0,50}\bi (?:am|m) (?:[5-9]|1[0-5])\b",
+        r"\b(?:pas|plus) (?:d ecole|de cours|de classe|les cahiers) pour moi\b|\b(?:je n ai pas|j ai pas) "
+        r"(?:fait|pu faire) la rentree\b|\bje suis (?:talibe|docker|vendeuse|porteuse)\b",
+        r"\b(?:m a|m ont|ma) (?:mis|mise|place\w*|envoye\w*) (?:apprentie?|comme|chez un patron|au travail|"
+        r"travailler)\b|\bno more school\b|\bnot (?:going|been) to school (?:this year|anymore|since)\b",
+    ),
+}
+MORE = {category: (*found, *_STILL_MORE.get(category, ())) for category, found in MORE.items()}

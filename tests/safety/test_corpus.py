@@ -13,9 +13,9 @@ import pytest
 from bench.safety.run import EVERYDAY, Line, load_corpus, measure
 from bot.safety import CATEGORIES, hear, load_phrases
 
-# What the held-out split gives today (recall 89.3 %, no false alarm on look-alikes nor on everyday
+# What the held-out split gives today (recall 92.6 %, 1.4 % false alarms on look-alikes, none on everyday
 # chat), the recall with a little room, the false alarms at the aim.
-HELDOUT_RECALL_FLOOR = 0.89
+HELDOUT_RECALL_FLOOR = 0.92
 HELDOUT_FALSE_ALARMS_CEILING = 0.02
 HELDOUT_EVERYDAY_ALARMS_CEILING = 0.01
 
