@@ -13,6 +13,11 @@ the idea another way and asks a new question on it. Not on a gentle day (handler
 
 A round's score says how many questions are still due (a round's count, as the offer at a session's
 start and the nudges do), so that the student may go on with REVISION.
+
+The tutor's quiz answered (handlers/quiz_answer.py), one question due comes right after its verdict,
+as a round of one (`weave`), at most WOVEN_MAX a conversation: a student who studies in the evening
+reviews in the session they came for, and its score offers the next round. A reply to it that is
+not an option goes on to the tutor (« un autre quiz »): it was not asked for.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import expired_menu_kind, get_menu, set_menu
 from bot.learning import (
+    REVIEW_AHEAD,
     REVIEW_KIND,
     ROUND_SIZE,
+    WOVEN_MAX,
     Round,
     due_items,
     has_items,
@@ -55,6 +62,7 @@ from bot.storage.models import Message, PendingMenu, QuizItem
 from handlers import turn
 from handlers.session_start import review_offer
 
+_WOVEN = "review-woven"  # the state key counting a conversation's questions asked by `weave`
 # « Réviser »: the reminders' button, should its tap come as its title alone.
 WORDS = frozenset({"REVISION", "REVISIONS", "REVISER", "REVIEW", "REVIEWS"})
 ON = frozenset({"OUI", "ON", "YES"})
@@ -184,6 +192,34 @@ async def _start(msg: Incoming) -> None:
     await msg.reply(menu=quiz_menu(quiz, text, msg.lang, menu_id))
 
 
+async def weave(msg: Incoming, verdict: str, now: datetime) -> bool:
+    """After the verdict on the tutor's quiz, the longest overdue question due asked at once, as a
+    round of one (its score offers the next round, `_score`): the student is answering questions
+    now, and a round offered waits for a yes. At most WOVEN_MAX a conversation; none on a gentle day.
+    False when none is asked: the caller sends the verdict alone."""
+    if (msg.user.mode or "guest") == "guest":
+        return False
+    items = await due_items(msg.db, msg.user.id, now + REVIEW_AHEAD, 1, replay_only=True)
+    if not items or await safety.gentle(msg.db, msg.user.id, now):
+        return False
+    services, conversation_id = msg.services, msg.conversation.id
+    session_s = services.settings.learning.session_idle_s  # the count lasts the conversation
+    if await services.state.incr(f"{_WOVEN}:{conversation_id}", session_s) > WOVEN_MAX:
+        return False
+    ttl_s = services.settings.quiz_ttl_s
+    quiz = item_quiz(items[0], conversation_id, now, ttl_s)
+    intro = msg.t("Et une question à revoir :", "And one question to review:")
+    intro = intro if msg.channel == "sms" else f"🔁 {intro}"
+    text = f"{verdict}\n\n{intro}\n\n{render_question(msg, quiz, 1, 1)}"
+    # A retried delivery of the quiz's answer finds this round pending: `_answer` sends `text` again.
+    current = replace(new_round(msg.user.id, conversation_id, items, now), last_inbound=msg.inbound.id,
+                      last_reply=text, woven=True)
+    menu_id = await set_menu(services, conversation_id, REVIEW_KIND, current.to_menu(), ttl_s, db=msg.db)
+    await msg.db.commit()
+    await msg.reply(menu=quiz_menu(quiz, text, msg.lang, menu_id))
+    return True
+
+
 async def _answer(msg: Incoming, current: Round) -> bool:
     if current.last_inbound == msg.inbound.id:
         if await _noted(msg):  # a retried delivery of an answer already recorded: the same reply
@@ -207,8 +243,8 @@ async def _answer(msg: Incoming, current: Round) -> bool:
         return True
     chosen = parse_answer(quiz, msg.text)
     if chosen is None:
-        if not looks_like_an_answer(msg.text):
-            return False
+        if current.woven or not looks_like_an_answer(msg.text):
+            return False  # for the tutor; a question nobody asked for does not hold up « un quiz ! »
         await msg.db.commit()
         await msg.reply(not_an_option(msg, quiz))
         return True
@@ -258,7 +294,8 @@ async def _score(msg: Incoming, over: Round, now: datetime) -> str:
     score = score_line(over.right, len(over.items), msg.lang, homework)
     if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now):
         return score
-    due = len(await due_items(msg.db, msg.user.id, now, ROUND_SIZE, replay_only=True))  # REVISION's next
+    ahead = now + REVIEW_AHEAD  # as REVISION's next round picks them (bot.learning.rounds)
+    due = len(await due_items(msg.db, msg.user.id, ahead, ROUND_SIZE, replay_only=True))
     return f"{score}\n\n{review_offer(msg, due)}" if due else score
 
 
