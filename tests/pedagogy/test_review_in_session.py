@@ -1,7 +1,8 @@
 """Reviews inside the student's own session: after the verdict on the tutor's quiz, a question due
 comes at once as a round of one (twice a conversation at most), checked with no model call, its score
-offering the next round; and a round, or the offer at a session's start, takes the items due within
-the hour (REVIEW_AHEAD), so that a student who comes at 18:40 meets the questions due at 19:00."""
+offering the next round with the button « Réviser »; and a round, or the offer at a session's start,
+takes the items due within the hour (REVIEW_AHEAD), so that a student who comes at 18:40 meets the
+questions due at 19:00."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.pedagogy.test_review_flow import retry_last_inbound
 from tests.support.admin import add_flag
 from tests.support.learner import add_item, add_items, items_of, results_of, student_in_conversation
 from tests.support.pedagogy import STUDENT, ask_quiz, say
+from tests.support.study import buttons, tap
 
 WOVEN = "🔁 Et une question à revoir :"
 
@@ -35,6 +37,7 @@ async def test_a_question_due_comes_after_the_quiz_verdict_twice_a_conversation(
     assert score.startswith("✅")
     offer = "📝 2 questions à revoir — écris REVISION"
     assert score.endswith(f"Révision terminée : 1/1 — parfait, bravo !\n\n{offer}")
+    assert buttons(h.twilio.sent[-1]) == [("Réviser", "revise:1"), ("Plus tard", "revise:2")]
     assert len(h.llm.requests) == calls  # no model call for the verdict, the question or its score
     quiz, review = await results_of(h, user.id)
     assert (quiz.source, review.source, review.item_id, review.correct) == ("quiz", "review", ids[0], True)
@@ -45,10 +48,14 @@ async def test_a_question_due_comes_after_the_quiz_verdict_twice_a_conversation(
     assert WOVEN in reply and "Question n°2 ?" in reply
     [score] = await say(h, STUDENT, "1")
     assert score.startswith("❌") and "Révision terminée : 0/1" in score and "📝 1 question à revoir" in score
+    [question] = await tap(h, STUDENT, "revise:1", "Réviser")  # the next round, one tap away
+    assert question.startswith("1 question à revoir. C'est parti !") and "Question n°3 ?" in question
+    score, _retaught = await say(h, STUDENT, "2")  # then the model teaches n°2 again, missed twice
+    assert score.endswith("Révision terminée : 1/1 — parfait, bravo !")  # nothing more due: no offer
     await ask_quiz(h, first=False)
     [verdict] = await say(h, STUDENT, "2")
     assert verdict.startswith("✅") and "Révision" not in verdict
-    assert [i.answers for i in await items_of(h, user.id)][:3] == [2, 2, 1]
+    assert [i.answers for i in await items_of(h, user.id)][:3] == [2, 2, 2]
 
 
 async def test_no_question_after_the_verdict_when_none_is_due_or_on_a_gentle_day(harness: Any) -> None:
