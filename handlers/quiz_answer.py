@@ -4,7 +4,8 @@ A reply answers the quiz when it is an option number (`2`, `2.`, `2️⃣`), the
 the option's text, or for true/false `vrai`/`faux`/`true`/`false`/`v`/`f`. Anything else goes on to
 the agent and the quiz stays pending until its TTL. A number sent after the quiz expired gets a
 short hint instead of going to the agent as a bare "2". The answer moves the skill's mastery and
-schedules the quiz's item for review (bot.learning.record).
+schedules the quiz's item for review (bot.learning.record). While questions are due, one of them
+comes right after the verdict (handlers/review.py, `weave`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from bot.learning.quiz import (
     render_verdict,
 )
 from bot.storage.models import Message
+from handlers import review
 
 
 async def _expired_hint(msg: Incoming) -> None:
@@ -68,7 +70,9 @@ async def handle(msg: Incoming) -> bool:
     # would make wait behind this one's open write.
     await msg.db.commit()
     await clear_menu(services, conversation_id)
-    await msg.reply(render_verdict(quiz, chosen, msg.lang, msg.channel))
+    verdict = render_verdict(quiz, chosen, msg.lang, msg.channel)
+    if not await review.weave(msg, verdict, now):  # else a question due came with the verdict
+        await msg.reply(verdict)
     return True
 
 

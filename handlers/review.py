@@ -12,7 +12,13 @@ item to the model once its questions are done (at once when it has none), and th
 the idea another way and asks a new question on it. Not on a gentle day (handlers/safety.py).
 
 A round's score says how many questions are still due (a round's count, as the offer at a session's
-start and the nudges do), so that the student may go on with REVISION.
+start and the nudges do), so that the student may go on with REVISION, or on WhatsApp with the
+reminders' button « Réviser » (bot.learning.NUDGE_MENU, handlers/buttons.py).
+
+The tutor's quiz answered (handlers/quiz_answer.py), one question due comes right after its verdict,
+as a round of one (`weave`), at most WOVEN_MAX a conversation: a student who studies in the evening
+reviews in the session they came for, and its score offers the next round. A reply to it that is
+not an option goes on to the tutor (« un autre quiz »): it was not asked for.
 """
 
 from __future__ import annotations
@@ -23,12 +29,16 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from bot import safety, school
+from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import expired_menu_kind, get_menu, set_menu
 from bot.learning import (
+    NUDGE_MENU,
+    REVIEW_AHEAD,
     REVIEW_KIND,
     ROUND_SIZE,
+    WOVEN_MAX,
     Round,
     due_items,
     has_items,
@@ -55,6 +65,7 @@ from bot.storage.models import Message, PendingMenu, QuizItem
 from handlers import turn
 from handlers.session_start import review_offer
 
+_WOVEN = "review-woven"  # the state key counting a conversation's questions asked by `weave`
 # « Réviser »: the reminders' button, should its tap come as its title alone.
 WORDS = frozenset({"REVISION", "REVISIONS", "REVISER", "REVIEW", "REVIEWS"})
 ON = frozenset({"OUI", "ON", "YES"})
@@ -184,6 +195,34 @@ async def _start(msg: Incoming) -> None:
     await msg.reply(menu=quiz_menu(quiz, text, msg.lang, menu_id))
 
 
+async def weave(msg: Incoming, verdict: str, now: datetime) -> bool:
+    """After the verdict on the tutor's quiz, the longest overdue question due asked at once, as a
+    round of one (its score offers the next round, `_score`): the student is answering questions
+    now, and a round offered waits for a yes. At most WOVEN_MAX a conversation; none on a gentle day.
+    False when none is asked: the caller sends the verdict alone."""
+    if (msg.user.mode or "guest") == "guest":
+        return False
+    items = await due_items(msg.db, msg.user.id, now + REVIEW_AHEAD, 1, replay_only=True)
+    if not items or await safety.gentle(msg.db, msg.user.id, now):
+        return False
+    services, conversation_id = msg.services, msg.conversation.id
+    session_s = services.settings.learning.session_idle_s  # the count lasts the conversation
+    if await services.state.incr(f"{_WOVEN}:{conversation_id}", session_s) > WOVEN_MAX:
+        return False
+    ttl_s = services.settings.quiz_ttl_s
+    quiz = item_quiz(items[0], conversation_id, now, ttl_s)
+    intro = msg.t("Et une question à revoir :", "And one question to review:")
+    intro = intro if msg.channel == "sms" else f"🔁 {intro}"
+    text = f"{verdict}\n\n{intro}\n\n{render_question(msg, quiz, 1, 1)}"
+    # A retried delivery of the quiz's answer finds this round pending: `_answer` sends `text` again.
+    current = replace(new_round(msg.user.id, conversation_id, items, now), last_inbound=msg.inbound.id,
+                      last_reply=text, woven=True)
+    menu_id = await set_menu(services, conversation_id, REVIEW_KIND, current.to_menu(), ttl_s, db=msg.db)
+    await msg.db.commit()
+    await msg.reply(menu=quiz_menu(quiz, text, msg.lang, menu_id))
+    return True
+
+
 async def _answer(msg: Incoming, current: Round) -> bool:
     if current.last_inbound == msg.inbound.id:
         if await _noted(msg):  # a retried delivery of an answer already recorded: the same reply
@@ -207,8 +246,8 @@ async def _answer(msg: Incoming, current: Round) -> bool:
         return True
     chosen = parse_answer(quiz, msg.text)
     if chosen is None:
-        if not looks_like_an_answer(msg.text):
-            return False
+        if current.woven or not looks_like_an_answer(msg.text):
+            return False  # for the tutor; a question nobody asked for does not hold up « un quiz ! »
         await msg.db.commit()
         await msg.reply(not_an_option(msg, quiz))
         return True
@@ -224,7 +263,7 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     following = current.answered(correct, msg.inbound.id, "", now)
     if current.assignment is not None:  # the teacher's assignment: its score, in the same transaction
         await school.answered(msg.db, current.assignment, msg.user.id, correct, following.done, now)
-    after, question = await _next(msg, following, now)
+    after, question, more = await _next(msg, following, now)
     reply = f"{render_verdict(quiz, chosen, msg.lang, msg.channel)}\n\n{after}"
     following = replace(following, last_reply=reply)
     # The round's next state is written in the same transaction as the answer's records.
@@ -234,32 +273,39 @@ async def _answer(msg: Incoming, current: Round) -> bool:
     if question is not None:
         await msg.reply(menu=quiz_menu(question, reply, msg.lang, menu_id))
         return True
-    await msg.reply(reply)
+    if more and msg.channel == "whatsapp":  # the next round one tap away: « Réviser » is REVISION
+        await msg.reply(menu=Menu(menu_id=NUDGE_MENU, body=reply, language=msg.lang,
+                                  options=(msg.t("Réviser", "Review"), msg.t("Plus tard", "Later"))))
+    else:
+        await msg.reply(reply)
     if following.reteach is not None:  # the round is over: the model teaches the item it kept aside
         await _hand_over(msg, following.reteach)
     return True
 
 
-async def _next(msg: Incoming, following: Round, now: datetime) -> tuple[str, Quiz | None]:
-    """The next question and its quiz, or the round's score once it is over (and None)."""
+async def _next(msg: Incoming, following: Round, now: datetime) -> tuple[str, Quiz | None, int]:
+    """The next question and its quiz, or the round's score once it is over (no quiz, and the
+    count of the next round it offers, 0 for none)."""
     total = len(following.items)
     item = None if following.done else await msg.db.get(QuizItem, following.item_id)
     if item is None:
-        return await _score(msg, following, now), None
+        score, more = await _score(msg, following, now)
+        return score, None, more
     quiz = item_quiz(item, msg.conversation.id, now, msg.services.settings.quiz_ttl_s)
-    return render_question(msg, quiz, following.index + 1, total, following.assignment is not None), quiz
+    return render_question(msg, quiz, following.index + 1, total, following.assignment is not None), quiz, 0
 
 
-async def _score(msg: Incoming, over: Round, now: datetime) -> str:
-    """The round's score, then the next round's offer while questions are still due: a student who
-    has just answered five is there to answer five more (a teacher's assignment, an item kept aside
-    to be taught again and a gentle day offer none)."""
+async def _score(msg: Incoming, over: Round, now: datetime) -> tuple[str, int]:
+    """The round's score, then the next round's offer while questions are still due (and its
+    count): a student who has just answered five is there to answer five more (a teacher's
+    assignment, an item kept aside to be taught again and a gentle day offer none)."""
     homework = over.assignment is not None
     score = score_line(over.right, len(over.items), msg.lang, homework)
     if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now):
-        return score
-    due = len(await due_items(msg.db, msg.user.id, now, ROUND_SIZE, replay_only=True))  # REVISION's next
-    return f"{score}\n\n{review_offer(msg, due)}" if due else score
+        return score, 0
+    ahead = now + REVIEW_AHEAD  # as REVISION's next round picks them (bot.learning.rounds)
+    due = len(await due_items(msg.db, msg.user.id, ahead, ROUND_SIZE, replay_only=True))
+    return (f"{score}\n\n{review_offer(msg, due)}" if due else score), due
 
 
 async def _noted(msg: Incoming) -> bool:

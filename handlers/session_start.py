@@ -23,8 +23,10 @@ def review_offer(msg: Incoming, due: int) -> str:
 async def handle(msg: Incoming) -> bool:
     if msg.conversation.user_message_count != 1 or (msg.user.mode or "guest") == "guest":
         return False
-    due = await learning.due_count(msg.db, msg.user.id, msg.services.clock())
-    if not due or await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
+    now = msg.services.clock()
+    # Due within REVIEW_AHEAD, as the round REVISION starts counts them (bot.learning.rounds).
+    due = await learning.due_count(msg.db, msg.user.id, now + learning.REVIEW_AHEAD)
+    if not due or await safety.gentle(msg.db, msg.user.id, now):
         return False  # nothing due, or a day of distress: no offer (handlers/safety.py)
     # A round's count, as the nudges say it: what REVISION starts, never the whole backlog. It rides
     # with the answer's last text (handlers/turn/held.py); alone only when the turn sent no text.

@@ -2,15 +2,18 @@
 
     .venv/bin/python -m bench.learning --habits [--students 200] [--days 30] [--seed 23]
         [--offer-take 0.5] [--nudge-take 0.5] [--template-take 0.25] [--busy 0.2] [--resume 0.5]
-        [--more-take 0.5] [--template-price P]
+        [--more-take 0.5] [--woven-take 1] [--template-price P]
 
 Each student (bench.learning.habits: evening, morning+evening, weekends only, a drop-out after a
 week) writes at the hours of their habit. A visit: the student's question, then 2 new quizzes (the
 student has enough items for 2 at every visit of the month); on a session's first message with
 items due, the offer of a round (handlers/session_start.py, there before and after this issue),
-taken with `--offer-take`. Under this issue's policies a round's score offers the next round while
-items are due (handlers/review.py), taken with `--more-take`. Between visits the bot sends what
-the policy's rules allow (bench.learning.sends: WhatsApp's 24 h window, 08:00-20:00 local, the
+taken with `--offer-take`. Under this issue's policies a question due comes right after a quiz's
+verdict, at most WOVEN_MAX a visit (handlers/review.py's `weave`), answered with `--woven-take`
+(1: as the visit's quizzes are, the student being there answering questions), a round's score
+offers the next round while items are due (handlers/review.py), taken with `--more-take`, and a
+round takes the items due within REVIEW_AHEAD (bot.learning.rounds). Between visits the bot sends
+what the policy's rules allow (bench.learning.sends: WhatsApp's 24 h window, 08:00-20:00 local, the
 study hour, the template's caps); a nudge or template read when the student is free is acted on
 (a round of at most ROUND_SIZE due items) with `--nudge-take` / `--template-take`, at other hours
 `--busy` times as often. A drop-out who acts on one comes back: from then on they keep their habit
@@ -43,7 +46,7 @@ from bench.learning.sends import (
 from bench.learning.student import Item, Memory, Student, probe_right
 from bench.learning.student import answer as student_answer
 from bot.config_groups import Learning
-from bot.learning import ROUND_SIZE, StudyTime, next_review, send_hour
+from bot.learning import REVIEW_AHEAD, ROUND_SIZE, WOVEN_MAX, StudyTime, next_review, send_hour
 
 NEW_CARD: dict[str, Any] = dict(Card(card_id=1).to_dict())
 
@@ -58,6 +61,7 @@ class Reach:
     busy: float = 0.2  # at another hour, the take-rate times this
     resume: float = 0.5  # a drop-out brought back keeps their habit again
     more_take: float = 0.5  # the offer of more at a round's end taken
+    woven_take: float = 1.0  # a question due asked after a quiz's verdict answered, as the quizzes are
 
 
 @dataclass(frozen=True)
@@ -109,34 +113,48 @@ def ask(run: Run, item: Item, now: datetime) -> None:
     item.due = days_of(due)
 
 
-def review_round(run: Run, now: datetime) -> datetime:
-    """A round of the items due now, one answer a minute, and the next ones the student takes when
-    its end offers more (this issue's policies: handlers/review.py); returns when they end."""
+def due(run: Run, now: datetime, budget: int) -> list[Item]:
+    """What a round the student starts asks, or an offer counts: the items due now, and under this
+    issue's policies those due within REVIEW_AHEAD (bot.learning.rounds)."""
+    ahead = REVIEW_AHEAD if run.policy.session_offers else timedelta(0)
+    return due_now(run.student.items[:run.taught], days_of(now + ahead), budget)
+
+
+def review_round(run: Run, now: datetime, size: int = ROUND_SIZE) -> datetime:
+    """A round of the items due (at most `size`), one answer a minute, and the next ones the student
+    takes when its end offers more (this issue's policies: handlers/review.py); returns when they end."""
     while True:
         run.contact.stamps.append(now)
-        for item in due_now(run.student.items[:run.taught], days_of(now), ROUND_SIZE):
+        for item in due(run, now, size):
             now += timedelta(minutes=1)
             ask(run, item, now)
             run.reviews += 1
-        more = run.policy.more and due_now(run.student.items[:run.taught], days_of(now), 1)
+        size = ROUND_SIZE
+        more = run.policy.more and due(run, now, 1)
         if not more or run.rng.random() >= run.setup.reach.more_take:
             return now
         now += timedelta(minutes=1)
 
 
 def visit(run: Run, at: datetime) -> datetime:
-    """The student's own visit: their question, the offer on a session's first message, new quizzes."""
+    """The student's own visit: their question, the offer on a session's first message, new quizzes;
+    under this issue's policies a question due after each quiz's verdict, WOVEN_MAX a visit
+    (handlers/review.py's `weave`: a conversation's, and no two visits share one)."""
     last = run.contact.last_inbound
     first = last is None or at - last >= timedelta(seconds=run.setup.learning.session_idle_s)
     run.contact.stamps.append(at)
-    due = due_now(run.student.items[:run.taught], days_of(at), 1)
     end = at
-    if first and due and run.rng.random() < run.setup.reach.offer_take:
+    if first and due(run, at, 1) and run.rng.random() < run.setup.reach.offer_take:
         end = review_round(run, at + timedelta(minutes=2))
     new = run.student.items[run.taught:run.taught + run.setup.new]
+    woven = 0 if run.policy.session_offers else WOVEN_MAX
     for item, minutes in zip(new, VISIT_MINUTES, strict=False):
         end = max(end, at + timedelta(minutes=minutes))
         ask(run, item, end)
+        if woven < WOVEN_MAX and due(run, end, 1):
+            woven += 1
+            if run.rng.random() < run.setup.reach.woven_take:  # a round of one, then its offer of more
+                end = review_round(run, end + timedelta(minutes=1), size=1)
     run.taught += len(new)
     return end
 

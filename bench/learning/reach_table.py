@@ -88,7 +88,7 @@ def parse(argv: list[str] | None = None) -> Setup:
     defaults, reach = Setup(), Reach()
     for name in ("students", "days", "seed"):
         parser.add_argument(f"--{name}", type=int, default=getattr(defaults, name))
-    for name in ("offer_take", "nudge_take", "template_take", "busy", "resume", "more_take"):
+    for name in ("offer_take", "nudge_take", "template_take", "busy", "resume", "more_take", "woven_take"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(reach, name),
                             help="assumed, not measured")
     settings = load_settings()  # as the bot reads them: the environment over .env, defaults otherwise
@@ -97,7 +97,7 @@ def parse(argv: list[str] | None = None) -> Setup:
                         default=costs.cost_per_template_message + costs.cost_per_whatsapp_message)
     args = vars(parser.parse_args(argv))
     taken = Reach(**{name: args.pop(name) for name in ("offer_take", "nudge_take", "template_take", "busy",
-                                                        "resume", "more_take")})
+                                                        "resume", "more_take", "woven_take")})
     return Setup(reach=taken, memory=Memory(), learning=settings.learning,
                  currency=settings.payment_currency.upper(), **args)
 
@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
           "hour under WhatsApp's 24 h window and 08:00-20:00 local")
     print(f"assumed: review offer taken {r.offer_take:.0%}, nudge acted on {r.nudge_take:.0%}, template "
           f"{r.template_take:.0%} (at a free hour; x{r.busy:g} otherwise), a drop-out brought back keeps "
-          f"their habit {r.resume:.0%}, a round's offer of more {r.more_take:.0%}")
+          f"their habit {r.resume:.0%}, a round's offer of more {r.more_take:.0%}, a question due after a "
+          f"quiz's verdict answered {r.woven_take:.0%}")
     print(f"settings: NUDGE_AFTER_S={learning.nudge_after_s}, REENGAGE_AFTER_S={learning.reengage_after_s}, "
           f"REENGAGE_MAX_PER_WEEK={learning.reengage_max_per_week}, a template costs "
           f"{setup.template_price:g} {setup.currency}")

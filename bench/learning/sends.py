@@ -9,7 +9,8 @@ Three policies:
   backlog's count (neither changes when it goes).
 - this issue's nudges: a missed item due at the student's study hour at least 20 h later, a right
   one at that hour on FSRS's day (`bot.learning.next_review` with a `StudyTime`, as
-  bot.learning.record passes it), and a round's score offering the next round; the same
+  bot.learning.record passes it), a round's score offering the next round, a question due asked
+  after a quiz's verdict and a round taking the items due within the hour; the same
   nudge, but not before the day's `send_hour` of the learned `study_hour` (bot.learning.study_hours'
   `at_study_hour` as SQL, here as Python).
 - with template re-engagement: plus bot.learning.reengage's template (REVIEW_TEMPLATE_SID set):
@@ -45,10 +46,13 @@ class Policy:
     study_hours: bool  # this issue's timing: misses due, and nudges sent, at the study hour
     template: bool  # REVIEW_TEMPLATE_SID configured
     more: bool = True  # a round's end offers the next one while items are due (handlers/review.py)
+    # A question due after a quiz's verdict, and a round takes the items due within REVIEW_AHEAD
+    # (handlers/review.py's `weave`, bot.learning.rounds).
+    session_offers: bool = True
 
 
 POLICIES = (
-    Policy("today's nudges", study_hours=False, template=False, more=False),
+    Policy("today's nudges", study_hours=False, template=False, more=False, session_offers=False),
     Policy("this issue's nudges", study_hours=True, template=False),
     Policy("+ template re-engagement", study_hours=True, template=True),
 )

@@ -52,8 +52,10 @@ from bot.learning.reteach import (
 )
 from bot.learning.review import next_review, recall_probability
 from bot.learning.rounds import (
+    REVIEW_AHEAD,
     REVIEW_KIND,
     ROUND_SIZE,
+    WOVEN_MAX,
     Round,
     has_items,
     item_topic,
@@ -81,9 +83,11 @@ __all__ = [
     "OTHER",
     "RETEACH_AFTER",
     "RETIRE_AFTER",
+    "REVIEW_AHEAD",
     "REVIEW_KIND",
     "ROUND_SIZE",
     "SUBJECTS",
+    "WOVEN_MAX",
     "ChildFacts",
     "Cycle",
     "LearnerView",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -24,6 +24,12 @@ from bot.texts import fr_en
 
 REVIEW_KIND = "review"
 ROUND_SIZE = 5
+# A round the student starts, and the offers of one, take the items due within this much too: an
+# item due at their 19:00 study hour is there when they write at 18:40 (else it waited a day more,
+# the nudge being for a student who has not written).
+REVIEW_AHEAD = timedelta(hours=1)
+# Questions due asked right after the verdict on the tutor's quiz, per conversation (handlers/review.py).
+WOVEN_MAX = 2
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class Round:
     last_reply: str = ""
     reteach: int | None = None  # the item waiting to be taught again, handed to the model at the end
     assignment: int | None = None  # the teacher's assignment this round answers (bot.school.assignments)
+    woven: bool = False  # a question asked after a quiz's verdict, not asked for (handlers/review.py)
 
     @property
     def done(self) -> bool:
@@ -53,7 +60,7 @@ class Round:
                 "items": list(self.items), "index": self.index, "right": self.right,
                 "asked_at": self.asked_at.isoformat(), "last_inbound": self.last_inbound,
                 "last_reply": self.last_reply, "reteach": self.reteach,
-                "assignment": self.assignment}
+                "assignment": self.assignment, "woven": self.woven}
 
     def answered(self, correct: bool, inbound_id: int, reply: str, now: datetime) -> Round:
         return replace(self, index=self.index + 1, right=self.right + int(correct), asked_at=now,
@@ -73,16 +80,17 @@ def round_from_menu(menu: dict[str, Any] | None) -> Round | None:
                      last_inbound=None if last is None else int(last),
                      last_reply=str(menu.get("last_reply", "")),
                      reteach=None if reteach is None else int(reteach),
-                     assignment=None if assignment is None else int(assignment))
+                     assignment=None if assignment is None else int(assignment),
+                     woven=bool(menu.get("woven", False)))
     except (KeyError, TypeError, ValueError):
         return None
 
 
 async def pick_items(db: AsyncSession, user_id: int, now: datetime) -> tuple[list[QuizItem], bool]:
-    """The round's items and whether they are due: the due ones, longest overdue first; when none
-    is, the ones most recently missed. Never one waiting to be taught again (bot.learning.reteach):
-    the round hands that one to the model."""
-    due = await due_items(db, user_id, now, ROUND_SIZE, replay_only=True)
+    """The round's items and whether they are due: the due ones (within REVIEW_AHEAD), longest
+    overdue first; when none is, the ones most recently missed. Never one waiting to be taught again
+    (bot.learning.reteach): the round hands that one to the model."""
+    due = await due_items(db, user_id, now + REVIEW_AHEAD, ROUND_SIZE, replay_only=True)
     if due:
         return due, True
     return await recently_missed(db, user_id, ROUND_SIZE), False

@@ -11,14 +11,14 @@ import pytest
 
 from bench.learning.habits import HABITS, Habit
 from bench.learning.policies import START
-from bench.learning.reach import Outcome, Reach, Run, Setup, month, review_round
+from bench.learning.reach import Outcome, Reach, Run, Setup, month, review_round, visit
 from bench.learning.reach_table import COLUMNS, Row, row
 from bench.learning.run import Setup as MonthSetup
 from bench.learning.run import main, new_student
 from bench.learning.sends import NUDGE, POLICIES, TEMPLATE, Contact, Policy, Send, days_of, next_send
 from bench.learning.student import Item
 from bot.config_groups import Learning
-from bot.learning import ROUND_SIZE
+from bot.learning import REVIEW_AHEAD, ROUND_SIZE, WOVEN_MAX
 from bot.learning.nudges import WINDOW
 
 SMALL = Setup(students=8, days=21)
@@ -150,3 +150,34 @@ def test_a_round_offers_more_under_this_issue_s_policies_only() -> None:
         done[policy.name] = run.reviews
     # Today one round of 5; now the student who takes every offer goes on round after round.
     assert done == {TODAY.name: ROUND_SIZE, ISSUE.name: 2 * MonthSetup.items}
+
+
+def _due_run(policy: Policy, reach: Reach, due: float) -> Run:
+    """An evening student with 6 items answered, all due at `due` (days), and new ones to be asked."""
+    student, _ = new_student(MonthSetup(skills=2), 0)
+    for item in student.items[:MonthSetup.items]:
+        item.answers, item.due = 1, due
+    return Run(habit=EVENING, policy=policy, setup=Setup(reach=reach), student=student, rng=random.Random(1),
+               taught=MonthSetup.items)
+
+
+def test_a_question_due_after_each_quiz_verdict_under_this_issue_s_policies_only() -> None:
+    # The session's offer and a round's offer of more never taken: only the woven questions remain.
+    reach = Reach(offer_take=0.0, more_take=0.0, woven_take=1.0)
+    done = {}
+    for policy in (TODAY, ISSUE):
+        run = _due_run(policy, reach, 0.0)
+        visit(run, START + timedelta(hours=19))
+        done[policy.name] = run.reviews
+    assert done == {TODAY.name: 0, ISSUE.name: WOVEN_MAX}
+
+
+def test_a_round_takes_the_items_due_within_the_hour_under_this_issue_s_policies_only() -> None:
+    at = START + timedelta(hours=19)
+    soon = days_of(at + REVIEW_AHEAD - timedelta(minutes=20))
+    done = {}
+    for policy in (TODAY, ISSUE):
+        run = _due_run(policy, Reach(more_take=0.0), soon)
+        review_round(run, at)
+        done[policy.name] = run.reviews
+    assert done == {TODAY.name: 0, ISSUE.name: ROUND_SIZE}
