@@ -14,9 +14,11 @@ what else the machine does falls on both alike:
 
 The figures are the medians over the rounds; the ratio is the median of each round's ratio.
 Targets, on each database: throughput >= 0.5 of the bare handler's and p99 <= 3 ms at 300 requests/s.
-A webhook is answered once its row is committed, so on PostgreSQL its time holds a commit's wait for
-the disk: the run also times PostgreSQL's own one-row commits, alone, before the servers start
-(`--pg-async-commit` measures with commits that do not wait for the disk, as the tests' databases).
+Printed too, for the bot: its database transactions and statements per webhook in each phase (read
+from its /metrics: many webhooks share a batch). A webhook is answered once its row is committed, so
+on PostgreSQL its time holds a commit's wait for the disk: the run also times PostgreSQL's own
+one-row commits, alone, before the servers start (`--pg-async-commit` measures with commits that
+do not wait for the disk, as the tests' databases).
 """
 
 from __future__ import annotations
@@ -248,17 +250,38 @@ class Server:
         self.proc.wait(timeout=10)
 
 
+async def db_counts(server: Server) -> tuple[float, float] | None:
+    """The bot's database transactions and statements so far, from its /metrics (None: the bare
+    handler, which has none). A scrape's own reads (the queue's gauges) count in the next one."""
+    if server.name == "bare aiohttp":
+        return None
+    async with aiohttp.ClientSession() as session, session.get(
+            server.base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) as resp:
+        lines = (await resp.text()).splitlines()
+    value = {line.split(" ")[0]: float(line.split(" ")[1]) for line in lines if line.startswith("deblo_db_")}
+    return value["deblo_db_transactions_total"], value["deblo_db_statements_total"]
+
+
 async def one_round(servers: list[Server], args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    """Throughput then fixed-rate latency, each phase run on every server in turn."""
+    """Throughput then fixed-rate latency, each phase run on every server in turn; for the bot, the
+    database transactions and statements per webhook in each phase."""
     out: dict[str, dict[str, float]] = {s.name: {} for s in servers}
     for server in servers:
+        before = await db_counts(server)
         out[server.name]["rps"] = await throughput(
             server.url, server.requests(args.requests, args.users), args.concurrency)
+        if before and (after := await db_counts(server)):
+            out[server.name].update(tp_tx=(after[0] - before[0]) / args.requests,
+                                    tp_statements=(after[1] - before[1]) / args.requests)
     n = int(args.rate * args.seconds)
     for server in servers:
+        before = await db_counts(server)
         lat = await fixed_rate(server.url, server.requests(n, args.users), args.rate)
         out[server.name].update({"p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
                                  "mean": statistics.fmean(lat) * 1000})
+        if before and (after := await db_counts(server)):
+            out[server.name].update(rate_tx=(after[0] - before[0]) / n,
+                                    rate_statements=(after[1] - before[1]) / n)
     return out
 
 
@@ -300,6 +323,7 @@ PER_DATABASE = {
     "bare_rps": Figure("bare req/s", True, 0),
     "health_quiet_p99": Figure("healthz p99 ms", False), "health_flood_p99": Figure("flood p99 ms", False),
     "commit_p99": Figure("commit alone p99 ms", False),  # PostgreSQL's own, without the bot
+    "rate_statements": Figure("statements per webhook", False, 3),  # at --rate
 }
 # SQLite's figures unprefixed, PostgreSQL's with "pg_" (its rows only when it answers).
 FIGURES = {**PER_DATABASE, **{f"pg_{k}": Figure(f"PG {f.label}", f.higher_is_better, f.digits)
@@ -368,6 +392,10 @@ def print_table(database: str, results: dict[str, dict[str, float]], args: argpa
         print(f"{name:<16}{r['rps']:>18.0f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['mean']:>10.2f}")
     print(f"\n{database}: throughput ratio deblo/bare {bot['ratio']:.2f} (target >= 0.5), "
           f"p99 at {args.rate:.0f} req/s {bot['p99']:.2f} ms (target <= 3 ms)")
+    if "tp_tx" in bot:
+        print(f"database transactions / statements per webhook: {bot['tp_tx']:.3f} / "
+              f"{bot['tp_statements']:.3f} flat out, {bot['rate_tx']:.3f} / {bot['rate_statements']:.3f} "
+              f"at {args.rate:.0f} req/s")
     if "commit_p50" in bot:
         waiting = "not waiting" if args.pg_async_commit else "waiting"
         print(f"PostgreSQL's own one-row commit, alone ({waiting} for the disk): "
