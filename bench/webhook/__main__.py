@@ -212,7 +212,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def wait_up(url: str) -> None:
     async with aiohttp.ClientSession() as session:
-        for _ in range(200):
+        for _ in range(1200):  # a minute: a loaded machine takes long to import the bot
             try:
                 async with session.post(url, data=b"") as resp:
                     await resp.read()
