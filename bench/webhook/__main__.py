@@ -13,7 +13,12 @@ what else the machine does falls on both alike:
    refusals are read from the bot's own counter (deblo_inbound_total{result="too_large"}).
 
 The figures are the medians over the rounds; the ratio is the median of each round's ratio.
-Targets: throughput >= 0.5 of the bare handler's and p99 <= 3 ms at 300 requests/s, on SQLite.
+Targets, on each database: throughput >= 0.5 of the bare handler's and p99 <= 3 ms at 300 requests/s.
+Printed too, for the bot: its database transactions and statements per webhook in each phase (read
+from its /metrics: many webhooks share a batch). A webhook is answered once its row is committed, so
+on PostgreSQL its time holds a commit's wait for the disk: the run also times PostgreSQL's own
+one-row commits, alone, before the servers start (`--pg-async-commit` measures with commits that
+do not wait for the disk, as the tests' databases).
 """
 
 from __future__ import annotations
@@ -207,7 +212,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def wait_up(url: str) -> None:
     async with aiohttp.ClientSession() as session:
-        for _ in range(200):
+        for _ in range(1200):  # a minute: a loaded machine takes long to import the bot
             try:
                 async with session.post(url, data=b"") as resp:
                     await resp.read()
@@ -245,17 +250,38 @@ class Server:
         self.proc.wait(timeout=10)
 
 
+async def db_counts(server: Server) -> tuple[float, float] | None:
+    """The bot's database transactions and statements so far, from its /metrics (None: the bare
+    handler, which has none). A scrape's own reads (the queue's gauges) count in the next one."""
+    if server.name == "bare aiohttp":
+        return None
+    async with aiohttp.ClientSession() as session, session.get(
+            server.base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}) as resp:
+        lines = (await resp.text()).splitlines()
+    value = {line.split(" ")[0]: float(line.split(" ")[1]) for line in lines if line.startswith("deblo_db_")}
+    return value["deblo_db_transactions_total"], value["deblo_db_statements_total"]
+
+
 async def one_round(servers: list[Server], args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    """Throughput then fixed-rate latency, each phase run on every server in turn."""
+    """Throughput then fixed-rate latency, each phase run on every server in turn; for the bot, the
+    database transactions and statements per webhook in each phase."""
     out: dict[str, dict[str, float]] = {s.name: {} for s in servers}
     for server in servers:
+        before = await db_counts(server)
         out[server.name]["rps"] = await throughput(
             server.url, server.requests(args.requests, args.users), args.concurrency)
+        if before and (after := await db_counts(server)):
+            out[server.name].update(tp_tx=(after[0] - before[0]) / args.requests,
+                                    tp_statements=(after[1] - before[1]) / args.requests)
     n = int(args.rate * args.seconds)
     for server in servers:
+        before = await db_counts(server)
         lat = await fixed_rate(server.url, server.requests(n, args.users), args.rate)
         out[server.name].update({"p50": percentile(lat, 0.5) * 1000, "p99": percentile(lat, 0.99) * 1000,
                                  "mean": statistics.fmean(lat) * 1000})
+        if before and (after := await db_counts(server)):
+            out[server.name].update(rate_tx=(after[0] - before[0]) / n,
+                                    rate_statements=(after[1] - before[1]) / n)
     return out
 
 
@@ -296,6 +322,8 @@ PER_DATABASE = {
     "p50": Figure("p50 ms", False), "p99": Figure("p99 ms", False), "mean": Figure("mean ms", False),
     "bare_rps": Figure("bare req/s", True, 0),
     "health_quiet_p99": Figure("healthz p99 ms", False), "health_flood_p99": Figure("flood p99 ms", False),
+    "commit_p99": Figure("commit alone p99 ms", False),  # PostgreSQL's own, without the bot
+    "rate_statements": Figure("statements per webhook", False, 3),  # at --rate
 }
 # SQLite's figures unprefixed, PostgreSQL's with "pg_" (its rows only when it answers).
 FIGURES = {**PER_DATABASE, **{f"pg_{k}": Figure(f"PG {f.label}", f.higher_is_better, f.digits)
@@ -310,9 +338,10 @@ def figures(database: str, results: dict[str, dict[str, float]]) -> dict[str, fl
     return {prefix + k: v for k, v in found.items()}
 
 
-async def postgres_database(url: str) -> str:
-    """A fresh database for the run (dropped and made again), or an empty string with the reason
-    printed when PostgreSQL does not answer."""
+async def postgres_database(url: str, async_commit: bool = False) -> str:
+    """A fresh database for the run (dropped and made again; with `async_commit`, its commits do
+    not wait for the disk), or an empty string with the reason printed when PostgreSQL does not
+    answer."""
     import asyncpg
     from sqlalchemy.engine import make_url
 
@@ -326,9 +355,32 @@ async def postgres_database(url: str) -> str:
     try:
         await conn.execute(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)')
         await conn.execute(f'CREATE DATABASE "{target.database}"')
+        if async_commit:
+            await conn.execute(f'ALTER DATABASE "{target.database}" SET synchronous_commit TO off')
     finally:
         await conn.close()
     return url
+
+
+async def commit_times(url: str, commits: int = 200) -> list[float]:
+    """PostgreSQL's own time (s) for a one-row insert committed alone, `commits` times in a row on
+    one connection: what the disk adds to each batch the webhook commits."""
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("CREATE TABLE bench_commits (id serial PRIMARY KEY, at timestamp)")
+        times = []
+        for _ in range(commits):
+            started = time.perf_counter()
+            await conn.execute("INSERT INTO bench_commits (at) VALUES (now())")
+            times.append(time.perf_counter() - started)
+        await conn.execute("DROP TABLE bench_commits")
+        return times
+    finally:
+        await conn.close()
 
 
 def print_table(database: str, results: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
@@ -338,8 +390,16 @@ def print_table(database: str, results: dict[str, dict[str, float]], args: argpa
     print(f"{'handler':<16}{'throughput req/s':>18}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}")
     for name, r in results.items():
         print(f"{name:<16}{r['rps']:>18.0f}{r['p50']:>10.2f}{r['p99']:>10.2f}{r['mean']:>10.2f}")
-    print(f"\nthroughput ratio deblo/bare: {bot['ratio']:.2f} (target >= 0.5)")
-    print(f"p99 at {args.rate:.0f} req/s: {bot['p99']:.2f} ms (target <= 3 ms on SQLite)")
+    print(f"\n{database}: throughput ratio deblo/bare {bot['ratio']:.2f} (target >= 0.5), "
+          f"p99 at {args.rate:.0f} req/s {bot['p99']:.2f} ms (target <= 3 ms)")
+    if "tp_tx" in bot:
+        print(f"database transactions / statements per webhook: {bot['tp_tx']:.3f} / "
+              f"{bot['tp_statements']:.3f} flat out, {bot['rate_tx']:.3f} / {bot['rate_statements']:.3f} "
+              f"at {args.rate:.0f} req/s")
+    if "commit_p50" in bot:
+        waiting = "not waiting" if args.pg_async_commit else "waiting"
+        print(f"PostgreSQL's own one-row commit, alone ({waiting} for the disk): "
+              f"p50 {bot['commit_p50']:.2f} ms, p99 {bot['commit_p99']:.2f} ms")
     if "health_quiet_p50" not in bot:
         return
     print(f"\n/healthz while oversized unsigned forms are refused ({args.probes} probes per row)\n")
@@ -361,6 +421,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--postgres", default="postgresql+asyncpg://postgres@127.0.0.1:5432/bench_webhook",
                         help="PostgreSQL measured as well (the database is dropped and made again)")
     parser.add_argument("--no-postgres", action="store_true", help="SQLite only")
+    parser.add_argument("--pg-async-commit", action="store_true",
+                        help="PostgreSQL's commits do not wait for the disk (synchronous_commit off)")
     parser.add_argument("--flood", type=int, default=20, help="clients posting oversized forms")
     parser.add_argument("--probes", type=int, default=200, help="/healthz requests per phase (0: none)")
     add_arguments(parser)
@@ -387,11 +449,15 @@ async def main() -> None:
         databases = {"SQLite": args.database_url or f"sqlite+aiosqlite:///{tmp}/bench.db"}
         if args.database_url:
             databases = {args.database_url.split(":")[0]: args.database_url}
-        elif not args.no_postgres and (pg := await postgres_database(args.postgres)):
+        elif not args.no_postgres and (pg := await postgres_database(args.postgres, args.pg_async_commit)):
             databases["PostgreSQL"] = pg
         values: dict[str, float] = {}
         for database, url in databases.items():
+            commits = await commit_times(url) if url.startswith("postgresql") else []
             results = await measure(url, tmp, args)
+            if commits:
+                results["deblo webhook"].update(commit_p50=percentile(commits, 0.5) * 1000,
+                                                commit_p99=percentile(commits, 0.99) * 1000)
             values.update(figures(database, results))
             if not args.json:
                 print_table(database, results, args)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import phonenumbers
 from sqlalchemy import Connection, Engine, make_url
@@ -34,6 +35,7 @@ from bot.channel import inbound_store as store
 from bot.channel.inbound_store import InboundParams
 from bot.channel.locale import Locale
 from bot.channel.metering import rates_or_none
+from bot.storage import counting
 from bot.storage.db import make_sync_engine
 
 log = logging.getLogger("bot.channel.inbound")
@@ -160,7 +162,8 @@ class InboundWriter:
     remembered (id, number, BSUID, name) so that a known user costs no lookup. A new number gets
     its country's time zone and language, else `defaults` (bot.channel.locale). What one batch
     writes is bot.channel.inbound_store's; on a SQLite file it runs in the writer's own thread over
-    its own connection, one hop per batch.
+    its own connection, one hop per batch; on PostgreSQL a batch of known senders with no STOP is
+    one prepared statement, its own transaction: one round trip.
     """
 
     def __init__(self, engine: AsyncEngine, *, defaults: Locale = Locale("Africa/Abidjan", "fr"),
@@ -173,6 +176,7 @@ class InboundWriter:
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
+        self._prepared: tuple[Any, Any] | None = None  # (driver connection, its prepared statement)
         self._thread: _SqliteThread | None = _SqliteThread.for_engine(engine)
         # (deadline, future) of submits given a time limit, oldest first, and the one timer that
         # watches the oldest: a timer per webhook would cost more than its row's share of the batch.
@@ -227,6 +231,7 @@ class InboundWriter:
     async def _drop_connection(self) -> None:
         if self._thread is not None:
             await self._thread.drop()
+        self._prepared = None
         if self._conn is not None:
             conn, self._conn = self._conn, None
             try:
@@ -269,8 +274,23 @@ class InboundWriter:
         # One connection kept for the writer: no pool checkout and reset per batch.
         if self._conn is None or self._conn.closed:
             self._conn = await self.engine.connect()
+        if self.engine.dialect.name == "postgresql" and (one := store.one_statement(self._batch, items)):
+            return await self._write_one_statement(items, *one)
         async with self._conn.begin():
             return await self._conn.run_sync(store.write_batch, self._batch, items)
+
+    async def _write_one_statement(self, items: store.Items, users: list[store.KnownUser],
+                                   args: tuple[Any, ...]) -> list[tuple[int, int | None]]:
+        """PostgreSQL's usual batch: one prepared statement on the driver's connection, outside any
+        transaction of SQLAlchemy's, so that it is its own (store.PG_ONE_STATEMENT)."""
+        assert self._conn is not None
+        driver = (await self._conn.get_raw_connection()).driver_connection
+        assert driver is not None  # a connection checked out and open
+        if self._prepared is None or self._prepared[0] is not driver:
+            self._prepared = (driver, await driver.prepare(store.PG_ONE_STATEMENT))
+        rows = await self._prepared[1].fetch(*args)
+        counting.note(transactions=1, statements=1)
+        return store.results(items, users, {row[1]: row[0] for row in rows})
 
 
 # How often, at most, the WAL is copied back into the database file while webhooks are written.

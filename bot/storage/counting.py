@@ -1,7 +1,8 @@
 """Database transactions and statements, counted on every engine the bot makes.
 
 `watch(engine)` is called by `bot.storage.db` for each engine (the async one and the inbound
-writer's blocking one): each transaction begun and each statement sent to the database counts
+writer's blocking one), and `note` by what goes straight to a driver's connection: each
+transaction begun and each statement sent to the database counts
 into `deblo_db_transactions_total` and `deblo_db_statements_total`, and into the process's own
 totals that `record()` reads for a window of work (a test's, a benchmark's):
 
@@ -50,6 +51,16 @@ def _on_statement(*_args: Any) -> None:
     with _lock:
         _totals.statements += 1
     STATEMENTS.inc()
+
+
+def note(transactions: int, statements: int) -> None:
+    """Counts what was sent past SQLAlchemy, on a driver's connection (the inbound writer's one
+    statement on PostgreSQL, bot.channel.inbound)."""
+    with _lock:
+        _totals.transactions += transactions
+        _totals.statements += statements
+    TRANSACTIONS.inc(transactions)
+    STATEMENTS.inc(statements)
 
 
 def watch(engine: Engine) -> None:

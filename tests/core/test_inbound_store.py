@@ -15,6 +15,7 @@ import sys
 import unicodedata
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
@@ -26,8 +27,10 @@ from bot.channel.inbound_store import InboundParams
 from bot.channel.keywords import ALNUM, STOP_WORDS, is_stop, keyword
 from bot.channel.locale import Locale
 from bot.channel.webhook_checks import parse_form
+from bot.storage import counting
 from bot.storage.db import make_engine, make_sync_engine
 from bot.storage.migrate import upgrade
+from tests.support.harness import Database
 from tests.support.waiting import eventually
 
 # Pieces a hostile or odd form body is made of: escapes of the separators, of UTF-8 (whole, cut,
@@ -198,6 +201,70 @@ async def test_a_naive_time_is_refused_by_both_ways(tmp_path: Path) -> None:
                 store.write_batch(conn, how, [(webhook("SM9", "+2250700000009"), datetime(2026, 12, 2))])
         finally:
             engine.dispose()
+
+
+# --- a batch on PostgreSQL: one statement against Core ------------------------------------------
+
+
+def renamed(batch: list[tuple[InboundParams, datetime]], prefix: str) -> list[tuple[InboundParams, datetime]]:
+    return [(dataclasses.replace(p, message_sid=prefix + p.message_sid), now) for p, now in batch]
+
+
+Shape = tuple[list[tuple[int, bool]], int, int]
+
+
+async def write_with(writer: InboundWriter, prefix: str, core: bool) -> list[Shape]:
+    """Each batch of BATCHES (MessageSids prefixed) submitted at once, the senders looked up
+    through Core each time (`core`) or known from the writer's cache; per batch, who got a row and
+    the transactions and statements it cost."""
+    shapes: list[Shape] = []
+    for number, batch in enumerate(BATCHES):
+        if number == 1:  # a sender whose sends failed: the next message resets them
+            async with writer.engine.begin() as conn:
+                await conn.run_sync(failing)
+        if core:
+            writer._batch.cache.clear()
+        with counting.record() as counts:
+            got = await asyncio.gather(*(writer.submit(p, now) for p, now in renamed(batch, prefix)))
+        stored = [(user, row is not None) for user, row in got]
+        shapes.append((stored, counts.transactions, counts.statements))
+    return shapes
+
+
+@pytest.mark.postgres_only
+async def test_postgres_one_statement_writes_the_rows_core_writes(test_database: Database) -> None:
+    """A batch of known senders with no STOP is one statement, its own transaction; what it
+    stores is what Core's transaction stores."""
+    engine = make_engine(test_database.url)
+    writer = InboundWriter(engine)
+    try:
+        core = await write_with(writer, "C", core=True)
+        one = await write_with(writer, "F", core=False)
+        async with engine.connect() as conn:
+            rows: list[Any] = list((await conn.exec_driver_sql(
+                "SELECT message_sid, user_id, channel, from_addr, to_addr, body, media::text, params::text, "
+                "status, attempts, lease_until, error, created_at, processed_at, cost_micro "
+                "FROM inbound_messages ORDER BY id")).all())
+            health = (await conn.exec_driver_sql("SELECT delivery_failures, delivery_blocked_at IS NULL, "
+                                                 "opted_out FROM users ORDER BY id")).all()
+    finally:
+        await writer.close()
+        await engine.dispose()
+    assert [shape for shape, _, _ in one] == [shape for shape, _, _ in core]
+    assert [shape for shape, _, _ in core][1] == [(1, True), (1, False), (1, False), (3, True)]
+    assert all(statements > 1 for _, _, statements in core)
+    # The first batch holds a STOP: a transaction of its own; the others, one statement each.
+    assert [counts for _, *counts in one][1:] == [[1, 1], [1, 1]]
+
+    def stored(prefix: str) -> list[tuple[object, ...]]:
+        return [(row[0][1:], *row[1:6], json.loads(row[6]), json.loads(row[7]), *row[8:])
+                for row in rows if row[0].startswith(prefix)]
+
+    assert stored("F") == stored("C") and len(stored("F")) == 5
+    # Another zone's time stored as UTC, as Core stores it.
+    assert [row[12] for row in rows if row[0] == "FSM4"] == [datetime(2026, 12, 2, 19, 30, 5, 123456)]
+    # The second batch's senders had their health reset, the other one not; « Arrêt ! » opted out.
+    assert health == [(0, True, False), (3, False, True), (0, True, False)]
 
 
 # --- the writer's checkpoints ------------------------------------------------------------------
