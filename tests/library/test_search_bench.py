@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bench.search.run import evaluate, load_set, score, shared_terms
+from bench.search.run import evaluate, load_set, photographed, score, shared_terms
 from bot.services import Services
 
 
@@ -17,6 +17,9 @@ def test_the_set_is_what_the_bench_promises() -> None:
     assert len(full.documents) >= 30 and len(full.queries) >= 60 and len(paraphrases) * 3 >= len(full.queries)
     assert {q.file for q in full.queries} <= set(full.documents)
     assert [q.text for q in paraphrases if shared_terms(q.text, full.documents[q.file])] == []
+    # The held-out paraphrases: as many files' words avoided, on files that are photographed too.
+    assert len(full.held_out) >= 10 and {q.file for q in full.held_out} <= set(photographed(full))
+    assert [q.text for q in full.held_out if shared_terms(q.text, full.documents[q.file])] == []
     s = score([1, 3, None, 6])
     assert (s.recall_1, s.recall_5, s.count) == (0.25, 0.5, 4)
     assert s.mrr == pytest.approx((1 + 1 / 3 + 1 / 6) / 4)
