@@ -134,7 +134,7 @@ def looks_like_an_answer(text: str) -> bool:
 async def _to_hand_over(msg: Incoming, now: datetime) -> int | None:
     """The item waiting to be taught again that this round gives the model (one at most)."""
     waiting = await reteach_items(msg.db, msg.user.id, now, 1)
-    if not waiting or await safety.gentle(msg.db, msg.user.id, now):
+    if not waiting or await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return None
     return waiting[0].id
 
@@ -256,7 +256,8 @@ async def _score(msg: Incoming, over: Round, now: datetime) -> str:
     to be taught again and a gentle day offer none)."""
     homework = over.assignment is not None
     score = score_line(over.right, len(over.items), msg.lang, homework)
-    if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now):
+    gentle = msg.extra.get(safety.GENTLE)
+    if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now, gentle):
         return score
     due = len(await due_items(msg.db, msg.user.id, now, ROUND_SIZE, replay_only=True))  # REVISION's next
     return f"{score}\n\n{review_offer(msg, due)}" if due else score

@@ -24,7 +24,8 @@ async def handle(msg: Incoming) -> bool:
     if msg.conversation.user_message_count != 1 or (msg.user.mode or "guest") == "guest":
         return False
     due = await learning.due_count(msg.db, msg.user.id, msg.services.clock())
-    if not due or await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
+    if not due or await safety.gentle(msg.db, msg.user.id, msg.services.clock(),
+                                      msg.extra.get(safety.GENTLE)):
         return False  # nothing due, or a day of distress: no offer (handlers/safety.py)
     # A round's count, as the nudges say it: what REVISION starts, never the whole backlog. It rides
     # with the answer's last text (handlers/turn/held.py); alone only when the turn sent no text.
