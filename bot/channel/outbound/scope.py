@@ -5,7 +5,7 @@ Four context variables, set together for a block by `sending(...)` and put back 
 
 - `current_inbound`: the inbound message whose turn is running, recorded on every send.
 - `current_session`: the turn's database session (`Incoming.db`): a message is recorded in it
-  when it holds a transaction, so the answer and its charge commit with the answer's row
+  when it holds writes, so the answer and its charge commit with the answer's row
   (`record_session`); other writes commit it before they write in a session of their own
   (`commit_turn`).
 - `current_keys`: numbers the turn's messages for idempotency: within a turn, the n-th message
@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from bot.storage.db import writes_due
+from bot.storage.db import writes_due, wrote
 
 # The inbound message whose turn is running (set by the pipeline), recorded on every send.
 current_inbound: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_inbound", default=None)
@@ -103,8 +103,8 @@ def _running_task() -> asyncio.Task[Any] | None:
 @contextlib.asynccontextmanager
 async def record_session(sessions: Callable[[], AsyncSession]) -> AsyncIterator[tuple[AsyncSession, bool]]:
     """The session a message's row is recorded in, and whether it is the turn's. The turn's when
-    it holds a transaction (the answer saved, its call's charge, the prompt's reads) and the send
-    comes from the turn's own task: its writes and the row are then one commit rather than two.
+    it holds writes (the answer saved, its call's charge) and the send comes from the turn's own
+    task: its writes and the row are then one commit rather than two.
     Sends from other tasks (a tool's, a stream's) run beside the turn's and take a session of
     their own, as does a send while the turn's session holds no transaction, after committing the
     turn's (SQLite has one writer)."""
@@ -113,7 +113,7 @@ async def record_session(sessions: Callable[[], AsyncSession]) -> AsyncIterator[
         # An earlier message's SID left for the commit (`turn_ending`) goes first: this one's look
         # must not take that message for one still waiting to leave.
         await writes_due(turn_db)
-        if turn_db.in_transaction():
+        if wrote(turn_db):
             yield turn_db, True
             return
     await commit_turn()
