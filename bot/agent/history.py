@@ -75,8 +75,9 @@ def _blocks(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return blocks
 
 
-async def load(db: AsyncSession, conversation_id: int, budget_tokens: int,
-               known: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+async def load(
+    db: AsyncSession, conversation_id: int, budget_tokens: int, known: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """The most recent messages of the conversation that fit in `budget_tokens`, oldest first.
     With `known`: when every message of the conversation was read, the ids its tool results
     took go to `known[TOOL_IDS]` (`used_tool_call_ids` then asks nothing)."""
@@ -147,8 +148,9 @@ async def save(
     await db.execute(insert(Message.__table__), values)
 
 
-async def used_tool_call_ids(db: AsyncSession, conversation_id: int,
-                             known: dict[str, Any] | None = None) -> set[str]:
+async def used_tool_call_ids(
+    db: AsyncSession, conversation_id: int, known: dict[str, Any] | None = None
+) -> set[str]:
     """The ids the conversation's tool results took; as `load` found them when it read them all."""
     if known is not None and TOOL_IDS in known:
         return set(known[TOOL_IDS])
