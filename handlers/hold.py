@@ -24,7 +24,9 @@ def _content(msg: Incoming) -> str:
 async def handle(msg: Incoming) -> bool:
     services, db = msg.services, msg.db
     now = services.clock()
-    flag = await safety.held_flag(db, msg.user.id, now, services.settings.safety.human_hold_s)
+    flag, msg.extra[safety.GENTLE] = await safety.held_flag(
+        db, msg.user.id, now, services.settings.safety.human_hold_s
+    )
     if flag is None:
         return False
     conversation_id, inbound_id = msg.conversation.id, msg.inbound.id

@@ -145,7 +145,7 @@ def looks_like_an_answer(text: str) -> bool:
 async def _to_hand_over(msg: Incoming, now: datetime) -> int | None:
     """The item waiting to be taught again that this round gives the model (one at most)."""
     waiting = await reteach_items(msg.db, msg.user.id, now, 1)
-    if not waiting or await safety.gentle(msg.db, msg.user.id, now):
+    if not waiting or await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return None
     return waiting[0].id
 
@@ -203,7 +203,7 @@ async def weave(msg: Incoming, verdict: str, now: datetime) -> bool:
     if (msg.user.mode or "guest") == "guest":
         return False
     items = await due_items(msg.db, msg.user.id, now + REVIEW_AHEAD, 1, replay_only=True)
-    if not items or await safety.gentle(msg.db, msg.user.id, now):
+    if not items or await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return False
     services, conversation_id = msg.services, msg.conversation.id
     session_s = services.settings.learning.session_idle_s  # the count lasts the conversation
@@ -301,7 +301,8 @@ async def _score(msg: Incoming, over: Round, now: datetime) -> tuple[str, int]:
     assignment, an item kept aside to be taught again and a gentle day offer none)."""
     homework = over.assignment is not None
     score = score_line(over.right, len(over.items), msg.lang, homework)
-    if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now):
+    gentle = msg.extra.get(safety.GENTLE)
+    if homework or over.reteach is not None or await safety.gentle(msg.db, msg.user.id, now, gentle):
         return score, 0
     ahead = now + REVIEW_AHEAD  # as REVISION's next round picks them (bot.learning.rounds)
     due = len(await due_items(msg.db, msg.user.id, ahead, ROUND_SIZE, replay_only=True))

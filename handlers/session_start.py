@@ -26,7 +26,7 @@ async def handle(msg: Incoming) -> bool:
     now = msg.services.clock()
     # Due within REVIEW_AHEAD, as the round REVISION starts counts them (bot.learning.rounds).
     due = await learning.due_count(msg.db, msg.user.id, now + learning.REVIEW_AHEAD)
-    if not due or await safety.gentle(msg.db, msg.user.id, now):
+    if not due or await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return False  # nothing due, or a day of distress: no offer (handlers/safety.py)
     # A round's count, as the nudges say it: what REVISION starts, never the whole backlog. It rides
     # with the answer's last text (handlers/turn/held.py); alone only when the turn sent no text.

@@ -47,8 +47,8 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit, offset = 20, 0
     async with ctx.services.sessions() as db:
         classes = await school.student_classes(db, ctx.user_id)
-        rows = await library.list_files(db, ctx.user_id, limit=limit, offset=offset, cohorts=list(classes))
-        total = await library.count_files(db, ctx.user_id, list(classes))
+        rows, total = await library.list_files_counted(db, ctx.user_id, limit=limit, offset=offset,
+                                                       cohorts=list(classes))
     return {
         "success": True,
         "total": total,

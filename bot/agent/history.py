@@ -22,6 +22,7 @@ from bot.storage.models import Message
 INTERRUPTED = json.dumps({"success": False, "error": "interrupted: this tool call did not complete"})
 # Rows read per query while walking back through a long conversation.
 _PAGE = 200
+TOOL_IDS = "history.tool_ids"  # `load`'s `known`: the ids of every tool result of the conversation
 
 
 def row_to_message(row: Message) -> dict[str, Any] | None:
@@ -74,24 +75,29 @@ def _blocks(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return blocks
 
 
-async def load(db: AsyncSession, conversation_id: int, budget_tokens: int) -> list[dict[str, Any]]:
-    """The most recent messages of the conversation that fit in `budget_tokens`, oldest first."""
+async def load(
+    db: AsyncSession, conversation_id: int, budget_tokens: int, known: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The most recent messages of the conversation that fit in `budget_tokens`, oldest first.
+    With `known`: when every message of the conversation was read, the ids its tool results
+    took go to `known[TOOL_IDS]` (`used_tool_call_ids` then asks nothing)."""
     rows: list[Message] = []
     used = 0
     before: int | None = None
+    whole = False
     while used < budget_tokens:
         query = select(Message).where(Message.conversation_id == conversation_id)
         if before is not None:
             query = query.where(Message.id < before)
         page = list((await db.scalars(query.order_by(Message.id.desc()).limit(_PAGE))).all())
-        if not page:
+        whole = len(page) < _PAGE
+        rows.extend(page)
+        used += sum(message_tokens({"content": row.content, "tool_calls": row.tool_calls}) for row in page)
+        if whole:
             break
-        for row in page:
-            rows.append(row)
-            used += message_tokens({"content": row.content, "tool_calls": row.tool_calls})
         before = page[-1].id
-        if len(page) < _PAGE:
-            break
+    if known is not None and whole:
+        known[TOOL_IDS] = {row.tool_call_id for row in rows if row.role == "tool" and row.tool_call_id}
     rows.reverse()
     messages = [m for m in (row_to_message(r) for r in rows) if m is not None]
     blocks = _blocks(messages)
@@ -142,7 +148,12 @@ async def save(
     await db.execute(insert(Message.__table__), values)
 
 
-async def used_tool_call_ids(db: AsyncSession, conversation_id: int) -> set[str]:
+async def used_tool_call_ids(
+    db: AsyncSession, conversation_id: int, known: dict[str, Any] | None = None
+) -> set[str]:
+    """The ids the conversation's tool results took; as `load` found them when it read them all."""
+    if known is not None and TOOL_IDS in known:
+        return set(known[TOOL_IDS])
     rows = await db.scalars(
         select(Message.tool_call_id).where(Message.conversation_id == conversation_id, Message.role == "tool")
     )

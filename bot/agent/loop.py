@@ -452,7 +452,8 @@ async def run_turn(llm: LLMClient, state: TurnState, setup: TurnSetup | None = N
                 turn.finish(FORCED_MAX_ITERATIONS)  # a forced step always answers; this is a guard
             await side.save(state)
         await turn.release()
-        await turn.settle()
+        if setup.settle_at_end:
+            await turn.settle()
     finally:
         outcome = turn.result(exit_reason or state.exit_reason)
     yield Final(outcome)

@@ -58,6 +58,10 @@ class TurnSetup:
     # A tool step's messages go to the side with the next ones (the answer's, or before the next
     # tools run) rather than in a write of their own: for a side that saves no state between steps.
     hold_tool_messages: bool = False
+    # The last call's charge and the answer are left in the budget's session for what the side
+    # commits next (the answer's row, recorded in that session, or the message's end) rather than
+    # settled in a transaction of their own as the turn ends.
+    settle_at_end: bool = True
 
 
 class LoopSide(Protocol):

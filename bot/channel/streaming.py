@@ -139,6 +139,11 @@ class StreamedReply:
                 self._task = asyncio.get_running_loop().create_task(self._run())
         return self._splitter.handed > 0
 
+    @property
+    def sending(self) -> bool:
+        """Whether pieces are being sent now (`rest` waits for them)."""
+        return self._task is not None and not self._task.done()
+
     def _idle(self) -> bool:
         """No send under way, and none failed (a failure is raised by `rest`; nothing more goes)."""
         task = self._task

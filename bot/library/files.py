@@ -144,6 +144,22 @@ async def list_files(db: AsyncSession, user_id: int, *, limit: int = 50, offset:
     return list(rows.scalars())
 
 
+async def list_files_counted(db: AsyncSession, user_id: int, *, limit: int = 50, offset: int = 0,
+                             cohorts: Sequence[int] = ()) -> tuple[list[UserFile], int]:
+    """`list_files` and how many files there are in all, in one statement (the count is a window
+    over the rows before LIMIT); a page past the end asks for the count alone."""
+    rows = (await db.execute(
+        select(UserFile, func.count().over())
+        .where(visible(user_id, cohorts))
+        .order_by(UserFile.created_at.desc(), UserFile.id.desc())
+        .limit(limit)
+        .offset(offset)
+    )).all()
+    if rows:
+        return [row[0] for row in rows], int(rows[0][1])
+    return [], (await count_files(db, user_id, cohorts) if offset else 0)
+
+
 async def count_files(db: AsyncSession, user_id: int, cohorts: Sequence[int] = ()) -> int:
     return int(
         (

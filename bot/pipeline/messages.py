@@ -25,6 +25,7 @@ from bot.channel.outbound import SendKeys, finish_inbound, send_to_user, sending
 from bot.clock import system_now
 from bot.learning import arrival
 from bot.services import Services
+from bot.storage.db import writes_due
 from bot.storage.models import InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable
 from bot.texts import fr_en
@@ -157,6 +158,7 @@ class Messages:
                 await self._handle(msg, row)
                 # done, or delivering while an answer waits in the outbox (bot.channel.outbound).
                 now = system_now()
+                await writes_due(db)  # the answer's SID (bot.channel.outbound): finish_inbound reads it
                 status, more = await finish_inbound(db, row.id, user.id, now)
                 set_committed_value(row, "status", status)
                 set_committed_value(row, "processed_at", now)

@@ -32,6 +32,7 @@ from bot.safety.errors import SafetyError
 from bot.safety.escalation import escalate_open_flags, escalation_jobs
 from bot.safety.flags import (
     EXCERPT_MAX,
+    GENTLE,
     GENTLE_S,
     OpenFlags,
     gentle,
@@ -66,7 +67,7 @@ from bot.safety.scope import scoped
 from bot.services import Services
 from bot.storage.models import User
 
-__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
+__all__ = ["CATEGORIES", "EXCERPT_MAX", "GENTLE", "GENTLE_S", "MEANING_MIN_WORDS", "MODERATION_MIN_WORDS",
            "REPLY_MAX", "Detection", "OpenFlags", "Person", "Recipients", "SafetyError", "Written",
            "assess", "caring_reply", "category_label", "concerned", "escalate_open_flags",
            "escalation_jobs", "fold", "gentle", "hear", "held_flag", "helpline_of", "hold_live",

@@ -49,9 +49,16 @@ async def open_flags(db: AsyncSession, user_id: int) -> int:
     return int(count or 0)
 
 
-async def gentle(db: AsyncSession, user_id: int, now: datetime) -> bool:
+GENTLE = "safety.gentle"  # msg.extra: `gentle` as the hold's look read it (handlers/hold.py)
+
+
+async def gentle(db: AsyncSession, user_id: int, now: datetime, known: bool | None = None) -> bool:
     """Whether the bot is gentle with this child now: a flag is open, or one was raised within
-    GENTLE_S (a person may have acknowledged it in a minute; the child's day is still that day)."""
+    GENTLE_S (a person may have acknowledged it in a minute; the child's day is still that day).
+    `known`: the answer the message's one read of the child's flags gave (`hold.held_flag`),
+    after the distress check raised this message's flag; None: read here."""
+    if known is not None:
+        return known
     found = await db.scalar(select(SafetyFlag.id).where(
         SafetyFlag.user_id == user_id, gentle_flag(now)).limit(1))
     return found is not None

@@ -25,7 +25,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.outbound import SendKeys, SendResult, in_whatsapp_window, send_to_user, sending
 from bot.services import Services
-from bot.storage.models import Conversation, Message, OutboundMessage, SafetyFlag, SafetyFlagEvent, User
+from bot.storage.models import (
+    Conversation,
+    Message,
+    OutboundMessage,
+    SafetyFlag,
+    SafetyFlagEvent,
+    User,
+    gentle_flag,
+)
 from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
@@ -110,12 +118,16 @@ async def release(db: AsyncSession, flag: SafetyFlag, person: Person | None, now
         "the child again now, as a caring tutor; do not answer again what the person answered.]"), now)
 
 
-async def held_flag(db: AsyncSession, user_id: int, now: datetime, hold_s: int) -> SafetyFlag | None:
-    """The flag whose person holds this child's conversation now, else None. Holds that lapsed
-    are ended here (flushed with the caller's transaction)."""
-    flags = (await db.scalars(select(SafetyFlag).where(SafetyFlag.user_id == user_id,
-                                                       SafetyFlag.held_at.is_not(None))
-                              .order_by(SafetyFlag.held_at.desc()))).all()
+async def held_flag(db: AsyncSession, user_id: int, now: datetime,
+                    hold_s: int) -> tuple[SafetyFlag | None, bool]:
+    """The flag whose person holds this child's conversation now, else None, and whether the day
+    is gentle (`flags.gentle`), both from one read of the child's flags. Holds that lapsed are
+    ended here (flushed with the caller's transaction)."""
+    rows = (await db.execute(select(SafetyFlag, gentle_flag(now))
+                             .where(SafetyFlag.user_id == user_id,
+                                    SafetyFlag.held_at.is_not(None) | gentle_flag(now)))).all()
+    held = [(flag.held_at, flag.id, flag) for flag, _ in rows if flag.held_at is not None]
+    flags = [flag for _, _, flag in sorted(held, key=lambda h: (h[0], h[1]), reverse=True)]
     live = None
     for flag in flags:
         if hold_live(flag, now, hold_s):
@@ -123,7 +135,7 @@ async def held_flag(db: AsyncSession, user_id: int, now: datetime, hold_s: int) 
         else:
             await release(db, flag, None, now)
             log.info("hold lapsed", extra={"user_id": user_id, "flag_id": flag.id})
-    return live
+    return live, any(bool(gentle) for _, gentle in rows)
 
 
 @dataclass(frozen=True)

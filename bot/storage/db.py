@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, Result, create_engine, event, exc
+from sqlalchemy import CursorResult, Engine, Executable, Result, create_engine, event, exc
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 
@@ -66,6 +66,9 @@ def _drop_if_closed(_dbapi_conn: Any, record: Any, _proxy: Any) -> None:
         raise exc.DisconnectionError("connection closed by the server")  # the pool tries another
 
 
+AT_COMMIT = "at_commit"  # session.info: statements `write_at_commit` left for the next commit
+
+
 class _NotingSession(Session):
     """A session that notes whether it wrote since its last commit (`wrote`)."""
 
@@ -81,10 +84,17 @@ def _executed(state: ORMExecuteState) -> None:
         state.session.info["wrote"] = True
 
 
+@event.listens_for(_NotingSession, "before_commit")
+def _committing(session: Session) -> None:
+    for statement in session.info.pop(AT_COMMIT, ()):
+        session.execute(statement)
+
+
 @event.listens_for(_NotingSession, "after_transaction_end")
 def _ended(session: Session, transaction: SessionTransaction) -> None:
     if transaction.parent is None:  # the session's own transaction, not a savepoint inside it
         session.info.pop("wrote", None)
+        session.info.pop(AT_COMMIT, None)  # a rollback drops them
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
@@ -93,7 +103,20 @@ def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 def wrote(db: AsyncSession) -> bool:
     """Whether the session wrote (or holds changes to flush) since its last commit or rollback."""
-    return bool(db.info.get("wrote") or db.new or db.dirty or db.deleted)
+    return bool(db.info.get("wrote") or db.info.get(AT_COMMIT) or db.new or db.dirty or db.deleted)
+
+
+def write_at_commit(db: AsyncSession, statement: Executable) -> None:
+    """Runs `statement` in the session's next commit (or at `writes_due`), not now: a write that
+    must not hold SQLite's one writer or a PostgreSQL row while the session's owner does other
+    work that writes elsewhere. A rollback drops it."""
+    db.info.setdefault(AT_COMMIT, []).append(statement)
+
+
+async def writes_due(db: AsyncSession) -> None:
+    """Runs now what `write_at_commit` left for the next commit (a statement that reads it follows)."""
+    for statement in db.info.pop(AT_COMMIT, ()):
+        await db.execute(statement)
 
 
 async def commit_writes(db: AsyncSession) -> None:

@@ -30,6 +30,7 @@ from bot.agent.toolspec import Tool, ToolContext
 from bot.billing import credits
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
+from bot.channel.outbound import turn_ending
 from bot.channel.streaming import StreamedReply, message_count
 from bot.media import speech
 from bot.services import Services
@@ -147,9 +148,9 @@ class _DirectTurn:
         return self.stream.on_text(chunk) if self.stream is not None else False
 
     async def on_messages(self, new: list[dict[str, Any]]) -> None:
-        db = self.msg.db
-        await history.save(db, self.conversation_id, new, self.inbound_id)
-        await db.commit()
+        """Saved in the turn's session, committed with what it commits next: the charge settled
+        before tools or the next call, or the answer's row (one transaction with its send's)."""
+        await history.save(self.msg.db, self.conversation_id, new, self.inbound_id)
 
     async def without_images(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The provider refused the photos: their OCR text instead (when the model had them)."""
@@ -178,6 +179,11 @@ class _DirectTurn:
                 self.messages += message_count(msg.channel, self.answer)
             self.answer = event.text
         elif isinstance(event, Text):
+            if self.stream is not None and self.stream.sending:
+                # The stream's sends write in sessions of their own and the turn waits for them
+                # (`rest`): what the turn holds goes first (SQLite has one writer, and on
+                # PostgreSQL the call's debit holds the user's row).
+                await commit_writes(msg.db)
             # Held until the next event: a quiz's menu or the turn's end may take it along.
             self.held.text(await self.stream.rest(event.text) if self.stream is not None else event.text)
         elif isinstance(event, ToolStarted):
@@ -250,7 +256,7 @@ async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]])
     offered, known = drive.tools_for(msg.services, msg.user)
     if DISTRESS in msg.extra:  # a gentle turn: no quiz (handlers/safety.py)
         offered = [t for t in offered if t.name not in QUIZ_TOOLS]
-    taken_ids = await history.used_tool_call_ids(msg.db, side.conversation_id)
+    taken_ids = await history.used_tool_call_ids(msg.db, side.conversation_id, side.seen)
     await _open(msg, side)
     # End the read transaction: while tools run, sends from a tool and from this handler happen
     # concurrently, and the outbound path commits the turn's session when it has one open.
@@ -268,10 +274,15 @@ async def _run(msg: Incoming, side: _DirectTurn, messages: list[dict[str, Any]])
     if side.answer:
         await speech.reply_spoken(msg, side.answer)
         side.messages += message_count(msg.channel, side.answer)
-    await side.held.flush(trailer(msg))
+    if msg.extra.get("files"):
+        await side.held.flush(trailer(msg))  # their reading may keep the message's end waiting
+    else:
+        with turn_ending():  # the message's end follows: the SIDs are committed with it
+            await side.held.flush(trailer(msg))
     side.messages += side.held.messages
     _count_messages(msg, side)
     if outcome.exit_reason == PROMOTED and outcome.state is not None:
+        await commit_writes(msg.db)  # the job's row is written in a session of its own
         await promote.promote(msg, outcome.state)
     else:
         await promote.drop_reserved(msg)

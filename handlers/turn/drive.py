@@ -91,6 +91,9 @@ async def drive(side: TurnSide, state: TurnState, offered: list[Tool], known: fr
         effects=side.effects, promote_at=side.promote_at,
         cache_key=prompt_cache_key(settings.secret_key, user.id), redact_arguments=redact_tool_arguments,
         hold_tool_messages=side.holds_tool_messages,
+        # A side that saves no state between steps (the message's turn) commits the answer and its
+        # charge with the answer's row (bot.channel.outbound) or the message's end.
+        settle_at_end=not side.holds_tool_messages,
     )
     outcome: TurnOutcome | None = None
     async for event in run_turn(services.llm, state, setup, side):

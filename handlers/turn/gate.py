@@ -82,7 +82,8 @@ async def can_serve(msg: Incoming) -> bool:
     """True when the model may answer this message; otherwise the user was told why (or, told
     recently, not again)."""
     settings = msg.services.settings
-    if safety.concerned(msg.user) and await safety.gentle(msg.db, msg.user.id, msg.services.clock()):
+    if safety.concerned(msg.user) and await safety.gentle(msg.db, msg.user.id, msg.services.clock(),
+                                                            msg.extra.get(safety.GENTLE)):
         return await _tokens_left(daily(msg))
     if (msg.user.mode or "guest") == "guest":
         allowed = await credits.guest_message_allowed(

@@ -27,6 +27,7 @@ from bot.agent.loop import TurnState
 from bot.channel.context import Incoming
 from bot.channel.links import job_page_url
 from bot.services import Services
+from bot.storage.db import commit_writes
 from bot.storage.models import GenerationJob
 from bot.texts import fr_en
 
@@ -100,6 +101,7 @@ async def drop_reserved(msg: Incoming) -> None:
     job_id = msg.extra.pop(_RESERVED, None)
     if job_id is None:
         return
+    await commit_writes(msg.db)  # what the turn holds first (SQLite has one writer)
     async with msg.services.sessions() as db:
         job = await db.get(GenerationJob, job_id)
         if job is not None and job.status == jobs.STARTING:

@@ -120,7 +120,7 @@ async def reteach_note(msg: Incoming) -> str:
     now = msg.services.clock()
     handed = msg.extra.get(RETEACH)
     block = await reteach_block(msg.db, msg.user.id, now, handed=handed if isinstance(handed, int) else None)
-    if block and await safety.gentle(msg.db, msg.user.id, now):
+    if block and await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return ""
     return block
 
@@ -148,7 +148,7 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
     )
     if DISTRESS in msg.extra:
         system = f"{system}\n\n{distress_note(msg)}"
-    past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE))
+    past = await history.load(db, msg.conversation.id, int(settings.llm_context_tokens * HISTORY_SHARE), seen)
     messages = [{"role": "system", "content": system}, *past]
     # The photos go with this turn only: history keeps the file references, not the bytes.
     parts = await vision.photo_parts(services, photos) if photos and settings.llm_vision else []

@@ -26,7 +26,7 @@ FACE = {
     # what a send did, and the words for it
     "SendResult", "MODEL_ADVICE", "USER_ADVICE", "explain",
     # the turn's send state, set for a block by `sending` only
-    "sending", "SendKeys", "commit_turn",
+    "sending", "SendKeys", "commit_turn", "turn_ending",
     # the opt-out as stored, delivery health
     "opted_out_now", "delivery_blocked", "note_status",
     # sending

@@ -1,6 +1,6 @@
 """The database work of one answer, counted from the inbound webhook to the reply's last status
 callback (its callbacks sent and delivered): a plain answer (one model call, one reply) takes at most
-9 transactions, an answer after two tool calls (three model calls) at most 13; the statements of each
+7 transactions, an answer after two tool calls (three model calls) at most 11; the statements of each
 are held too, per backend.
 
 Counts are deterministic where times are not: the harness's background rounds (sweeper, outbox,
@@ -21,12 +21,12 @@ from bot.storage.models import User
 from tests.support.harness import Harness
 from tests.support.waiting import eventually
 
-MAX_TRANSACTIONS = 9
+MAX_TRANSACTIONS = 7
 # A plain answer's statements, the session's first message (it opens the session) and a later one.
-MAX_STATEMENTS = {"sqlite": (36, 30), "postgres": (35, 29)}
+MAX_STATEMENTS = {"sqlite": (34, 28), "postgres": (33, 27)}
 # Two calls of a tool that reads in a session of its own (list_user_files), then the answer.
-THREE_CALLS_TRANSACTIONS = 13
-THREE_CALLS_STATEMENTS = {"sqlite": 37, "postgres": 36}
+THREE_CALLS_TRANSACTIONS = 11
+THREE_CALLS_STATEMENTS = {"sqlite": 33, "postgres": 32}
 QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
          "WORKER_LEASE_S": "600"}
 
@@ -84,7 +84,7 @@ async def quiet(make_harness: Callable[..., Awaitable[Harness]]) -> Harness:
 
 
 @pytest.mark.parametrize("mode", ["child", "guest"])
-async def test_a_plain_answer_takes_at_most_nine_transactions(quiet: Harness, mode: str,
+async def test_a_plain_answer_takes_at_most_seven_transactions(quiet: Harness, mode: str,
                                                               backend_name: str) -> None:
     h = quiet
     phone = "+2250700002801"
@@ -97,7 +97,7 @@ async def test_a_plain_answer_takes_at_most_nine_transactions(quiet: Harness, mo
         assert counts.transactions <= counts.statements <= most, counts
 
 
-async def test_an_answer_after_two_tool_calls_takes_at_most_thirteen_transactions(
+async def test_an_answer_after_two_tool_calls_takes_at_most_eleven_transactions(
         quiet: Harness, backend_name: str) -> None:
     h = quiet
     phone = "+2250700002802"

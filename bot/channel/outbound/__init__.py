@@ -23,7 +23,7 @@ from bot.channel.outbound.attempt import wait_sent
 from bot.channel.outbound.health import delivery_blocked, note_status, opted_out_now
 from bot.channel.outbound.outbox import deliver_outbox, finish_inbound, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
-from bot.channel.outbound.scope import SendKeys, commit_turn, sending
+from bot.channel.outbound.scope import SendKeys, commit_turn, sending, turn_ending
 from bot.channel.outbound.send import (
     in_whatsapp_window,
     send_template,
@@ -50,6 +50,7 @@ __all__ = [
     "send_to_number",
     "send_to_user",
     "sending",
+    "turn_ending",
     "wait_sent",
     "whatsapp_messages",
 ]

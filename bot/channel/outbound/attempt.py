@@ -46,9 +46,17 @@ from bot import metrics
 from bot.channel import formatting
 from bot.channel.metering import recorded_price, template_category
 from bot.channel.outbound.health import FAILED, PERMANENT_CODES, judge_delivery_health, refusal_in
-from bot.channel.outbound.scope import SendKeys, commit_turn, current_inbound, current_keys, sending
+from bot.channel.outbound.scope import (
+    SendKeys,
+    current_inbound,
+    current_keys,
+    record_session,
+    sending,
+    sid_with_turn,
+)
 from bot.channel.twilio_client import SendExpired, SentMessage, TwilioNotConfigured, TwilioSendError
 from bot.services import Services
+from bot.storage.db import write_at_commit
 from bot.storage.models import OutboundMessage, User
 from bot.texts import fr_en
 
@@ -135,8 +143,7 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
     keys = current_keys.get()
     key = keys.next() if keys is not None else None
     outbox = kind in DIRECT_KINDS and not message.get("no_outbox")
-    await commit_turn()
-    async with services.sessions() as db:
+    async with record_session(services.sessions) as (db, turns):
         look = await _look(services, db, user_id, to, kind, key)
         if isinstance(look, Attempt):
             return look
@@ -146,12 +153,17 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
         recorded = await _record(db, row)
         if recorded is not None:
             return recorded
-        if outbox and (queue_only or backlog):
+        queued = outbox and (queue_only or backlog)
+        if queued:
             row.status, row.next_attempt_at = "queued", row.created_at
-            await db.commit()
+        await db.commit()
+        if turns:
+            # The row is the outbox's from here on (its SID is stored by UPDATE): the turn's
+            # session must not write the copy below back when it next commits.
+            db.expunge(row)
+        if queued:
             metrics.OUTBOUND.labels(channel, "queued").inc()
             return Attempt(queued=True)
-        await db.commit()
         try:
             left = time_left(services, row.created_at)
             sent = await services.twilio.create_message(fields, max_wait_s=left)
@@ -161,8 +173,15 @@ async def send_one(services: Services, user_id: int | None, channel: str, to: st
             await mark_interrupted(services, row.id, "unknown")
             raise
         except TwilioSendError as exc:
+            if turns:
+                db.add(row)  # its failure is recorded where it was
             return await _not_taken(services, db, row, exc, outbox=outbox, kind=kind, message=message)
-        await store_sent(services, row, sent)
+        if turns and sid_with_turn():
+            _record_sent(services, row, sent)
+            metrics.TWILIO_SENDS.labels(row.channel, "accepted", "none").inc()
+            write_at_commit(db, _sent_update(services, row.id, sent))  # with the message's end
+        else:
+            await store_sent(services, row, sent)
     metrics.OUTBOUND.labels(channel, "sent").inc()
     return Attempt(sid=sent.sid, status=sent.status, untold=untold)
 
@@ -297,20 +316,24 @@ async def store_sent(services: Services, row: OutboundMessage, sent: SentMessage
     message must not leave it looking unsent (it would be sent again, or hold later ones back)."""
 
     async def store() -> None:
-        # One UPDATE: a status callback may already have moved the row on (keep the further one).
-        waiting = OutboundMessage.status.in_(OUTBOX_WAITING)
         async with services.sessions() as db:
-            await db.execute(
-                update(OutboundMessage).where(OutboundMessage.id == row.id)
-                .values(sid=sent.sid, attempts=func.coalesce(OutboundMessage.attempts, 0) + 1,
-                        next_attempt_at=None, payload=None, updated_at=services.clock(),
-                        status=case((waiting, sent.status), else_=OutboundMessage.status))
-                .execution_options(synchronize_session=False))
+            await db.execute(_sent_update(services, row.id, sent))
             await db.commit()
 
     _record_sent(services, row, sent)  # the caller's copy, for what it does next
     metrics.TWILIO_SENDS.labels(row.channel, "accepted", "none").inc()
     await asyncio.shield(store())
+
+
+def _sent_update(services: Services, row_id: int, sent: SentMessage) -> Any:
+    """Twilio's SID on the row, in one UPDATE: a status callback may already have moved the row on
+    (the further status is kept)."""
+    waiting = OutboundMessage.status.in_(OUTBOX_WAITING)
+    return (update(OutboundMessage).where(OutboundMessage.id == row_id)
+            .values(sid=sent.sid, attempts=func.coalesce(OutboundMessage.attempts, 0) + 1,
+                    next_attempt_at=None, payload=None, updated_at=services.clock(),
+                    status=case((waiting, sent.status), else_=OutboundMessage.status))
+            .execution_options(synchronize_session=False))
 
 
 def _record_sent(services: Services, row: OutboundMessage, sent: SentMessage) -> None:
