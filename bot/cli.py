@@ -71,26 +71,6 @@ def registered_jobs(settings: Settings | None = None) -> list[Job]:
             *index_jobs(*([settings.library.index_interval_s] if settings is not None else []))]
 
 
-def warm_models(settings: Settings) -> None:
-    """Loads what a child's first message needs, in the thread that calls it: the ORM's mappers,
-    the language model, the safety layer's phrases and classifier, the local e5 model (left to the
-    first message that needs each: 0.1, 0.6, 0.7, 1.2 and 0.1 s on the 2-core machine)."""
-    from sqlalchemy.orm import configure_mappers
-
-    from bot import e5
-    from bot.channel.language import spoken_language
-    from bot.safety.meaning import load_model
-    from bot.safety.phrases import load_phrases
-
-    configure_mappers()  # the tables' relations, else worked out by the first query (0.1 s)
-    spoken_language("Bonjour, une question sur les fractions")  # past the word lists: the model
-    load_phrases(settings.safety.safety_phrases_file)
-    if settings.safety.safety_meaning and e5.installed():
-        load_model()
-    if e5.installed() and (settings.safety.safety_meaning or settings.library.embeddings == "local"):
-        e5.encode(["bonjour"], query=True)
-
-
 def registered_routes() -> list[web.AbstractRouteDef]:
     """Extra aiohttp routes (e.g. a payment provider's webhook) served next to Twilio's."""
     routes: list[web.AbstractRouteDef] = []
@@ -166,6 +146,7 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
     from bot.pipeline.job_workers import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
+    from bot.warm import warm_up
 
     startup_checks(settings)
     services = await build_services(settings)
@@ -183,7 +164,7 @@ async def _serve(settings: Settings, workers: int | None, with_workers: bool = F
     pipeline = Pipeline(services, dispatch, concurrency=workers or None, jobs=registered_jobs(settings))
     background = JobWorkers(services, job_runner()) if run_workers else None
     if background is not None:
-        await asyncio.to_thread(warm_models, settings)  # the first message as fast as the tenth
+        await warm_up(services)  # the first message as fast as the tenth (bot.warm)
         await pipeline.start()
         await background.start()
     log.info("serving", extra={"host": settings.host, "port": settings.port, "workers": run_workers,
@@ -204,13 +185,14 @@ async def _worker(settings: Settings, concurrency: int | None) -> None:
     from bot.pipeline.job_workers import JobWorkers
     from bot.pipeline.workers import Pipeline
     from bot.services import build_services
+    from bot.warm import warm_up
 
     startup_checks(settings)
     services = await build_services(settings)
     pipeline = Pipeline(services, dispatch_function(), concurrency=concurrency,
                         jobs=registered_jobs(settings))
     background = JobWorkers(services, job_runner())
-    await asyncio.to_thread(warm_models, settings)  # the first message as fast as the tenth
+    await warm_up(services)  # the first message as fast as the tenth (bot.warm)
     await pipeline.start()
     await background.start()
     metrics_site = await start_metrics_site(services)

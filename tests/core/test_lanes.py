@@ -140,8 +140,8 @@ def test_the_lane_settings_have_defaults_and_bounds() -> None:
 
 def test_a_worker_loads_what_a_first_message_needs_before_it_starts() -> None:
     from bot.channel import language
-    from bot.cli import warm_models
     from bot.safety import meaning
+    from bot.warm import warm_models
 
     warm_models(load_settings({}))
     assert language._identifier.cache_info().currsize == 1
