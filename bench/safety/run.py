@@ -1,6 +1,7 @@
 """The distress detector measured on a labelled corpus of how pupils write.
 
-    .venv/bin/python -m bench.safety [--train] [--layers phrases|all] [--verbose] [--json]
+    .venv/bin/python -m bench.safety [--train] [--layers phrases|all] [--split tune|heldout|both]
+                                     [--verbose] [--json]
 
 The corpus (bench/safety/corpus.jsonl): sentences written as pupils write to the bot (standard
 French, SMS French, slang, English), each labelled with its category of distress or `none` for the
@@ -11,6 +12,9 @@ them). For each split it prints the recall of each category (a distress sentence
 child gets the helpline and a person is told whatever the category), how many were heard under their
 own category, the false alarms on look-alikes and on everyday chat, and the time per message.
 Aims: recall ≥ 95 % on distress, false alarms ≤ 2 %, under 20 ms a message on a 2-core machine.
+
+--split tune measures the tune split alone: a change is judged there (its misses may be read), and
+the held-out split is printed only when a change is done, so that it stays a measure and not a guide.
 
 --train fits the meaning layer's classifier again on the examples and the tune split
 (bench/safety/train.py) and writes bot/safety/meaning.npz.
@@ -136,6 +140,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train", action="store_true", help="fit the meaning layer again, then measure")
     parser.add_argument("--layers", choices=("phrases", "all"), default="all")
+    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both",
+                        help="which split to measure (judge a change on tune alone)")
     parser.add_argument("--verbose", action="store_true", help="list what was missed and the false alarms")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -149,7 +155,7 @@ def main() -> None:
 
         train(lines)
     results = [measure(lines, split, meaning=args.layers != "phrases", phrases_only=args.layers == "phrases")
-               for split in ("tune", "heldout")]
+               for split in ("tune", "heldout") if args.split in (split, "both")]
     for result in results:
         print_result(result, args.verbose)
     if args.json:
