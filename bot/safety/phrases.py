@@ -257,7 +257,9 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:on m a|ils m ont|m a) fiance\w*\b|\bpromis ma main\b|\bpromised me to\b",
         r"\b(?:wants?|want|forcing|force) me to (?:marry|get married)\b|\bi do not want to (?:get married"
         r"|marry)\b",
-        r"\b(?:veux|veut) pas (?:me marier|de ce mariage)\b|\b(?:je|j) refuse (?:ce|le) mariage\b",
+        # Not when the sentence is an essay's subject (« … c'est le sujet de ma dissertation »).
+        r"\b(?:veux|veut) pas (?:me marier|de ce mariage)\b(?!.*\b(?:dissertation|expose|redaction)\b)"
+        r"|\b(?:je|j) refuse (?:ce|le) mariage\b",
     ),
     "school_violence": (
         r"\b(?:le maitre|la maitresse|le prof\w*|la prof\w*|le directeur|la directrice|l enseignant\w*|"
@@ -294,8 +296,10 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:ran|run|running) away from home\b|\bi (?:sleep|am sleeping|slept) (?:outside|on the street)\b",
         r"\bje (?:dors|dormais) (?:au marche|au carrefour|a la mosquee|devant|dans un (?!lit)|dans les"
         r" rues)\b",
+        # Put out of the house, not out of the classroom: a teacher sending a pupil out is school life.
+        r"(?<!prof )(?<!professeur )(?<!maitre )(?<!maitresse )(?<!surveillant )(?<!directeur )"
         r"\b(?:m a|m ont|ma|on m a|nous a) (?:mis|mise|chasse\w*|jete\w*) (?:dehors|a la porte|de la"
-        r" maison)\b"
+        r" maison)\b(?! (?:du|de la|de l) ?(?:cours|classe|salle|ecole|college|lycee|examen))"
         r"|\b(?:kicked|threw) me out\b",
         r"\b(?:j ai|je suis) (?:quitte|parti\w*|fui|fraya) (?:la maison|de la maison|de chez)\b"
         r"(?! (?:tot|ce matin|a (?:\d|l heure)|pour (?:aller|l ecole)))",

@@ -28,6 +28,8 @@ DISTRESS = [
     ("le maître m'a giflé", "school_violence"), ("on m'a sorti de l'école", "child_labour"),
     ("ils me traitent de sorcière", "bullying"), ("il a dit qu'il va me planter", "threats"),
     ("j'ai pris tous les cachets", "self_harm"), ("a koi bon vivre", "self_harm"),
+    ("mon père m'a mis dehors hier soir", "runaway"), ("ma tante m'a chassée de la maison", "runaway"),
+    ("je veux pas me marier, mon papa m'oblige", "forced_marriage"),
 ]
 NOT_DISTRESS = [
     "Explique-moi la mort de Louis XVI", "Je vais mourir de rire", "j'ai failli mourir de rire",
@@ -40,6 +42,8 @@ NOT_DISTRESS = [
     "Le personnage dit « je veux mourir » : quelle figure de style ?", "Je dois me marier un jour ?",
     "Un monsieur m'a demandé mon chemin à la sortie de l'école", "this test is going to kill me",
     "j'ai tellement faim, je vais mourir",
+    "Le prof m'a mis dehors parce que je parlais en classe", "on m'a mis à la porte du cours de maths",
+    "je ne veux pas me marier trop jeune, c'est le sujet de ma dissertation",
 ]
 
 
