@@ -134,17 +134,14 @@ async def _the_message(services: Services, db: AsyncSession) -> tuple[int, int, 
 
 async def _the_reply(services: Services, db: AsyncSession, user_id: int, inbound_id: int) -> None:
     """The tool the benchmark's turn calls (the user's files), the reply's row, the message's end."""
-    from bot.channel.outbound.attempt import _look_direct, _new_row, _record
-    from bot.channel.outbound.outbox import finish_inbound
+    from bot.channel.outbound import finish_inbound, rehearse_reply
     from bot.library.files import count_files, list_files
     from bot.school.class_files import student_classes
 
     cohorts = list(await student_classes(db, user_id))
     await list_files(db, user_id, cohorts=cohorts)
     await count_files(db, user_id, cohorts)
-    to, key = "whatsapp:+0", f"warm-up:{inbound_id}"
-    await _look_direct(db, user_id, to, "reply", key)
-    await _record(db, _new_row(services, user_id, "whatsapp", to, {"body": "bonjour"}, "reply", key, {}))
+    await rehearse_reply(services, db, user_id, f"warm-up:{inbound_id}")
     await finish_inbound(db, inbound_id, user_id, services.clock())
 
 

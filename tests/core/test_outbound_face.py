@@ -35,6 +35,8 @@ FACE = {
     "whatsapp_messages",
     # the outbox
     "run_outbox", "deliver_outbox", "finish_inbound",
+    # a reply's row written and rolled back by the worker's warm-up (bot.warm), never sent
+    "rehearse_reply",
 }
 
 # Each module of the package, and the modules of the package it may import (those below it).

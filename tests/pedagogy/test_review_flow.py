@@ -7,11 +7,18 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from bot.learning import keep_item, schedule
-from bot.storage.models import InboundMessage, PendingMenu
-from tests.support.learner import add_items, items_of, mastery_of, results_of, student_in_conversation
+from bot.storage.models import PendingMenu
+from tests.support.learner import (
+    add_items,
+    items_of,
+    mastery_of,
+    results_of,
+    retry_last_inbound,
+    student_in_conversation,
+)
 from tests.support.pedagogy import MCQ_ARGS, OTHER, SECRET, STUDENT, ask_quiz, say, to_the_afternoon
 
 
@@ -80,20 +87,6 @@ async def test_a_round_is_five_questions_then_its_score(harness: Any) -> None:
     assert [i.answers for i in await items_of(h, user.id)] == [2, 2, 2, 2, 2, 1]  # the 6th waits
     [mastery] = await mastery_of(h, user.id)
     assert (mastery.skill, mastery.answers, mastery.correct) == ("fraction", 5, 4)
-
-
-async def retry_last_inbound(h: Any, user_id: int) -> None:
-    """The worker takes the user's last message up again, as after a crash before it was marked done."""
-    before = len(h.twilio.sent)
-    async with h.services.sessions() as db:
-        last = await db.scalar(select(InboundMessage.id).where(InboundMessage.user_id == user_id)
-                               .order_by(InboundMessage.id.desc()).limit(1))
-        await db.execute(update(InboundMessage).where(InboundMessage.id == last).values(status="pending"))
-        await db.commit()
-    await h.settle()
-    async with h.services.sessions() as db:
-        assert await db.scalar(select(InboundMessage.status).where(InboundMessage.id == last)) != "pending"
-    assert len(h.twilio.sent) == before  # the same reply is not sent twice either
 
 
 async def test_a_reply_that_is_not_an_option_changes_nothing(harness: Any) -> None:

@@ -13,9 +13,15 @@ from sqlalchemy import update
 
 from bot.learning import REVIEW_AHEAD, WOVEN_MAX
 from bot.storage.models import QuizItem
-from tests.pedagogy.test_review_flow import retry_last_inbound
 from tests.support.admin import add_flag
-from tests.support.learner import add_item, add_items, items_of, results_of, student_in_conversation
+from tests.support.learner import (
+    add_item,
+    add_items,
+    items_of,
+    results_of,
+    retry_last_inbound,
+    student_in_conversation,
+)
 from tests.support.pedagogy import STUDENT, ask_quiz, say
 from tests.support.study import buttons, tap
 

@@ -10,11 +10,11 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.learning import keep_item, schedule
 from bot.services import Services
-from bot.storage.models import Conversation, ExerciseResult, QuizItem, SkillMastery, User
+from bot.storage.models import Conversation, ExerciseResult, InboundMessage, QuizItem, SkillMastery, User
 from tests.support.pedagogy import STUDENT, say
 
 OPTIONS = ["A", "B", "C", "D"]
@@ -110,3 +110,17 @@ async def wrote(h: Any, phone: str, at: datetime) -> None:
         assert user is not None
         user.last_inbound_at = user.last_whatsapp_inbound_at = at
         await db.commit()
+
+
+async def retry_last_inbound(h: Any, user_id: int) -> None:
+    """The worker takes the user's last message up again, as after a crash before it was marked done."""
+    before = len(h.twilio.sent)
+    async with h.services.sessions() as db:
+        last = await db.scalar(select(InboundMessage.id).where(InboundMessage.user_id == user_id)
+                               .order_by(InboundMessage.id.desc()).limit(1))
+        await db.execute(update(InboundMessage).where(InboundMessage.id == last).values(status="pending"))
+        await db.commit()
+    await h.settle()
+    async with h.services.sessions() as db:
+        assert await db.scalar(select(InboundMessage.status).where(InboundMessage.id == last)) != "pending"
+    assert len(h.twilio.sent) == before  # the same reply is not sent twice either

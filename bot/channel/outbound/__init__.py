@@ -19,7 +19,7 @@ user's next message are sent by handlers.waiting_files when they write.
 
 from __future__ import annotations
 
-from bot.channel.outbound.attempt import wait_sent
+from bot.channel.outbound.attempt import rehearse_reply, wait_sent
 from bot.channel.outbound.health import delivery_blocked, note_status, opted_out_now
 from bot.channel.outbound.outbox import deliver_outbox, finish_inbound, run_outbox
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
@@ -45,6 +45,7 @@ __all__ = [
     "in_whatsapp_window",
     "note_status",
     "opted_out_now",
+    "rehearse_reply",
     "run_outbox",
     "send_template",
     "send_to_number",

@@ -475,3 +475,12 @@ async def tell_failures(services: Services, user_id: int, channel: str, to: str,
                 await db.commit()
     except Exception:
         log.exception("could not tell the user of a failed message", extra={"user_id": user_id})
+
+
+async def rehearse_reply(services: Services, db: AsyncSession, user_id: int, key: str) -> None:
+    """A reply's look and row for a made-up message, written as a send writes them, never sent: the
+    worker's warm-up (bot.warm) runs it in a transaction it rolls back, so that SQLAlchemy compiles
+    these statements before a user's first reply does."""
+    to = "whatsapp:+0"
+    await _look_direct(db, user_id, to, "reply", key)
+    await _record(db, _new_row(services, user_id, "whatsapp", to, {"body": "bonjour"}, "reply", key, {}))
