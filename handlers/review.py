@@ -29,12 +29,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from bot import safety, school
-from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import expired_menu_kind, get_menu, set_menu
 from bot.learning import (
-    NUDGE_MENU,
     REVIEW_AHEAD,
     REVIEW_KIND,
     ROUND_SIZE,
@@ -48,6 +46,7 @@ from bot.learning import (
     pick_items,
     record_checked,
     reteach_items,
+    review_menu,
     round_from_menu,
     round_intro,
     score_line,
@@ -274,8 +273,7 @@ async def _answer(msg: Incoming, current: Round) -> bool:
         await msg.reply(menu=quiz_menu(question, reply, msg.lang, menu_id))
         return True
     if more and msg.channel == "whatsapp":  # the next round one tap away: « Réviser » is REVISION
-        await msg.reply(menu=Menu(menu_id=NUDGE_MENU, body=reply, language=msg.lang,
-                                  options=(msg.t("Réviser", "Review"), msg.t("Plus tard", "Later"))))
+        await msg.reply(menu=review_menu(reply, msg.lang))
     else:
         await msg.reply(reply)
     if following.reteach is not None:  # the round is over: the model teaches the item it kept aside

@@ -21,7 +21,7 @@ from bot.learning.levels import (
     parse_level,
 )
 from bot.learning.mastery import bkt_update, is_mastered, record_checked_answer
-from bot.learning.nudges import NUDGE_MENU, nudge_jobs, send_review_nudges
+from bot.learning.nudges import NUDGE_MENU, nudge_jobs, review_menu, send_review_nudges
 from bot.learning.profile import (
     LearnerView,
     SkillView,
@@ -141,6 +141,7 @@ __all__ = [
     "resolve_skill",
     "reteach_block",
     "reteach_items",
+    "review_menu",
     "round_from_menu",
     "round_intro",
     "schedule",

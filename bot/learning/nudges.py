@@ -71,9 +71,15 @@ def nudge_text(due: int, language: str) -> str:
     return f"🔁 {count} question{plural} à revoir — écris REVISION. (REVISION NON : plus de ces rappels)"
 
 
-def nudge_menu(due: int, language: str) -> Menu:
-    return Menu(menu_id=NUDGE_MENU, body=nudge_text(due, language), language=language,
+def review_menu(body: str, language: str) -> Menu:
+    """`body` under the reminders' two buttons, « Réviser » and « Plus tard » (NUDGE_MENU): a nudge,
+    or a round's score that offers the next round (handlers/review.py)."""
+    return Menu(menu_id=NUDGE_MENU, body=body, language=language,
                 options=(fr_en(language, "Réviser", "Review"), fr_en(language, "Plus tard", "Later")))
+
+
+def nudge_menu(due: int, language: str) -> Menu:
+    return review_menu(nudge_text(due, language), language)
 
 
 def distressed(now: datetime) -> ColumnElement[bool]:
