@@ -375,6 +375,11 @@ async def start_harness(database: Database, data_dir: Path, redis_prefix: str, e
         "LLM_TIMEOUT_S": "10",
         "LLM_RETRY_BASE_S": "0.01",
         "LOG_LEVEL": "WARNING",
+        # A webhook is spooled when the database does not store it within SPOOL_AFTER_S, and settle()
+        # waits for stored messages only: on a loaded machine a SQLite write held behind a turn's
+        # took more than the default 5 s, and the spooled message was answered after the test
+        # looked. Spooling has its own tests (tests/core/test_spool*.py), which set it low.
+        "SPOOL_AFTER_S": "60",
     }
     if database.state == "redis":
         values["REDIS_URL"] = REDIS_URL
