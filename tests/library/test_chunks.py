@@ -37,6 +37,24 @@ def test_text_is_cut_on_paragraphs_into_200_to_400_words() -> None:
     assert library.chunk_file("Un demi plus un quart.", "photo.jpg", "image/jpeg")[0].locator == ""
 
 
+def test_words_broken_at_line_ends_are_whole_and_ocr_noise_lines_are_dropped() -> None:
+    read = ("La Côte d'Ivoire accède à l'indépen-\ndance en 1960. Félix Houphouët-\n"
+            "Boigny devient président.\n"
+            "| ~ = — .\n"
+            "ll ~~ | =\n"
+            "Exemple : 1/4 + 1/6 = 5/12.\n"
+            "i\n"
+            "Total : 3 450 000 FCFA")
+    [chunk] = library.chunk_file(read, "photo.jpg", "image/jpeg")
+    assert chunk.text == ("La Côte d'Ivoire accède à l'indépendance en 1960. Félix Houphouët-Boigny devient "
+                          "président.\nExemple : 1/4 + 1/6 = 5/12.\nTotal : 3 450 000 FCFA")
+    # A typed document keeps every line; only its broken words are joined.
+    [typed] = library.chunk_file("Un mot coupé en fin de li-\ngne.\n| ~ =", "cours.txt", "text/plain")
+    assert typed.text == "Un mot coupé en fin de ligne.\n| ~ ="
+    compounds = "bien-être et peut-être"
+    assert library.chunk_file(compounds, "a.txt", "text/plain")[0].text == compounds
+
+
 def test_office_files_keep_their_sheets_slides_and_pages() -> None:
     sheets = parse_workbook({"sheets": [
         {"name": "Bilan", "columns": ["Poste", "Montant"], "rows": [["Immobilisations", 1200000]]},
