@@ -107,6 +107,18 @@ def test_snippet_marks_the_words_found_around_the_most_of_them() -> None:
     assert library.snippet_of("Court texte.", ["absent"]) == "Court texte."
 
 
+def test_the_model_reads_a_query_in_the_case_its_words_have_in_a_text() -> None:
+    # A capital that only starts the query, a title's or a shout's capitals: lowered; an acronym
+    # and a name inside the query keep theirs. Keywords fold the case anyway.
+    for asked in ("somme de quotients", "Somme de quotients", "SOMME DE QUOTIENTS", "Somme De Quotients"):
+        assert library.meaning_query(asked) == "somme de quotients", asked
+    assert library.meaning_query("Déclaration de TVA") == "déclaration de TVA"
+    assert library.meaning_query("TVA Collectée") == "TVA collectée"
+    assert library.meaning_query("impôt dû à l'État") == "impôt dû à l'État"
+    assert library.meaning_query("« Photosynthèse »") == "« photosynthèse »"
+    assert library.meaning_query("") == ""
+
+
 def test_fusion_puts_every_word_first_and_lets_meaning_outweigh_one_shared_word() -> None:
     ranked = library.Ranked
     # (file, chunk, BM25 or cosine, share of the query's words or closeness to the best by meaning)
