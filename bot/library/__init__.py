@@ -38,7 +38,16 @@ from bot.library.index import (
 )
 from bot.library.names import clean_title, first_line_title, unique_name
 from bot.library.reading import needs_reading, read_and_index, read_text_of
-from bot.library.search import MAX_QUERY_TERMS, Ranked, SearchHit, fuse, query_terms, search_files, snippet_of
+from bot.library.search import (
+    MAX_QUERY_TERMS,
+    Ranked,
+    SearchHit,
+    fuse,
+    meaning_query,
+    query_terms,
+    search_files,
+    snippet_of,
+)
 from bot.library.text import fold, keyword_terms
 
 __all__ = [
@@ -73,6 +82,7 @@ __all__ = [
     "keyword_terms",
     "list_files",
     "list_files_counted",
+    "meaning_query",
     "needs_reading",
     "new_storage_key",
     "publish_generated",

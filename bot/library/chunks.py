@@ -1,5 +1,10 @@
 """A file's text cut into chunks of about 200–400 words, on page, sheet, slide and paragraph
-boundaries, each with where it comes from (« page 3 », « feuille Bilan »). Pure functions."""
+boundaries, each with where it comes from (« page 3 », « feuille Bilan »). Pure functions.
+
+A word broken at a line's end (« enre-\nmplaçant », as a PDF's text layer and OCR give it) is made
+whole again before the cut, and a text read by OCR (a photo, a scan's pages) first loses the lines
+that are only the noise of the picture (« | ~ = . », a stain read as letters): the keywords and
+the model then read the words the page holds."""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.documents.extract import kind_of
 
-__all__ = ["MAX_WORDS", "MIN_WORDS", "Chunk", "chunk_file", "chunk_sections", "pdf_pages"]
+__all__ = ["MAX_WORDS", "MIN_WORDS", "Chunk", "chunk_file", "chunk_sections", "mend_read_text", "pdf_pages"]
 
 MIN_WORDS = 200  # a chunk grows paragraph by paragraph up to this
 MAX_WORDS = 400  # and never past this (a longer paragraph is cut at sentences, then words)
@@ -19,6 +24,10 @@ _SHEET = re.compile(r"^# (.+)$", re.MULTILINE)  # how bot.documents.extract writ
 _SLIDE = re.compile(r"^--- (\d+) ---$", re.MULTILINE)
 _PARAGRAPHS = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+|\n")
+# A hyphen ending a line inside a word: joined without it when the word goes on in lower case
+# (« enre-\nmplaçant »), kept when the next part is a capital (« Houphouët-\nBoigny »).
+_BROKEN_WORD = re.compile(r"(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])")
+_REAL_TOKEN = re.compile(r"[^\W_]{2,}")  # two letters or digits in a row: a word, a number
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,28 @@ def pdf_pages(data: bytes) -> list[str]:
         if size > 200_000:
             break
     return pages
+
+
+def _joined(match: re.Match[str]) -> str:
+    after = match.string[match.end()]
+    return "-" if after.isupper() else ""
+
+
+def _noise(line: str) -> bool:
+    """A line OCR read from no word: no token of two letters or digits, or one such token among
+    mostly other signs (« | ll ~ — », « . i , »)."""
+    real = len(_REAL_TOKEN.findall(line))
+    signs = [ch for ch in line if not ch.isspace()]
+    alnum = sum(1 for ch in signs if ch.isalnum())
+    return real == 0 or (real == 1 and alnum * 2 < len(signs))
+
+
+def mend_read_text(text: str, *, read: bool) -> str:
+    """The text with its words broken at line ends made whole; when `read` (by OCR), without
+    its noise lines too (an empty line, a paragraph break, stays)."""
+    if read:
+        text = "\n".join(line for line in text.split("\n") if not line.strip() or not _noise(line))
+    return _BROKEN_WORD.sub(_joined, text)
 
 
 def _split_marked(text: str, marker: re.Pattern[str], label: str) -> list[tuple[str, str]]:
@@ -110,8 +141,14 @@ def chunk_sections(sections: list[tuple[str, str]]) -> list[Chunk]:
     return out
 
 
-def chunk_file(text: str | None, name: str, mime: str, pages: list[str] | None = None) -> list[Chunk]:
-    """The chunks of one file's text; `pages` are a PDF's pages when its bytes were read again.
-    A file without text still gets one empty chunk: it is found by its name."""
-    chunks = chunk_sections(_sections(text or "", kind_of(name, mime), pages))
+def chunk_file(text: str | None, name: str, mime: str, pages: list[str] | None = None, *,
+               read: bool = False) -> list[Chunk]:
+    """The chunks of one file's text; `pages` are a PDF's pages when its bytes were read again,
+    `read` says the text comes from OCR (a photo has no other: its kind is none of the
+    documents'). A file without text still gets one empty chunk: it is found by its name."""
+    kind = kind_of(name, mime)
+    read = read or not kind
+    sections = [(where, mend_read_text(part, read=read))
+                for where, part in _sections(text or "", kind, pages)]
+    chunks = chunk_sections(sections)
     return chunks or [Chunk(0, "", "")]

@@ -35,20 +35,27 @@ EMBED_PER_PASS = 64
 EMBED_AT_ONCE = 16  # chunks of a new file embedded as it is indexed (a few seconds at most)
 MAX_BACKOFF_S = 3600.0
 PASSAGE_CHARS = 2000  # what the model reads of a chunk (e5 reads 512 tokens at most)
+SCAN_LAYER_CHARS = 20  # a PDF's text layer shorter than this: a scan (library.reading reads it by OCR)
 
 
-async def _pages(services: Services, row: UserFile, data: bytes | None) -> list[str] | None:
-    """A PDF's pages read again from its bytes (the stored text has no page marks)."""
+async def _pages(services: Services, row: UserFile, data: bytes | None) -> tuple[list[str] | None, bool]:
+    """A PDF's pages read again from its bytes (the stored text has no page marks), and whether
+    they were read by OCR: a scan's pages are its text as read (library.reading), form feeds
+    between them; a one-page scan has none, and its text layer is empty."""
     if kind_of(row.name, row.mime) != "pdf":
-        return None
-    if "\f" in (row.text or ""):  # a scan read by OCR (library.reading): its pages as read
-        return row.text.split("\f") if row.text else None
+        return None, False
+    stored = row.text or ""
+    if "\f" in stored:
+        return stored.split("\f"), True
     try:
         data = data if data is not None else await services.files.get(row.storage_key)
-        return await run_cpu(pdf_pages, data)
+        pages = await run_cpu(pdf_pages, data)
     except Exception as exc:  # the text alone, without pages: still searchable
         log.info("pages not read", extra={"file_id": row.id, "error": str(exc)})
-        return None
+        return None, False
+    if stored.strip() and len("".join(pages).strip()) < SCAN_LAYER_CHARS:
+        return [stored], True
+    return pages, False
 
 
 async def index_file(services: Services, db: AsyncSession, row: UserFile, data: bytes | None = None,
@@ -58,9 +65,9 @@ async def index_file(services: Services, db: AsyncSession, row: UserFile, data: 
     index already follows the file's text)."""
     if only_if_changed and await _current(db, row):
         return 0
-    pages = await _pages(services, row, data)
+    pages, read = await _pages(services, row, data)
     # Cutting a long text and its keywords is seconds of Python: in a thread, never on the loop.
-    cut = await lanes.cpu(_cut, row.text, row.name, row.mime, pages)
+    cut = await lanes.cpu(_cut, row.text, row.name, row.mime, pages, read)
     await db.execute(delete(LibraryChunk).where(LibraryChunk.file_id == row.id))
     now = services.clock()
     rows = [LibraryChunk(user_id=row.user_id, cohort_id=row.cohort_id, file_id=row.id, ordinal=chunk.ordinal,
@@ -73,11 +80,12 @@ async def index_file(services: Services, db: AsyncSession, row: UserFile, data: 
     return len(cut)
 
 
-def _cut(text: str | None, name: str, mime: str, pages: list[str] | None) -> list[tuple[Chunk, str]]:
+def _cut(text: str | None, name: str, mime: str, pages: list[str] | None,
+         read: bool) -> list[tuple[Chunk, str]]:
     """The file's chunks, each with its keyword text (the file's name is in every chunk's)."""
     named = " ".join(name_terms(name))
     cut = []
-    for chunk in chunk_file(text, name, mime, pages):
+    for chunk in chunk_file(text, name, mime, pages, read=read):
         is_sheet = chunk.locator.startswith("feuille ")
         sheet = chunk.locator.split(" (")[0].removeprefix("feuille ") if is_sheet else ""
         words = keyword_terms(f"{sheet}\n{chunk.text}")  # a sheet's name is one of its words

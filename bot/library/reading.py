@@ -17,7 +17,7 @@ from bot import lanes
 from bot.agent import vision
 from bot.documents.extract import MAX_TEXT_CHARS, kind_of
 from bot.documents.names import extension_of
-from bot.library.index import index_file
+from bot.library.index import SCAN_LAYER_CHARS, index_file
 from bot.library.names import first_line_title, unique_name
 from bot.services import Services
 from bot.storage.models import UserFile
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 PAGE_BREAK = "\f"
 PDF_DPI = 200  # a printed page's letters ~30 px high: what Tesseract reads best
 RASTER_TIMEOUT_S = 120.0
-MIN_TEXT_LAYER_CHARS = 20  # a PDF with less text than this is a scan (a stray page number aside)
+MIN_TEXT_LAYER_CHARS = SCAN_LAYER_CHARS  # less text than this: a scan (a stray page number aside)
 
 
 def needs_reading(row: UserFile) -> bool:

@@ -37,6 +37,24 @@ def test_text_is_cut_on_paragraphs_into_200_to_400_words() -> None:
     assert library.chunk_file("Un demi plus un quart.", "photo.jpg", "image/jpeg")[0].locator == ""
 
 
+def test_words_broken_at_line_ends_are_whole_and_ocr_noise_lines_are_dropped() -> None:
+    read = ("La Côte d'Ivoire accède à l'indépen-\ndance en 1960. Félix Houphouët-\n"
+            "Boigny devient président.\n"
+            "| ~ = — .\n"
+            "ll ~~ | =\n"
+            "Exemple : 1/4 + 1/6 = 5/12.\n"
+            "i\n"
+            "Total : 3 450 000 FCFA")
+    [chunk] = library.chunk_file(read, "photo.jpg", "image/jpeg")
+    assert chunk.text == ("La Côte d'Ivoire accède à l'indépendance en 1960. Félix Houphouët-Boigny devient "
+                          "président.\nExemple : 1/4 + 1/6 = 5/12.\nTotal : 3 450 000 FCFA")
+    # A typed document keeps every line; only its broken words are joined.
+    [typed] = library.chunk_file("Un mot coupé en fin de li-\ngne.\n| ~ =", "cours.txt", "text/plain")
+    assert typed.text == "Un mot coupé en fin de ligne.\n| ~ ="
+    compounds = "bien-être et peut-être"
+    assert library.chunk_file(compounds, "a.txt", "text/plain")[0].text == compounds
+
+
 def test_office_files_keep_their_sheets_slides_and_pages() -> None:
     sheets = parse_workbook({"sheets": [
         {"name": "Bilan", "columns": ["Poste", "Montant"], "rows": [["Immobilisations", 1200000]]},
@@ -87,6 +105,18 @@ def test_snippet_marks_the_words_found_around_the_most_of_them() -> None:
     assert "«bilan»" in snippet and "«passif»" in snippet
     assert snippet.startswith("…") and snippet.endswith("…")
     assert library.snippet_of("Court texte.", ["absent"]) == "Court texte."
+
+
+def test_the_model_reads_a_query_in_the_case_its_words_have_in_a_text() -> None:
+    # A capital that only starts the query, a title's or a shout's capitals: lowered; an acronym
+    # and a name inside the query keep theirs. Keywords fold the case anyway.
+    for asked in ("somme de quotients", "Somme de quotients", "SOMME DE QUOTIENTS", "Somme De Quotients"):
+        assert library.meaning_query(asked) == "somme de quotients", asked
+    assert library.meaning_query("Déclaration de TVA") == "déclaration de TVA"
+    assert library.meaning_query("TVA Collectée") == "TVA collectée"
+    assert library.meaning_query("impôt dû à l'État") == "impôt dû à l'État"
+    assert library.meaning_query("« Photosynthèse »") == "« photosynthèse »"
+    assert library.meaning_query("") == ""
 
 
 def test_fusion_puts_every_word_first_and_lets_meaning_outweigh_one_shared_word() -> None:

@@ -116,6 +116,23 @@ async def test_a_scanned_pdf_is_read_page_by_page_and_found(media_harness: MakeH
     assert found["results"][0]["where"] == "page 2"
 
 
+async def test_a_one_page_scan_is_found_by_the_text_read_on_it(media_harness: MakeHarness) -> None:
+    # One page: no form feed in its text, and a text layer holding nothing.
+    h = await media_harness(EMBEDDINGS="local")
+    await h.make_user(PHONE)
+    pdf = _scanned_pdf([("Facture Sotra Matériaux", "Ciment 50 sacs, fer à béton, livraison à Yopougon. "
+                         "Total à payer 450 000 FCFA.")])
+    h.llm.push_text("J'ai bien reçu ta facture.")
+    await h.inbound(PHONE, "", media=[(pdf, "application/pdf")])
+    await h.settle(timeout_s=120)
+
+    [scan] = await _files(h)
+    assert "Ciment" in (scan.text or "")
+    found = await _search(h, "ciment livraison Yopougon")
+    assert [r["file_id"] for r in found["results"]][:1] == [scan.id]
+    assert "«Ciment»" in found["results"][0]["snippet"]
+
+
 def _docx(heading: str, body: str) -> bytes:
     import docx
 
