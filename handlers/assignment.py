@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot import school
-from bot.channel.context import Incoming
+from bot.channel.context import UNTOLD, Incoming
 from bot.channel.keywords import keyword
 from bot.channel.menus import set_menu
 from bot.learning import REVIEW_KIND, new_round
@@ -29,7 +29,7 @@ async def handle(msg: Incoming) -> bool:
     if keyword(msg.text) in WORDS:
         await _start(msg)
         return True
-    waiting = await school.untold(msg.db, msg.user.id)
+    waiting = [] if msg.lacks(UNTOLD) else await school.untold(msg.db, msg.user.id)
     if waiting:
         await school.told(msg.db, msg.user.id, [a.id for a in waiting], msg.services.clock())
         await msg.db.commit()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
-from bot.channel.context import Incoming
-from bot.channel.outbound import commit_turn, send_to_user
+from bot.channel.context import FILES_WAITING, Incoming
+from bot.channel.outbound import commit_turn, files_waiting, send_to_user
 from bot.storage.models import PendingDelivery, UserFile
 
 
@@ -20,11 +20,11 @@ async def handle(msg: Incoming) -> bool:
 
     Never takes the message (returns False): it goes on to the other handlers."""
     services, user, db = msg.services, msg.user, msg.db
-    # Read in the message's session: most messages find nothing, and need no transaction for it.
+    if msg.lacks(FILES_WAITING):  # the arrival looked: most messages find nothing
+        return False
+    # Read in the message's session: no transaction of its own for it.
     waiting = list((await db.scalars(
-        select(PendingDelivery)
-        .where(PendingDelivery.user_id == user.id, PendingDelivery.sent_at.is_(None))
-        .order_by(PendingDelivery.id)
+        select(PendingDelivery).where(files_waiting(user.id)).order_by(PendingDelivery.id)
     )).all())
     files = {f.id: f for f in (await db.scalars(
         select(UserFile).where(UserFile.id.in_([w.file_id for w in waiting]))

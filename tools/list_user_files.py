@@ -45,8 +45,10 @@ async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         offset = max(int(args.get("offset") or 0), 0)
     except (TypeError, ValueError):
         limit, offset = 20, 0
-    async with ctx.services.sessions() as db:
-        classes = await school.student_classes(db, ctx.user_id)
+    async with ctx.reading() as db:
+        classes = ctx.extra.get(school.TURN_CLASSES)
+        if classes is None:
+            classes = await school.student_classes(db, ctx.user_id)
         rows, total = await library.list_files_counted(db, ctx.user_id, limit=limit, offset=offset,
                                                        cohorts=list(classes))
     return {
@@ -80,4 +82,5 @@ TOOL = Tool(
     modes=EVERY_PROFILE,
     step=StepText("🗂️", "Liste des fichiers", "Listing your files"),
     run=run,
+    reads_only=True,
 )

@@ -255,10 +255,19 @@ class _Turn:
             await self.release()
 
     async def release(self) -> None:
-        """Hands the messages held back to the side (before tools run, with the answer, at the end)."""
+        """Hands the messages held back to the side (before tools run, but those that only read in
+        the turn's session; with the answer; at the end)."""
         if self.held:
             held, self.held = self.held, []
             await self.side.on_messages(held)
+
+    def lends(self, calls: list[ToolCall]) -> bool:
+        """Whether the step's calls run in the turn's session: all are `reads_only` (or not run at
+        all: unknown, not allowed) and the caller lent it. Nothing is then saved or settled before
+        them: they neither write nor send, and no key of theirs follows the saved calls."""
+        if self.setup.session is None:
+            return False
+        return all(getattr(self._by_name.get(c.name), "reads_only", True) for c in calls)
 
     def finish(self, reason: ExitReason | None = None) -> None:
         if reason is not None:
@@ -384,10 +393,12 @@ class _Turn:
     async def _tools(self, n: int, resp: LLMResponse,
                      calls: list[ToolCall]) -> AsyncIterator[Text | ToolEvent | LongWork]:
         s = self.state
-        # The earlier step's calls are saved before these run: a re-run's keys follow them
-        # (bot.agent.effects). Tools write in sessions of their own (SQLite has one writer).
-        await self.release()
-        await self.settle()
+        lent = self.lends(calls)
+        if not lent:
+            # The earlier step's calls are saved before these run: a re-run's keys follow them
+            # (bot.agent.effects). Tools write in sessions of their own (SQLite has one writer).
+            await self.release()
+            await self.settle()
         taken = set(s.taken_ids)
         calls = repair_ids(calls, taken)
         s.taken_ids = sorted(taken)
@@ -397,7 +408,7 @@ class _Turn:
                      "tool_calls": [c.as_openai() for c in calls]}
         images: list[dict[str, Any]] = []  # image parts tools asked the model to see
         outcomes: list[CallOutcome] = []
-        async for event in run_batch(self, n, calls, images, outcomes):
+        async for event in run_batch(self, n, calls, images, outcomes, self.setup.session if lent else None):
             yield event
         for o in outcomes:
             s.tool_runs.append({"n": n, "name": o.call.name, "status": o.status,

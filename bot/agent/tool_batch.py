@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any, Protocol
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from bot.agent.effects import EffectStore
 from bot.agent.events import LongWork, ToolEnded, ToolEvent, ToolProgress, ToolStarted
 from bot.agent.executor import CallOutcome, TurnMemory, complete_outcomes, execute_calls
@@ -71,9 +73,10 @@ def _progress_sender(queue: _Queue, name: str) -> Callable[[str], Any]:
 
 
 def _context_maker(turn: BatchHost, queue: _Queue, images: list[dict[str, Any]],
-                   sources: Any) -> Callable[[ToolCall], ToolContext]:
+                   sources: Any, session: AsyncSession | None) -> Callable[[ToolCall], ToolContext]:
     def make(call: ToolCall) -> ToolContext:
         ctx = turn.make_context(call)
+        ctx.session = session
         ctx.extra["images"] = images
         tool = turn.by_name.get(call.name)
         if ctx.progress is None:
@@ -95,8 +98,11 @@ def _default_note(turn: BatchHost, calls: list[ToolCall], into: list[CallOutcome
 
 
 async def run_batch(turn: BatchHost, n: int, calls: list[ToolCall], images: list[dict[str, Any]],
-                    outcomes: list[CallOutcome]) -> AsyncIterator[ToolEvent | LongWork]:
-    """Runs `calls`, yields their events, and fills `outcomes` (one per call, in order)."""
+                    outcomes: list[CallOutcome],
+                    session: AsyncSession | None = None) -> AsyncIterator[ToolEvent | LongWork]:
+    """Runs `calls`, yields their events, and fills `outcomes` (one per call, in order). With the
+    turn's `session` lent (all the calls only read), they run one after the other, and the turn
+    waits for them before their events come: nothing else uses the session meanwhile."""
     s = turn.state
     queue: _Queue = asyncio.Queue()
     into: list[CallOutcome | None] = [None] * len(calls)
@@ -104,10 +110,13 @@ async def run_batch(turn: BatchHost, n: int, calls: list[ToolCall], images: list
     sources.begin_step()  # these calls were written after the results of the steps before
     memory = TurnMemory(side_effect_results=s.side_effects)
     tool_timeout = min(turn.limits.tool_timeout_s, s.deadline - turn.reserve - time.time())
+    tools = turn.by_name
+    if session is not None:  # one session: one call at a time
+        tools = {name: replace(tool, exclusive=True) for name, tool in tools.items()}
     task = asyncio.create_task(
         execute_calls(
-            calls, tools=turn.by_name, known_names=turn.known_names, mode=turn.mode,
-            make_context=_context_maker(turn, queue, images, sources), timeout_s=tool_timeout,
+            calls, tools=tools, known_names=turn.known_names, mode=turn.mode,
+            make_context=_context_maker(turn, queue, images, sources, session), timeout_s=tool_timeout,
             memory=memory, emit=queue.put_nowait, into=into,
             max_calls=turn.limits.max_tool_calls_per_response, effects=turn.effects,
             first_position=s.position,
@@ -116,6 +125,8 @@ async def run_batch(turn: BatchHost, n: int, calls: list[ToolCall], images: list
     s.position += len(calls)
     task.add_done_callback(lambda _task: queue.put_nowait(_DONE))
     try:
+        if session is not None:
+            await asyncio.wait([task])  # its events, queued before _DONE, follow
         async for event in _events(turn, queue, time.monotonic(), calls, into):
             yield replace(event, n=n) if isinstance(event, ToolStarted | ToolEnded) else event
         task.result()

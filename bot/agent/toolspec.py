@@ -7,11 +7,14 @@ tool.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
     from bot.agent.untrusted import TurnSources
     from bot.config import Settings
     from bot.services import Services
@@ -22,7 +25,9 @@ ToolResult = dict[str, Any]
 
 @dataclass
 class ToolContext:
-    """The current user and turn, as a tool sees them. Tools open their own DB sessions."""
+    """The current user and turn, as a tool sees them. Tools open their own DB sessions, but
+    for reads a tool marked `reads_only` asks `reading()`: in a message's turn that is the turn's
+    own session (`session`), so its reads share the turn's transaction."""
 
     services: Services
     user_id: int
@@ -42,6 +47,15 @@ class ToolContext:
     # the agent loop sets it. None outside a turn (a tool called directly): nothing to check against.
     turn: TurnSources | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The turn's session, lent to a `reads_only` tool while the turn waits for it (bot.agent.tool_batch).
+    session: AsyncSession | None = None
+
+    def reading(self) -> AbstractAsyncContextManager[AsyncSession]:
+        """The session a tool reads in: the turn's when lent (`session`, left open for the turn),
+        else one of its own."""
+        if self.session is None:
+            return self.services.sessions()
+        return _lent(self.session)
 
     async def send(self, text: str = "", media: UserFile | None = None, menu: Any = None) -> Any:
         """The outbound result (`ok`, `reason`, `for_model()`), or None when there is no channel.
@@ -51,6 +65,11 @@ class ToolContext:
         if menu is not None:
             return await self.deliver(text=text, media=media, menu=menu)
         return await self.deliver(text=text, media=media)
+
+
+@asynccontextmanager
+async def _lent(session: AsyncSession) -> AsyncIterator[AsyncSession]:
+    yield session  # the turn's: neither committed nor closed here
 
 
 def always_available(_settings: Settings) -> str | None:
@@ -81,6 +100,10 @@ class Tool:
     # The effect is only in the database and the tool marks `ctx.effect_key` done in the same
     # transaction (bot.agent.effects.mark_done): a run cut short left nothing behind and may run again.
     effect_in_transaction: bool = False
+    # Only reads the database (through `ToolContext.reading`) and sends nothing: in a message's
+    # turn, a step whose calls are all such tools runs them in the turn's session, one after the
+    # other, and the turn's writes (a call's charge, the step's messages) wait for its next commit.
+    reads_only: bool = False
     # The result carries third-party text, named here ("web page", "file"): the executor wraps it
     # as data, not instructions, and marks the turn as having read such text (bot.agent.untrusted).
     untrusted_source: str = ""

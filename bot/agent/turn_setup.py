@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.agent.effects import EffectStore
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
 from bot.agent.turn_state import TurnState
 from bot.config import Limits
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["Budget", "LoopSide", "Message", "QuietSide", "TurnSetup"]
 
@@ -25,8 +28,9 @@ class Budget:
     """The most tokens a turn may use (None: no ceiling), and who is told what each call used;
     `notice` ({"fr": …, "en": …}) is what the turn ends with when the ceiling is reached, when it is
     not the credits that ran out (the day's token limit). `settle` makes what `spend` recorded
-    durable when `spend` does not itself: the loop calls it before tools run, before another model
-    call and at the turn's end, so a charge waits at most for the answer it is saved with."""
+    durable when `spend` does not itself: the loop calls it before tools run (but those that only
+    read in the turn's session), before another model call and at the turn's end, so a charge
+    waits at most for the answer it is saved with."""
 
     tokens: int | None = None
     spend: Callable[[int], Awaitable[None]] | None = None
@@ -62,6 +66,10 @@ class TurnSetup:
     # commits next (the answer's row, recorded in that session, or the message's end) rather than
     # settled in a transaction of their own as the turn ends.
     settle_at_end: bool = True
+    # The turn's session, lent to a step whose calls are all `reads_only` tools: they read in the
+    # turn's transaction (with the call's charge not yet committed) rather than in one of their
+    # own, and the step's messages wait for the next ones. None: every tool takes its own session.
+    session: AsyncSession | None = None
 
 
 class LoopSide(Protocol):

@@ -264,13 +264,16 @@ class TurnMeter:
 
 async def open_meter(db: AsyncSession, user_id: int, settings: Settings,
                      ref_for: Callable[[int], str | None], spent_tokens: int = 0,
-                     pool_cap: pool.DailyCap | None = None, balance: int | None = None) -> TurnMeter:
+                     pool_cap: pool.DailyCap | None = None, balance: int | None = None,
+                     place: pool.Standing | None = None) -> TurnMeter:
     """A meter for a turn that has already spent `spent_tokens` (and was charged for them); what it
     may spend counts what the student may still take from their class's pool today. `balance`: the
-    user's as the caller just read it (else read here). A user in no class is charged without
-    looking for a pool again."""
+    user's as the caller just read it (else read here); `place`: the student's standing under
+    `pool_cap`, when the caller read it. A user in no class is charged without looking for a pool
+    again."""
     current = balance if balance is not None else await _balance(db, user_id)
-    place = await pool.standing(db, user_id, pool_cap) if pool_cap is not None else None
+    if place is None and pool_cap is not None:
+        place = await pool.standing(db, user_id, pool_cap)
     from_pool = place.left if place is not None else 0
     if place is not None and not place.in_class:
         pool_cap = None
@@ -369,19 +372,20 @@ def within_today(ceiling: int | None, spend: Any, daily: DailyTokens | None, lef
 
 async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | None,
                       settings: Settings, daily: DailyTokens | None, clock: Clock, *,
-                      balance: int | None = None) -> Budget | None:
+                      balance: int | None = None, place: pool.Standing | None = None) -> Budget | None:
     """The budget of a message's turn, charged to the ledger in `db` as the turn spends, within what
     is left of the user's day (`daily`). Guests are served within their daily allowance and not
     charged: without a daily ceiling their budget is None. A call's charge is committed with what
     `db` commits next: the answer it paid for (one transaction), else `Budget.settle` before
-    tools or the next call. `balance`: the user's, when the caller read it in this transaction."""
+    tools or the next call. `balance`: the user's, when the caller read it in this transaction;
+    `place`: their standing in the pools under `pool.daily_cap`, likewise."""
     left = await daily.left() if daily is not None else 0
     if (user.mode or "guest") == "guest":
         return None if daily is None else within_today(None, None, daily, left)
     # The attempt keeps the refs of a re-run apart from those of the run it replaces.
     base = f"turn:{inbound.id}:{inbound.attempts}" if inbound is not None else None
     meter = await open_meter(db, user.id, settings, lambda cost: f"{base}:{cost}" if base else None,
-                             pool_cap=pool.daily_cap(settings, user, clock), balance=balance)
+                             pool_cap=pool.daily_cap(settings, user, clock), balance=balance, place=place)
 
     async def spend(tokens: int) -> None:
         await meter.spend(db, tokens, commit=False)

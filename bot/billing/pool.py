@@ -11,7 +11,7 @@ for, so a charge asked twice (a replay) is taken once from either account (bot.b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -58,12 +58,14 @@ def daily_cap(settings: Settings, user: User, clock: Clock) -> DailyCap:
 @dataclass(frozen=True)
 class Standing:
     """A student's place in the pools: in a class or not, the credits of their best-funded class,
-    what they took from pools today and the day's cap."""
+    what they took from pools today and the day's cap; and the classes themselves (id: name),
+    read with the pools, which a turn's tools are given rather than reading them again."""
 
     in_class: bool
     pool: int
     used_today: int
     cap: int
+    classes: dict[int, str] = field(default_factory=dict)
 
     @property
     def left(self) -> int:
@@ -90,10 +92,14 @@ async def _best_pool(db: AsyncSession, user_id: int, *, lock: bool = False) -> t
 
 
 async def standing(db: AsyncSession, user_id: int, rule: DailyCap) -> Standing:
-    best = await _best_pool(db, user_id)
-    if best is None:
+    rows = (await db.execute(select(Cohort.id, Cohort.name, Cohort.pool_balance)
+                             .join(CohortMember, CohortMember.cohort_id == Cohort.id)
+                             .where(CohortMember.user_id == user_id))).all()
+    if not rows:
         return Standing(False, 0, 0, rule.cap)
-    return Standing(True, max(0, best[1]), await _used_since(db, user_id, rule.day_start()), rule.cap)
+    classes = {int(cohort_id): str(name) for cohort_id, name, _ in rows}
+    best = max(int(balance) for _, _, balance in rows)  # as `_best_pool` orders them
+    return Standing(True, max(0, best), await _used_since(db, user_id, rule.day_start()), rule.cap, classes)
 
 
 async def take(db: AsyncSession, user_id: int, due: int, reason: str, ref: str | None, rule: DailyCap) -> int:

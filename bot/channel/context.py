@@ -13,6 +13,11 @@ from bot.services import Services
 from bot.storage.models import Conversation, InboundMessage, User, UserFile
 from bot.texts import fr_en
 
+# msg.extra: the names of what the message's arrival found the user has none of (`Incoming.lacks`).
+LACKS = "lacks"
+FILES_WAITING = "files_waiting"  # files kept for the user's next message (handlers.waiting_files)
+UNTOLD = "assignments_untold"  # assignments nobody told the student of (handlers.assignment)
+
 
 @dataclass
 class Incoming:
@@ -28,6 +33,12 @@ class Incoming:
     @property
     def lang(self) -> str:
         return self.user.language or "fr"
+
+    def lacks(self, name: str) -> bool:
+        """Whether the message's arrival found that the user has none of `name` (a row a handler
+        would look for: bot.pipeline.messages reads such EXISTS with the user), so the handler
+        need not read it."""
+        return name in self.extra.get(LACKS, ())
 
     def t(self, fr: str, en: str) -> str:
         """French first, English for users who chose it."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import delete, select
+from sqlalchemy import ColumnElement, SQLColumnExpression, delete, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.services import Services
@@ -104,6 +104,18 @@ async def _row(services: Services, conversation_id: int, db: AsyncSession | None
     row = _copy(await db.scalar(query))
     db.info[("pending_menu", conversation_id)] = (_changes[0], row)
     return row
+
+
+def kept(conversation_id: SQLColumnExpression[int]) -> ColumnElement[bool]:
+    """Whether the conversation has a menu row, as an EXISTS for a caller's SELECT (a message's
+    arrival, bot.pipeline.messages): most have none, and `none_kept` then spares the read."""
+    return exists().where(PendingMenu.conversation_id == conversation_id)
+
+
+def none_kept(db: AsyncSession, conversation_id: int) -> None:
+    """Notes in the message's session that the caller found no menu row (`kept`): its looks take
+    that answer, as they take a row read earlier, while nothing changes a menu."""
+    db.info[("pending_menu", conversation_id)] = (_changes[0], None)
 
 
 def _copy(row: PendingMenu | None) -> _Row | None:

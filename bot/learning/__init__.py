@@ -47,6 +47,7 @@ from bot.learning.reteach import (
     RETIRE_AFTER,
     mark_retaught,
     pending_item,
+    prompt_reteach,
     reteach_block,
     reteach_items,
 )
@@ -132,6 +133,7 @@ __all__ = [
     "parse_level",
     "pending_item",
     "pick_items",
+    "prompt_reteach",
     "recall_probability",
     "recently_missed",
     "record_checked",

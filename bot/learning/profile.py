@@ -106,9 +106,11 @@ def to_work_on(skills: list[SkillView] | tuple[SkillView, ...], limit: int,
 
 
 async def learner_view(db: AsyncSession, user_id: int, level: str | None, learning: Learning,
-                       now: datetime) -> LearnerView:
+                       now: datetime, due: int | None = None) -> LearnerView:
+    """`due`: the items due now, when the caller read them (bot.learning.reteach.prompt_reteach)."""
     skills = await skill_views(db, user_id, learning)
-    return LearnerView(level=level, skills=tuple(skills), due=await due_count(db, user_id, now))
+    return LearnerView(level=level, skills=tuple(skills),
+                       due=due if due is not None else await due_count(db, user_id, now))
 
 
 def _clip(text: str, limit: int) -> str:

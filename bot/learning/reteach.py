@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.learning.items import RETEACH_AFTER, needs_reteach, to_reteach
@@ -27,7 +27,7 @@ from bot.learning.rounds import item_topic
 from bot.storage.models import QuizItem
 
 __all__ = ["RETEACH_AFTER", "RETIRE_AFTER", "after_answer", "mark_retaught", "pending_item",
-           "reteach_block", "reteach_items", "reteach_text"]
+           "prompt_reteach", "reteach_block", "reteach_items", "reteach_text"]
 
 RETIRE_AFTER = 4  # misses in all
 WRONG_KEPT = 4  # the options chosen when wrong, the last few (what the model is shown)
@@ -56,8 +56,23 @@ async def reteach_items(db: AsyncSession, user_id: int, now: datetime, limit: in
     """The student's items waiting to be taught again: the due ones (longest overdue first), then
     the retired, then the others, the most recently missed first."""
     rows = await db.scalars(select(QuizItem).where(QuizItem.user_id == user_id, to_reteach()))
-    items = list(rows)
+    return _first(list(rows), now, limit)
 
+
+async def prompt_reteach(db: AsyncSession, user_id: int, now: datetime) -> tuple[list[QuizItem], int]:
+    """What a turn's prompt reads of the items, in one statement: those to teach again
+    (`reteach_items`, IN_PROMPT of them) and how many are due (`due_count`). The count is a row
+    of one, the items joined to it (none: one row without an item)."""
+    due = (select(func.count().label("due")).select_from(QuizItem)
+           .where(QuizItem.user_id == user_id, QuizItem.due_at.is_not(None), QuizItem.due_at <= now)
+           .subquery())
+    rows = (await db.execute(select(due.c.due, QuizItem).select_from(due)
+                             .outerjoin(QuizItem, and_(QuizItem.user_id == user_id, to_reteach())))).all()
+    items = [item for _, item in rows if item is not None]
+    return _first(items, now, IN_PROMPT), int(rows[0][0] or 0)
+
+
+def _first(items: list[QuizItem], now: datetime, limit: int) -> list[QuizItem]:
     def order(item: QuizItem) -> tuple[int, float]:
         if item.due_at is not None and item.due_at <= now:
             return 0, item.due_at.timestamp()
@@ -109,10 +124,13 @@ def reteach_text(item: QuizItem, label: str) -> str:
             f"« {_clip(item.explanation, _EXPLANATION_CHARS)} »")
 
 
-async def reteach_block(db: AsyncSession, user_id: int, now: datetime, *, handed: int | None = None) -> str:
+async def reteach_block(db: AsyncSession, user_id: int, now: datetime, *, handed: int | None = None,
+                        items: list[QuizItem] | None = None) -> str:
     """What a turn's prompt carries of the items waiting to be taught again (empty: none). With
-    `handed` (a REVISION round gave that item to the model), it is to be done now, that item first."""
-    items = await reteach_items(db, user_id, now, IN_PROMPT)
+    `handed` (a REVISION round gave that item to the model), it is to be done now, that item first.
+    `items`: those `prompt_reteach` read, else read here."""
+    if items is None:
+        items = await reteach_items(db, user_id, now, IN_PROMPT)
     first = None if handed is None else await pending_item(db, user_id, handed)
     if first is not None:
         items = [first, *[i for i in items if i.id != first.id]][:IN_PROMPT]

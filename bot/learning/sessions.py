@@ -13,9 +13,10 @@ user, not the conversation, so they carry on as they are.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import ColumnElement, and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.learning.homework import exercise_line, open_exercise
@@ -128,18 +129,20 @@ async def start_session(db: AsyncSession, user_id: int, now: datetime) -> Conver
     return fresh
 
 
-async def arrival(db: AsyncSession, user_id: int, now: datetime,
-                  idle_s: int) -> tuple[User, Conversation] | None:
+async def arrival(db: AsyncSession, user_id: int, now: datetime, idle_s: int,
+                  also: Sequence[ColumnElement[bool]] = ()) -> tuple[User, Conversation, list[bool]] | None:
     """The user of a message arriving `now` and its conversation (`current_session`), read in one
-    SELECT; None when the user is gone."""
+    SELECT with the caller's `also` (each on `User.id` and the active `Conversation.id`, an EXISTS
+    the caller would otherwise read alone), and their answers; None when the user is gone."""
     found = (await db.execute(
-        select(User, Conversation)
+        select(User, Conversation, *also)
         .outerjoin(Conversation, and_(Conversation.user_id == User.id, Conversation.active.is_(True)))
         .where(User.id == user_id).order_by(Conversation.id.desc()).limit(1))).first()
     if found is None:
         return None
-    user, conversation = found
-    return user, await current_session(db, user_id, now, idle_s, active=conversation)
+    user, conversation, *answers = found
+    conversation = await current_session(db, user_id, now, idle_s, active=conversation)
+    return user, conversation, [bool(a) for a in answers]
 
 
 async def current_session(db: AsyncSession, user_id: int, now: datetime, idle_s: int, *,

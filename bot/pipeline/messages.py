@@ -15,18 +15,22 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import case, exists, select, update
+from sqlalchemy import ColumnElement, case, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from bot import logs, metrics
-from bot.channel.context import Incoming
-from bot.channel.outbound import SendKeys, finish_inbound, send_to_user, sending
+from bot.channel import menus
+from bot.channel.context import FILES_WAITING, LACKS, UNTOLD, Incoming
+from bot.channel.outbound import SendKeys, files_waiting, finish_inbound, send_to_user, sending
 from bot.clock import system_now
 from bot.learning import arrival
+from bot.school import untold_work
 from bot.services import Services
 from bot.storage.db import writes_due
-from bot.storage.models import InboundMessage, OutboundMessage, User
+from bot.storage.models import Conversation, InboundMessage, OutboundMessage, User
 from bot.storage.state import is_unavailable
 from bot.texts import fr_en
 
@@ -68,6 +72,17 @@ async def pending_after(db: AsyncSession, user_id: int) -> bool:
     return found is not None
 
 
+_MENU = "menu"
+
+
+def _lookouts() -> dict[str, ColumnElement[bool]]:
+    """What the handlers look for and most messages lack, read with the arrival (one SELECT, not
+    one each): files kept for the user, an assignment not told, the conversation's menu row."""
+    return {FILES_WAITING: exists().where(files_waiting(User.id)),
+            UNTOLD: exists().where(untold_work(User.id)),
+            _MENU: menus.kept(Conversation.id)}
+
+
 class Messages:
     """The rows of the user a worker holds, claimed and handled one at a time in id order."""
 
@@ -97,9 +112,15 @@ class Messages:
 
     async def _claim(self, db: AsyncSession, user_id: int) -> InboundMessage | Ran:
         """Marks the user's next row `processing` (not committed) and returns it as the claim left
-        it; recovers a row a dead worker left. One look finds either: a row left `processing`
-        comes first, then the earliest pending one."""
-        settings = self.services.settings
+        it; recovers a row a dead worker left. The usual case, a pending row and none left
+        `processing`, is one UPDATE; else one look finds either: a row left `processing` comes
+        first, then the earliest pending one."""
+        taken = await db.scalar(self._take(user_id, None))
+        if taken is not None:
+            return taken
+        # The UPDATE that matched nothing began SQLite's write transaction: ended before a recovery
+        # tells the user in a session of its own.
+        await db.rollback()
         processing = InboundMessage.status == "processing"
         first = (await db.execute(
             select(InboundMessage.id, InboundMessage.status, InboundMessage.lease_until)
@@ -119,24 +140,41 @@ class Messages:
             await self._recover(db, orphan)
             await db.commit()
             return await self._claim(db, user_id)
-        claimed = await db.scalar(
-            update(InboundMessage)
-            .where(InboundMessage.id == row_id, InboundMessage.status == "pending")
-            .values(status="processing", attempts=InboundMessage.attempts + 1,
-                    lease_until=system_now() + timedelta(seconds=settings.worker_lease_s))
-            .returning(InboundMessage)
-            .execution_options(populate_existing=True, synchronize_session=False)
-        )
+        claimed = await db.scalar(self._take(user_id, row_id))
         return claimed if claimed is not None else Ran.NOTHING
+
+    def _take(self, user_id: int, row_id: int | None) -> ReturningUpdate[InboundMessage]:
+        """The UPDATE that claims row `row_id` if still pending; None: the user's earliest pending
+        row, when none is left `processing` (which a recovery must see first)."""
+        where: list[Any] = [InboundMessage.status == "pending"]
+        if row_id is not None:
+            where.append(InboundMessage.id == row_id)
+        else:
+            # Aliases: a subquery on the updated table itself would be correlated to it.
+            first, left = aliased(InboundMessage), aliased(InboundMessage)
+            earliest = (select(first.id).where(first.user_id == user_id, first.status == "pending")
+                        .order_by(first.id).limit(1).scalar_subquery())
+            where.append(InboundMessage.id == earliest)
+            where.append(~exists().where(left.user_id == user_id, left.status == "processing"))
+        return (update(InboundMessage).where(*where)
+                .values(status="processing", attempts=InboundMessage.attempts + 1,
+                        lease_until=system_now() + timedelta(seconds=self.services.settings.worker_lease_s))
+                .returning(InboundMessage)
+                .execution_options(populate_existing=True, synchronize_session=False))
 
     async def _arrived(self, db: AsyncSession, row: InboundMessage) -> Incoming:
         """Notes the message's arrival on its user and conversation; the message handlers get."""
         services = self.services
         row_id = row.id
         arrived = row.created_at or services.clock()
-        found = await arrival(db, row.user_id, arrived, services.settings.learning.session_idle_s)
+        looks = _lookouts()
+        found = await arrival(db, row.user_id, arrived, services.settings.learning.session_idle_s,
+                              list(looks.values()))
         assert found is not None
-        user, conv = found
+        user, conv, there = found
+        lacks = frozenset(name for name, found_one in zip(looks, there, strict=True) if not found_one)
+        if _MENU in lacks:
+            menus.none_kept(db, conv.id)  # a new session's conversation has none either
         logs.bind(inbound_id=row_id, message_sid=row.message_sid, user_id=user.id, conversation_id=conv.id)
         conv.user_message_count = (conv.user_message_count or 0) + 1
         conv.last_user_message_at = max(conv.last_user_message_at or arrived, arrived)
@@ -145,7 +183,7 @@ class Messages:
             user.last_whatsapp_inbound_at = max(user.last_whatsapp_inbound_at or arrived, arrived)
         user.last_channel = row.channel
         return Incoming(services=services, db=db, user=user, conversation=conv, inbound=row,
-                        channel=row.channel, text=(row.body or "").strip())
+                        channel=row.channel, text=(row.body or "").strip(), extra={LACKS: lacks})
 
     async def _run(self, db: AsyncSession, msg: Incoming) -> Ran:
         """Handles the claimed row; its end and the look for the next row are one transaction."""

@@ -37,11 +37,13 @@ from bot.school.assignments import (
     send_assignment_notices,
     told,
     untold,
+    untold_work,
 )
 from bot.school.bank import bank_items, student_copy
 from bot.school.bank_review import bank_fill
 from bot.school.class_files import (
     MAX_CLASS_FILE_BYTES,
+    TURN_CLASSES,
     ClassFile,
     Opener,
     add_class_file,
@@ -98,6 +100,7 @@ __all__ = [
     "QUESTIONS_MAX",
     "QUIET_DAYS",
     "ROLES",
+    "TURN_CLASSES",
     "AssignmentError",
     "AtRisk",
     "ClassAssignment",
@@ -169,6 +172,7 @@ __all__ = [
     "teacher_summary_jobs",
     "told",
     "untold",
+    "untold_work",
     "valid_email",
     "verify_password",
 ]

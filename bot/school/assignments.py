@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, SQLColumnExpression, and_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.channel.buttons import Menu
@@ -65,6 +65,7 @@ __all__ = [
     "send_assignment_notices",
     "told",
     "untold",
+    "untold_work",
 ]
 
 ASSIGNMENT_MENU = "devoir"  # the button's id: devoir:1 « Commencer »
@@ -228,13 +229,18 @@ async def open_work(db: AsyncSession, user_id: int) -> list[tuple[Assignment, As
     return [(a, w) for a, w in rows.all()]
 
 
+def untold_work(user_id: SQLColumnExpression[int] | int) -> ColumnElement[bool]:
+    """The student's work rows of assignments nobody told them of yet (`untold`'s condition, which
+    a message's arrival looks for with EXISTS: most messages find none)."""
+    return and_(AssignmentWork.user_id == user_id, AssignmentWork.notified_at.is_(None),
+                AssignmentWork.started_at.is_(None), AssignmentWork.finished_at.is_(None))
+
+
 async def untold(db: AsyncSession, user_id: int) -> list[Assignment]:
     """The student's assignments nobody told them of yet (none could be sent outside the window)."""
     return list(await db.scalars(
         select(Assignment).join(AssignmentWork, AssignmentWork.assignment_id == Assignment.id)
-        .where(AssignmentWork.user_id == user_id, AssignmentWork.notified_at.is_(None),
-               AssignmentWork.started_at.is_(None), AssignmentWork.finished_at.is_(None))
-        .order_by(Assignment.id)))
+        .where(untold_work(user_id)).order_by(Assignment.id)))
 
 
 async def told(db: AsyncSession, user_id: int, assignment_ids: list[int], now: datetime) -> None:

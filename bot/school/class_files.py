@@ -1,7 +1,9 @@
 """A class's library: files a teacher (the class page) or the operator (`cohorts files add NAME FILE`)
 gives a class. Each is stored and indexed once, owned by the class (bot.library, origin « class »),
-and read by the students who are in the class now: the tools ask `student_classes` each time, so a
-student who leaves it no longer sees its files, and none can delete or change them. Who opened
+and read by the students who are in the class now: the tools ask `student_classes` at each turn
+(a message's turn reads them once, with the pools, and gives them to its tools under
+`TURN_CLASSES`), so a student who leaves it no longer sees its files, and none can delete or
+change them. Who opened
 which file (read with the tutor, or sent to them) is kept per file and student for the class page."""
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ from bot.services import Services
 from bot.storage.models import ClassFileOpen, Cohort, CohortMember, User, UserFile
 from bot.texts import fr_en
 
-__all__ = ["MAX_CLASS_FILE_BYTES", "ClassFile", "Opener", "add_class_file", "class_files", "class_label",
-           "open_file", "record_opening", "student_classes"]
+__all__ = ["MAX_CLASS_FILE_BYTES", "TURN_CLASSES", "ClassFile", "Opener", "add_class_file", "class_files",
+           "class_label", "open_file", "record_opening", "student_classes"]
+
+# ToolContext.extra: the student's classes (id: name) as the turn read them; absent, a tool reads them.
+TURN_CLASSES = "student_classes"
 
 # A class's file as the operator adds it (the dashboard's form is smaller: bot.web.admin.uploads).
 MAX_CLASS_FILE_BYTES = 20 * 1024 * 1024

@@ -20,14 +20,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot import metrics
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from bot import metrics, school
 from bot.agent import history, vision
 from bot.agent.effects import EffectStore, for_turn
 from bot.agent.events import LongWork, LoopEvent, Text, ToolProgress, ToolStarted, TurnOutcome
 from bot.agent.loop import PROMOTED, Budget, TurnState, new_state
 from bot.agent.sse import ToolCall
 from bot.agent.toolspec import Tool, ToolContext
-from bot.billing import credits
+from bot.billing import credits, pool
 from bot.channel.buttons import Menu
 from bot.channel.context import Incoming
 from bot.channel.outbound import turn_ending
@@ -111,12 +113,14 @@ class _DirectTurn:
         self.user: User = msg.user
         self.conversation_id, self.channel = msg.conversation.id, msg.channel
         self.inbound_id = msg.inbound.id if msg.inbound is not None else None
-        self.context_extra = {"inbound_id": self.inbound_id}
+        self.context_extra: dict[str, Any] = {"inbound_id": self.inbound_id}
         self.budget: Budget | None = None
         self.effects: EffectStore | None = None
         self.promote_at: float | None = None
         # A tool step's messages are saved with the next write (no state is saved between steps).
         self.holds_tool_messages = True
+        # Tools that only read run in the turn's session: one transaction with its next write.
+        self.lent_session: AsyncSession | None = msg.db
         self.progress_sent = False
         self.answer = ""  # with VOCAL on: the last text, spoken once the turn ends
         self.messages = 0  # the messages the model's text took, but those streamed
@@ -242,10 +246,15 @@ def _start_state(msg: Incoming, messages: list[dict[str, Any]], offered: list[To
 
 
 async def _open(msg: Incoming, side: _DirectTurn) -> None:
-    """The turn's budget and side-effect keys, read before the turn starts."""
-    db, user = msg.db, msg.user
-    side.budget = await credits.turn_budget(db, user, msg.inbound, msg.services.settings, gate.daily(msg),
-                                            msg.services.clock, balance=msg.extra.get("credit_balance"))
+    """The turn's budget and side-effect keys, read before the turn starts. A student's classes
+    are read once, with their pools, and given to the tools (`list_user_files`)."""
+    db, user, settings, clock = msg.db, msg.user, msg.services.settings, msg.services.clock
+    place = None
+    if (user.mode or "guest") != "guest":  # a guest's turn is not charged: no pool is read
+        place = await pool.standing(db, user.id, pool.daily_cap(settings, user, clock))
+        side.context_extra[school.TURN_CLASSES] = place.classes
+    side.budget = await credits.turn_budget(db, user, msg.inbound, settings, gate.daily(msg), clock,
+                                            balance=msg.extra.get("credit_balance"), place=place)
     side.effects = await for_turn(db, msg.services.sessions, user_id=user.id,
                                   conversation_id=side.conversation_id, inbound_id=side.inbound_id,
                                   clock=msg.services.clock, rerun=prompt.rerun(msg))

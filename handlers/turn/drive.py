@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Protocol
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from bot.agent.effects import EffectStore
 from bot.agent.events import Final, LoopEvent, TurnOutcome
 from bot.agent.llm import prompt_cache_key
@@ -49,6 +51,8 @@ class TurnSide(LoopSide, Protocol):
     def context_extra(self) -> dict[str, Any]: ...  # the ids a tool's context carries
     @property
     def holds_tool_messages(self) -> bool: ...  # TurnSetup.hold_tool_messages
+    @property
+    def lent_session(self) -> AsyncSession | None: ...  # TurnSetup.session
 
     async def deliver(self, text: str = "", media: UserFile | None = None, menu: Menu | None = None) -> Any:
         """Sends what a tool sends (text and/or a file, or a menu); returns the outbound result."""
@@ -94,6 +98,7 @@ async def drive(side: TurnSide, state: TurnState, offered: list[Tool], known: fr
         # A side that saves no state between steps (the message's turn) commits the answer and its
         # charge with the answer's row (bot.channel.outbound) or the message's end.
         settle_at_end=not side.holds_tool_messages,
+        session=side.lent_session,
     )
     outcome: TurnOutcome | None = None
     async for event in run_turn(services.llm, state, setup, side):

@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
 import tools
 from bot import jobs, logs
@@ -163,6 +164,7 @@ class _JobTurn:
         self.context_extra = {"inbound_id": job.inbound_id, "job_id": job.id}
         self.promote_at: float | None = None
         self.holds_tool_messages = False  # its state is saved after each step, with the messages
+        self.lent_session: AsyncSession | None = None  # its tools take sessions of their own
         self.budget: Budget | None = None
         self.effects = (EffectStore(services.sessions, user.id, job.inbound_id, state.effects_from,
                                     services.clock) if job.inbound_id is not None else None)

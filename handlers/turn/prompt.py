@@ -7,6 +7,7 @@ references, never the bytes.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -15,8 +16,8 @@ from bot import library, safety
 from bot.agent import history, vision
 from bot.agent.prompts import PARENT, build_system_prompt, prompt_name
 from bot.channel.context import Incoming
-from bot.learning import family_block, learner_block, learner_view, reteach_block
-from bot.storage.models import Memory, UserFile
+from bot.learning import family_block, learner_block, learner_view, prompt_reteach, reteach_block
+from bot.storage.models import Memory, QuizItem, UserFile
 from handlers.safety import DISTRESS
 
 __all__ = ["HISTORY_SHARE", "RETEACH", "photos_of", "prompt", "rerun", "save_user_message"]
@@ -112,14 +113,14 @@ def distress_note(msg: Incoming) -> str:
     )
 
 
-async def reteach_note(msg: Incoming) -> str:
-    """The items waiting to be taught again (bot.learning.reteach), for a student's turn; none on a
-    gentle day, when no quiz is asked."""
+async def reteach_note(msg: Incoming, now: datetime, items: list[QuizItem]) -> str:
+    """The items waiting to be taught again (bot.learning.reteach: `items`, as the prompt read
+    them), for a student's turn; none on a gentle day, when no quiz is asked."""
     if DISTRESS in msg.extra:
         return ""
-    now = msg.services.clock()
     handed = msg.extra.get(RETEACH)
-    block = await reteach_block(msg.db, msg.user.id, now, handed=handed if isinstance(handed, int) else None)
+    block = await reteach_block(msg.db, msg.user.id, now, handed=handed if isinstance(handed, int) else None,
+                                items=items)
     if block and await safety.gentle(msg.db, msg.user.id, now, msg.extra.get(safety.GENTLE)):
         return ""
     return block
@@ -135,8 +136,11 @@ async def prompt(msg: Incoming, photos: list[UserFile], seen: dict[str, Any]) ->
     if name == PARENT:  # their children's figures, never their own (a parent is not the learner)
         learner = await family_block(db, settings.learning, user.id, services.clock())
     elif name == "child":  # the learner block is for students only
-        view = await learner_view(db, user.id, user.school_level, settings.learning, services.clock())
-        learner = "\n\n".join(part for part in (learner_block(view), await reteach_note(msg)) if part)
+        now = services.clock()
+        items, due = await prompt_reteach(db, user.id, now)  # with the due count: one statement
+        view = await learner_view(db, user.id, user.school_level, settings.learning, now, due=due)
+        blocks = (learner_block(view), await reteach_note(msg, now, items))
+        learner = "\n\n".join(block for block in blocks if block)
     system = build_system_prompt(
         name,
         user=user,

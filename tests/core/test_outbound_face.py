@@ -33,6 +33,9 @@ FACE = {
     "send_to_user", "send_to_number", "send_template", "in_whatsapp_window", "wait_sent",
     # the messages a text and a file go in on WhatsApp (bench.cost counts them)
     "whatsapp_messages",
+    # the files kept for a user's next message: handlers.waiting_files reads them, the arrival
+    # looks for them (bot.pipeline.messages)
+    "files_waiting",
     # the outbox
     "run_outbox", "deliver_outbox", "finish_inbound",
     # a reply's row written and rolled back by the worker's warm-up (bot.warm), never sent

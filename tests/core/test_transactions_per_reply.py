@@ -1,6 +1,6 @@
 """The database work of one answer, counted from the inbound webhook to the reply's last status
 callback (its callbacks sent and delivered): a plain answer (one model call, one reply) takes at most
-7 transactions, an answer after two tool calls (three model calls) at most 11; the statements of each
+7 transactions, an answer after two tool calls (three model calls) at most 8; the statements of each
 are held too, per backend.
 
 Counts are deterministic where times are not: the harness's background rounds (sweeper, outbox,
@@ -23,10 +23,10 @@ from tests.support.waiting import eventually
 
 MAX_TRANSACTIONS = 7
 # A plain answer's statements, the session's first message (it opens the session) and a later one.
-MAX_STATEMENTS = {"sqlite": (34, 28), "postgres": (33, 27)}
-# Two calls of a tool that reads in a session of its own (list_user_files), then the answer.
-THREE_CALLS_TRANSACTIONS = 11
-THREE_CALLS_STATEMENTS = {"sqlite": 33, "postgres": 32}
+MAX_STATEMENTS = {"sqlite": (29, 23), "postgres": (28, 22)}
+# Two calls of a tool that only reads (list_user_files), in the turn's session, then the answer.
+THREE_CALLS_TRANSACTIONS = 8
+THREE_CALLS_STATEMENTS = {"sqlite": 25, "postgres": 24}
 QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
          "WORKER_LEASE_S": "600"}
 
@@ -97,7 +97,7 @@ async def test_a_plain_answer_takes_at_most_seven_transactions(quiet: Harness, m
         assert counts.transactions <= counts.statements <= most, counts
 
 
-async def test_an_answer_after_two_tool_calls_takes_at_most_eleven_transactions(
+async def test_an_answer_after_two_tool_calls_takes_at_most_eight_transactions(
         quiet: Harness, backend_name: str) -> None:
     h = quiet
     phone = "+2250700002802"

@@ -25,6 +25,7 @@ from bot.channel.outbound.outbox import deliver_outbox, finish_inbound, run_outb
 from bot.channel.outbound.result import MODEL_ADVICE, USER_ADVICE, SendResult, explain
 from bot.channel.outbound.scope import SendKeys, commit_turn, sending, turn_ending
 from bot.channel.outbound.send import (
+    files_waiting,
     in_whatsapp_window,
     send_template,
     send_to_number,
@@ -41,6 +42,7 @@ __all__ = [
     "deliver_outbox",
     "delivery_blocked",
     "explain",
+    "files_waiting",
     "finish_inbound",
     "in_whatsapp_window",
     "note_status",

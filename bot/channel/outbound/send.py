@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, SQLColumnExpression, and_, select
 
 from bot.channel import console, formatting
 from bot.channel.links import file_url, short_name
@@ -220,6 +220,12 @@ async def _outside_window(services: Services, user: User, to: str, text: str, me
                                   f"{text}\n\n{invite}" if text.strip() else invite, kind)
     result.pending_id = pending_id
     return result
+
+
+def files_waiting(user_id: SQLColumnExpression[int] | int) -> ColumnElement[bool]:
+    """The rows of the files kept for the user's next message and not sent yet (the condition
+    handlers.waiting_files reads them by, and a message's arrival looks for with EXISTS)."""
+    return and_(PendingDelivery.user_id == user_id, PendingDelivery.sent_at.is_(None))
 
 
 async def _keep_for_later(services: Services, user_id: int, media: UserFile, text: str,
