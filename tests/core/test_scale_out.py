@@ -184,8 +184,10 @@ class Cluster:
         await asyncio.gather(*(self.ready(n) for n in range(len(self.serves))))
 
     async def ready(self, n: int) -> None:
+        # Five processes start at once on two cores, each importing the document libraries: a
+        # serve's start was seen past 15 s on a loaded machine. A readiness wait, not a time limit.
         async with aiohttp.ClientSession() as session:
-            for _ in range(300):
+            for _ in range(1200):
                 try:
                     async with session.get(self.urls[n] + "/readyz") as resp:
                         if resp.status == 200:
