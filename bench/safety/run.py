@@ -1,7 +1,7 @@
 """The distress detector measured on a labelled corpus of how pupils write.
 
     .venv/bin/python -m bench.safety [--train] [--layers phrases|all] [--split tune|heldout|both]
-                                     [--verbose] [--json]
+                                     [--cv K] [--verbose] [--json]
 
 The corpus (bench/safety/corpus.jsonl): sentences written as pupils write to the bot (standard
 French, SMS French, slang, English), each labelled with its category of distress or `none` for the
@@ -18,6 +18,10 @@ the held-out split is printed only when a change is done, so that it stays a mea
 
 --train fits the meaning layer's classifier again on the examples and the tune split
 (bench/safety/train.py) and writes bot/safety/meaning.npz.
+
+--cv K cross-validates the whole detector on the tune data in K grouped folds (bench/safety/cv.py):
+the yardstick a change to the detector is judged by, since the held-out split is only read when one
+is done.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bot.safety import CATEGORIES, hear, load_phrases  # noqa: E402
+from bot.safety.meaning import Model  # noqa: E402
 
 CORPUS_PATH = Path(__file__).with_name("corpus.jsonl")
 # What pupils write to a tutor every day (answers, greetings, requests, commands, a bad mark): the bulk
@@ -86,16 +91,20 @@ def load_corpus(path: Path = CORPUS_PATH, everyday: Path = EVERYDAY_PATH) -> lis
             + [Line(d["text"], EVERYDAY, d["style"], d["split"]) for d in chat])
 
 
-def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only: bool = False) -> Result:
-    """Every line of `split` through the local layers, as `bot.safety.assess` runs them."""
+def measure(lines: list[Line], split: str, *, meaning: bool = True, phrases_only: bool = False,
+            model: Model | None = None) -> Result:
+    """Every line of `split` through the local layers, as `bot.safety.assess` runs them (the meaning
+    read by `model`, else by the bundled weights)."""
     phrases = load_phrases()
     chosen = [line for line in lines if line.split == split]
-    hear("échauffement du modèle", phrases, meaning=meaning)  # the first load is not a message's cost
+    # The first load is not a message's cost.
+    hear("échauffement du modèle", phrases, meaning=meaning, model=model)
     tally: dict[str, list[int]] = {c: [0, 0, 0] for c in CATEGORIES}
     alarms, missed, looks, chat, chat_alarms = [], [], 0, 0, 0
     start, cpu = time.perf_counter(), time.process_time()
     for line in chosen:
-        found = phrases.match(line.text) if phrases_only else hear(line.text, phrases, meaning=meaning)
+        found = phrases.match(line.text) if phrases_only else hear(line.text, phrases, meaning=meaning,
+                                                                   model=model)
         category = found if isinstance(found, str) or found is None else found.category
         if line.label in ("none", EVERYDAY):
             everyday = line.label == EVERYDAY
@@ -123,7 +132,8 @@ def print_result(result: Result, verbose: bool) -> None:
     for category, (heard, own, total) in result.recall.items():
         if total:
             print(f"{category:<18}{heard / total:>8.0%}{own / total:>11.0%}{total:>7}")
-    print(f"{'all distress':<18}{result.distress_recall:>8.1%}")
+    if any(total for _, _, total in result.recall.values()):
+        print(f"{'all distress':<18}{result.distress_recall:>8.1%}")
     alarms, looks = result.false_alarms
     print(f"{'false alarms':<18}{result.false_alarm_rate:>8.1%}{'':>11}{looks:>7}  ({alarms} flagged)")
     chat_alarms, chat = result.everyday_alarms
@@ -142,6 +152,8 @@ def main() -> None:
     parser.add_argument("--layers", choices=("phrases", "all"), default="all")
     parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both",
                         help="which split to measure (judge a change on tune alone)")
+    parser.add_argument("--cv", type=int, metavar="K", default=0,
+                        help="cross-validate on the tune data in K grouped folds (and measure nothing else)")
     parser.add_argument("--verbose", action="store_true", help="list what was missed and the false alarms")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -154,8 +166,16 @@ def main() -> None:
         from bench.safety.train import train
 
         train(lines)
-    results = [measure(lines, split, meaning=args.layers != "phrases", phrases_only=args.layers == "phrases")
-               for split in ("tune", "heldout") if args.split in (split, "both")]
+    if args.cv:
+        from bench.safety.cv import cross_validate
+
+        results = [cross_validate(lines, args.cv)]
+    else:
+        # A split with no line (the held-out one between two corpora) has nothing to print.
+        results = [measure(lines, split, meaning=args.layers != "phrases",
+                           phrases_only=args.layers == "phrases")
+                   for split in ("tune", "heldout")
+                   if args.split in (split, "both") and any(line.split == split for line in lines)]
     for result in results:
         print_result(result, args.verbose)
     if args.json:

@@ -5,7 +5,8 @@ corpus's tune split only, and chooses its threshold by cross-validation on that 
 
 A linear softmax over the e5 embedding (one row per category and `none`), fitted by full-batch
 gradient descent with L2 weight decay, the classes weighted to count equally; the training
-sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. Each category
+sentences' vectors are stored beside it for the neighbours `meaning.Model` blends in. The
+cross-validation keeps near-twins (`twins`: e5 cosine ≥ SAME) in one fold. Each category
 has its own bar on P(not none), for the sentences read as it (`choose_bars`): lowered one distress
 sentence at a time where that costs the fewest cross-validated false alarms (each held-out sentence
 read as `judge` reads a message: sentence by sentence, none under MEANING_MIN_WORDS), while they
@@ -43,6 +44,8 @@ REPEATS = 4
 # distress than school life.
 BAR_FLOOR = 0.6
 L2 = 3e-3
+# Two sentences at least this close (e5 cosine, both folded) are the same sentence written twice.
+SAME = 0.95
 STEPS = 800
 RATE = 0.5
 
@@ -57,8 +60,16 @@ def training_set(lines: list[Line]) -> tuple[list[str], list[str], list[bool]]:
             [False] * len(texts) + [line.label == EVERYDAY for line in tune])
 
 
+# The vectors already computed in this process: cross-validation trains on the same sentences once
+# per fold.
+_VECTORS: dict[str, np.ndarray] = {}
+
+
 def embed(texts: list[str]) -> np.ndarray:
-    return np.vstack([e5.encode(texts[i:i + 32], query=True) for i in range(0, len(texts), 32)])
+    new = list(dict.fromkeys(text for text in texts if text not in _VECTORS))
+    for i in range(0, len(new), 32):
+        _VECTORS.update(zip(new[i:i + 32], e5.encode(new[i:i + 32], query=True), strict=True))
+    return np.vstack([_VECTORS[text] for text in texts])
 
 
 def fit(x: np.ndarray, y: np.ndarray, classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,18 +107,41 @@ def cross_validated(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...],
     flat = [piece for group in pieces for piece in group]
     vectors = dict(zip(flat, embed(flat), strict=True)) if flat else {}
     rows = [np.vstack([vectors[piece] for piece in group]) if group else None for group in pieces]
-    runs = [_one_run(x, y, classes, rows, seed) for seed in range(7, 7 + REPEATS)]
+    group = twins(x)
+    runs = [_one_run(x, y, classes, rows, group, seed) for seed in range(7, 7 + REPEATS)]
     return np.concatenate([d for d, _ in runs]), np.concatenate([c for _, c in runs])
 
 
+def twins(vectors: np.ndarray) -> np.ndarray:
+    """Each row's group: rows whose vectors are at cosine ≥ SAME (one sentence written twice, a
+    spelling or a word changed), and the rows those are twins of, share one, so that a fold never
+    judges a sentence by a model that learnt its twin."""
+    parent = np.arange(len(vectors))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = int(parent[i])
+        return i
+
+    for i, j in zip(*np.nonzero(np.triu(vectors @ vectors.T >= SAME, 1)), strict=True):
+        parent[root(int(i))] = root(int(j))
+    return np.array([root(i) for i in range(len(vectors))])
+
+
 def _one_run(x: np.ndarray, y: np.ndarray, classes: tuple[str, ...], rows: list[np.ndarray | None],
-             seed: int) -> tuple[np.ndarray, np.ndarray]:
+             group: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     none = classes.index(NONE)
-    order = np.random.default_rng(seed).permutation(len(y))
+    # Whole groups to each fold, in a seeded order.
+    order = np.random.default_rng(seed).permutation(np.unique(group))
+    fold_of_group = np.zeros(len(y), int)
+    fold_of_group[order] = np.arange(len(order)) % FOLDS
+    fold_of = fold_of_group[group]
     distress, read_as = np.zeros(len(y)), np.full(len(y), none)
     for fold_number in range(FOLDS):
-        held = order[fold_number::FOLDS]
-        model = _model(x[np.setdiff1d(order, held)], y[np.setdiff1d(order, held)], classes, 0.5)
+        held = np.nonzero(fold_of == fold_number)[0]
+        kept = np.nonzero(fold_of != fold_number)[0]
+        model = _model(x[kept], y[kept], classes, 0.5)
         for row in held:
             vectors = rows[row]
             if vectors is not None:
@@ -185,7 +219,8 @@ def write_weights(model: Model, path: Path) -> None:
                         bank_scale=np.float32(bank_scale), bank_distress=model.bank_distress, bars=bars)
 
 
-def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
+def fit_meaning(lines: list[Line], *, quiet: bool = False) -> Model:
+    """The classifier and its bars, from the examples and the tune lines of `lines`."""
     texts, labels, chat = training_set(lines)
     classes = (*EXAMPLES, NONE)
     x, y = embed([readable(text) for text in texts]), np.array([classes.index(label) for label in labels])
@@ -196,10 +231,15 @@ def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
     bars = choose_bars(distress, read_as, labels_again, everyday, none, BAR_FLOOR)
     heard = distress >= bars[read_as]
     recall = float(heard[labels_again != none].mean())
-    model = replace(_model(x, y, classes, threshold), bars=bars)
+    if not quiet:
+        print(f"trained on {len(y)} sentences; one threshold {threshold:.3f}, per category "
+              + ", ".join(f"{c} {b:.3f}" for c, b in zip(classes, bars, strict=True) if c != NONE)
+              + f" (cross-validated: recall {recall:.1%} at false alarms ≤ {MAX_FALSE_ALARMS:.1%})")
+    return replace(_model(x, y, classes, threshold), bars=bars)
+
+
+def train(lines: list[Line], path: Path = WEIGHTS_PATH) -> Model:
+    model = fit_meaning(lines)
     write_weights(model, path)
-    print(f"trained on {len(y)} sentences; one threshold {threshold:.3f}, per category "
-          + ", ".join(f"{c} {b:.3f}" for c, b in zip(classes, bars, strict=True) if c != NONE)
-          + f" (cross-validated: recall {recall:.1%} at false alarms ≤ {MAX_FALSE_ALARMS:.1%}); "
-          f"written to {path}")
+    print(f"written to {path}")
     return model

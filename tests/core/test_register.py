@@ -59,6 +59,7 @@ AUDIENCE: dict[str, str] = {
     # People's own words, word lists and patterns.
     "bot/safety/examples.py": "data", "bot/safety/phrases.py": "data", "bot/channel/language.py": "data",
     "bot/safety/scope_examples.py": "data", "bot/safety/examples_pupils.py": "data",
+    "bot/safety/examples_varied.py": "data",
     "bot/safety/wordings.py": "data", "bot/safety/scope_sentences.py": "data",
     "bot/library/text.py": "data", "handlers/onboarding.py:<module>": "data",
     # AIDE's entries: held below with each entry's own audience.
