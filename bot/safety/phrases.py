@@ -270,7 +270,9 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:maitre|maitresse|prof\w*|directeur|directrice|surveillant|censeur|enseignant\w*)(?: la)? "
         r"(?:m a|ma|nous a|nous|me) (?:frappe\w*|tape\w*|gifle\w*|chicotte\w*|fouette\w*|battu\w*|pousse\w*|"
         r"pince\w*|blesse\w*|donne des coups|tire l oreille)\b"
-        r"(?! (?:sur (?:l )?l?epaule|une \w* ?note|dans le dos))",
+        # « Le prof nous a tapé un devoir surprise »: pupils' slang for a test set without warning.
+        r"(?! (?:sur (?:l )?l?epaule|une \w* ?note|dans le dos|une? (?:devoir|interro\w*|controle|test|"
+        r"exo\w*|dictee|compo\w*|evaluation)\b))",
         r"\b(?:maitre|maitresse|prof\w*|directeur|surveillant|censeur) (?:va|vont) (?:encore )?(?:me|nous) "
         r"(?:frapper|taper|chicotter|fouetter|battre)\b",
         r"\b(?:teacher|headmaster|principal) (?:hit|hits|beat|beats|slapped|slaps|whipped|whips|punched"
@@ -292,7 +294,9 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
     ),
     "runaway": (
         r"\bje (?:dors|dormais|vais dormir) (?:dehors|dans la rue|a la gare|sous)\b",
-        r"\bje (?:me suis|vais me) (?:enfui\w*|sauve\w*|barre\w*)\b|\bj ai fugue\b|\bje (?:vais )?fugu\w*\b",
+        # Fled from the police (a game, a chase) is not leaving home.
+        r"\bje (?:me suis|vais me) (?:enfui\w*|sauve\w*|barre\w*)\b(?! de (?:la police|policiers|flics|"
+        r"zombies|monstres)\b)|\bj ai fugue\b|\bje (?:vais )?fugu\w*\b",
         r"\b(?:ran|run|running) away from home\b|\bi (?:sleep|am sleeping|slept) (?:outside|on the street)\b",
         r"\bje (?:dors|dormais) (?:au marche|au carrefour|a la mosquee|devant|dans un (?!lit)|dans les"
         r" rues)\b",

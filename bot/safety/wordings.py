@@ -244,9 +244,10 @@ MORE: dict[str, tuple[str, ...]] = {
         rf"t|baton|"
         r"regle|ceinture|cravache|bois|branche|liane)\b",
         rf"\b{_TEACHER}\b(?: \w+){{0,4}} (?:me|m a|ma|nous|nous a|m ont|nous ont|m|les|l a) (?:encore )?"
+        # « Le prof nous a tapé un devoir surprise »: pupils' slang for a test set without warning.
         rf"{_HIT}\b(?! (?:sur les nerfs|sur (?:l )?l?epaule|une \w* ?note|une note|dans le dos|la main|"
-        rf"dans la"
-        rf" main|dans les mains)){_NOT_JOKING}",
+        rf"dans la main|dans les mains|une? (?:devoir|interro\w*|controle|test|exo\w*|dictee|compo\w*|"
+        rf"evaluation)\b)){_NOT_JOKING}",
         rf"\b{_TEACHER}\b(?: \w+){{0,4}} (?:{_HIT}) (?:les eleves|tout le monde|tous les eleves|les enfants|"
         rf"mes camarades|mon camarade|un eleve|une eleve|les retardataires|les filles|les garcons|ceux "
         rf"qui)\b",
@@ -303,7 +304,9 @@ MORE: dict[str, tuple[str, ...]] = {
         r"market|"
         r"bridge|church|mosque|street|bus stop|park)\b",
         r"\bje suis (?:a la rue|dans la rue|sans abri|sans maison|sans logement|sdf)\b"
-        r"|\bje (?:me suis|suis) (?:enfui\w*|sauve\w*|echappe\w*|evade\w*) de\b",
+        # Fled from the police (a game, a chase) is not leaving home.
+        r"|\bje (?:me suis|suis) (?:enfui\w*|sauve\w*|echappe\w*|evade\w*) de\b"
+        r"(?! (?:la police|policiers|flics|zombies|monstres)\b)",
         r"^(?!.*\b(?:ecole|cours|classe|heures?|\d+ ?h|h\d*|demain matin|tot|examen)\b)"
         r".*\bje (?:veux|vais|voudrai"
         r"s|compte|"

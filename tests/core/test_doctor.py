@@ -293,3 +293,17 @@ async def test_a_refusal_that_quotes_the_key_logs_no_key(
     assert "Incorrect API key provided: sk-p…" in logged and key not in logged and key[4:] not in logged
     assert credentials._masked("https://user:hunter2pass@api.example/v1 HTTP 401") == \
         "https://***@api.example/v1 HTTP 401"
+
+
+def test_distress_heard_without_a_moderation_endpoint_is_warned_of(tmp_path: Path) -> None:
+    def distress(**env: str) -> Any:
+        settings = load_settings({"DATA_DIR": str(tmp_path), **PRODUCTION, **env})
+        return _by_name(local.local_checks(settings))["distress"]
+
+    default = distress()
+    assert default.status is Status.WARN and "MODERATION_BASE_URL is not set" in default.reason
+    assert "the phrase list and the message's meaning" in default.reason
+    assert "MODERATION_BASE_URL" in default.fix
+    assert "the phrase list alone" in distress(SAFETY_MEANING="false").reason
+    with_endpoint = distress(MODERATION_BASE_URL="https://moderation.example.org/v1")
+    assert with_endpoint.status is Status.OK and "moderation.example.org" in with_endpoint.reason

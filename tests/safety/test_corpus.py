@@ -6,8 +6,11 @@ split may be empty (its sentences folded into the tune data, new ones being writ
 and false alarms are then reported as skipped, not passed, and the tune data is judged by the
 bench's cross-validation (`python -m bench.safety --cv 5`).
 
-The false alarms are held to the aim of the safety work (≤ 2 % on look-alikes); the recall is still
-below its aim (≥ 95 %): the floor asserted is what the detector reaches now, raised as it improves."""
+The held-out split is the third set of sentences written for it, by a writer who saw neither the
+detector nor its misses, after the first two were folded into the tune data: on it the detector is
+far below its aims (recall ≥ 95 %, false alarms ≤ 2 %). The floors asserted are what it reaches now,
+with room for a sentence or two between machines (the embeddings' last digits differ by CPU), raised
+as it improves."""
 
 from __future__ import annotations
 
@@ -16,10 +19,10 @@ import pytest
 from bench.safety.run import EVERYDAY, Line, load_corpus, measure
 from bot.safety import CATEGORIES, hear, load_phrases
 
-# What the held-out split gives today (recall 92.6 %, 1.4 % false alarms on look-alikes, none on everyday
-# chat), the recall with a little room, the false alarms at the aim.
-HELDOUT_RECALL_FLOOR = 0.92
-HELDOUT_FALSE_ALARMS_CEILING = 0.02
+# What the held-out split gives today: recall 63.5 % (186 of 293), false alarms 2.3 % on look-alikes (7 of
+# 310), none on everyday chat.
+HELDOUT_RECALL_FLOOR = 0.62
+HELDOUT_FALSE_ALARMS_CEILING = 0.026
 HELDOUT_EVERYDAY_ALARMS_CEILING = 0.01
 
 MISSED_BEFORE = ("je ne veux plus vivre", "je vais me pendre", "je suis fatigué de vivre",
@@ -60,8 +63,9 @@ def test_the_held_out_split_is_heard_at_least_as_well_as_today(corpus: list[Line
 
 
 def test_the_phrase_list_raises_no_false_alarm_on_the_look_alikes(corpus: list[Line]) -> None:
-    for split in ("tune", "heldout"):
-        assert measure(corpus, split, phrases_only=True).alarms == []
+    # The tune split's look-alikes, which the phrases are written against; the held-out split's
+    # alarms, the phrases' among them, are held to its ceiling above.
+    assert measure(corpus, "tune", phrases_only=True).alarms == []
 
 
 def test_the_messages_once_missed_are_heard_as_their_category() -> None:
