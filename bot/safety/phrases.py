@@ -22,7 +22,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.safety.wordings import MORE
+from bot.safety.wordings import A_TEST, MORE
 from bot.texts import fr_en
 
 log = logging.getLogger(__name__)
@@ -270,9 +270,7 @@ _BUILTIN: dict[str, tuple[str, ...]] = {
         r"\b(?:maitre|maitresse|prof\w*|directeur|directrice|surveillant|censeur|enseignant\w*)(?: la)? "
         r"(?:m a|ma|nous a|nous|me) (?:frappe\w*|tape\w*|gifle\w*|chicotte\w*|fouette\w*|battu\w*|pousse\w*|"
         r"pince\w*|blesse\w*|donne des coups|tire l oreille)\b"
-        # « Le prof nous a tapé un devoir surprise »: pupils' slang for a test set without warning.
-        r"(?! (?:sur (?:l )?l?epaule|une \w* ?note|dans le dos|une? (?:devoir|interro\w*|controle|test|"
-        r"exo\w*|dictee|compo\w*|evaluation)\b))",
+        rf"(?! (?:sur (?:l )?l?epaule|une \w* ?note|dans le dos|{A_TEST}))",
         r"\b(?:maitre|maitresse|prof\w*|directeur|surveillant|censeur) (?:va|vont) (?:encore )?(?:me|nous) "
         r"(?:frapper|taper|chicotter|fouetter|battre)\b",
         r"\b(?:teacher|headmaster|principal) (?:hit|hits|beat|beats|slapped|slaps|whipped|whips|punched"
