@@ -45,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # the default threshold (700) it scanned the young generation thousands of times a second; at
     # 50,000 the same tests ran 11 % faster (tests/school and tests/outreach on sqlite, 82 s to 73 s).
     gc.set_threshold(50_000, 20, 50)
+    _shard(config)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -61,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--plain-areas", default=None,
                      help="the tests that use no database to run, by area (tests/AREA): 'agent,sandbox' "
                           "those areas' only, '~agent,~sandbox' all but those (default: --database-tests)")
+    parser.addoption("--shard", default=None, metavar="K/N",
+                     help="of the tests otherwise chosen, those of the K-th of N shares of the test modules "
+                          "(modules in order, dealt in turn): scripts/test runs the shares side by side")
 
 
 def _looks(path: Path) -> bool:
@@ -105,10 +109,39 @@ def _plain_wanted(config: pytest.Config) -> Callable[[pytest.Item], bool]:
     return wanted
 
 
+def _shard(config: pytest.Config) -> tuple[int, int] | None:
+    """--shard K/N as (K, N); a bad one is refused before anything is collected."""
+    shard = config.getoption("--shard")
+    if shard is None:
+        return None
+    try:
+        k, n = (int(part) for part in shard.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"--shard {shard}: K/N expected, as 1/2") from None
+    if not 1 <= k <= n:
+        raise pytest.UsageError(f"--shard {shard}: K between 1 and N expected")
+    return k, n
+
+
+def _in_shard(config: pytest.Config) -> Callable[[pytest.Item], bool]:
+    """Whether a test's module is in this process's share (--shard K/N). By module, not by test: a
+    module's fixtures and its tests' order stay together; dealt in turn over the modules in order,
+    so each share gets a part of every area."""
+    shard = _shard(config)
+    if shard is None:
+        return lambda _item: True
+    k, n = shard
+    modules = sorted({str(p) for p in config.rootpath.glob("tests/**/test_*.py")})
+    mine = set(modules[k - 1::n])
+    return lambda item: str(item.path) in mine
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chosen, database_tests = config.getoption("--backend"), config.getoption("--database-tests")
-    if chosen == "all" and database_tests == "all" and config.getoption("--plain-areas") is None:
+    if (chosen == "all" and database_tests == "all" and config.getoption("--plain-areas") is None
+            and config.getoption("--shard") is None):
         return
+    in_shard = _in_shard(config)
     plain_wanted = _plain_wanted(config)
     kept: list[pytest.Item] = []
     left: list[pytest.Item] = []
@@ -119,7 +152,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             wanted = plain_wanted(item)
         else:
             wanted = database_tests != "none" and chosen in ("all", name)
-        (kept if wanted else left).append(item)
+        (kept if wanted and in_shard(item) else left).append(item)
     if left:
         config.hook.pytest_deselected(items=left)
         items[:] = kept

@@ -23,7 +23,7 @@ from importlib import resources
 from zoneinfo import available_timezones
 
 import phonenumbers
-from phonenumbers import PhoneNumber, geocoder
+from phonenumbers import PhoneNumber
 from phonenumbers import timezone as number_zones
 
 from bot.channel.countries import ENGLISH, ENGLISH_PLACES, FRENCH, FRENCH_PLACES, MAIN_ZONES
@@ -111,11 +111,17 @@ def _zone(number: PhoneNumber, region: str) -> tuple[str | None, bool]:
 
 def _language(number: PhoneNumber, region: str) -> str | None:
     """The country's language, by region where the number names its place; None: neither served."""
-    place = geocoder.description_for_number(number, "en")
-    if place in ENGLISH_PLACES.get(region, ()):
-        return "en"
-    if place in FRENCH_PLACES.get(region, ()):
-        return "fr"
+    if region in ENGLISH_PLACES or region in FRENCH_PLACES:
+        # Imported here: the geocoder's place names for every country cost 100 MB and 0.6 s in each
+        # process (serve, worker, console) that imports it; only a bilingual country's new numbers
+        # need it, and the first of them in a process waits for it once.
+        from phonenumbers import geocoder
+
+        place = geocoder.description_for_number(number, "en")
+        if place in ENGLISH_PLACES.get(region, ()):
+            return "en"
+        if place in FRENCH_PLACES.get(region, ()):
+            return "fr"
     return "fr" if region in FRENCH else "en" if region in ENGLISH else None
 
 

@@ -4,6 +4,8 @@ no database. The first message and FUSEAU through the webhook: tests/core/test_c
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from zoneinfo import available_timezones
 
 import phonenumbers
@@ -79,6 +81,17 @@ NUMBERS = [
 @pytest.mark.parametrize(("number", "zone", "language", "guessed"), NUMBERS)
 def test_a_numbers_zone_and_language(number: str, zone: str, language: str, guessed: bool) -> None:
     assert locale_for(number, DEFAULTS) == Locale(zone, language, guessed)
+
+
+def test_a_process_loads_the_place_names_only_for_a_bilingual_countrys_number() -> None:
+    # 100 MB and 0.6 s a process (serve, worker, console): loaded by the first number that needs it.
+    code = ("import sys; from bot.channel.locale import locale_for; import bot.cli, bot.console, bot.warm; "
+            "from bot.channel.locale import Locale as L; d = L('Etc/UTC', 'en'); "
+            "locale_for('+2250123456789', d); locale_for('+33612345678', d); "
+            "print('phonenumbers.geocoder' in sys.modules); "
+            "print(locale_for('+237233361234', d).language, 'phonenumbers.geocoder' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:2] == ["False", "en True"]
 
 
 def test_the_table_covers_40_numbers_of_30_countries() -> None:
