@@ -74,8 +74,16 @@ def region_of(phone: str | None) -> str | None:
     return (phonenumbers.region_code_for_number(number) or None) if number is not None else None
 
 
+@functools.cache
+def _installed_zones() -> frozenset[str]:
+    """The zones this machine's tz database has, read once: available_timezones walks its
+    directories at each call, and a new number's first webhook asked once per zone of its country
+    (6.5 ms of the event loop for a number of Côte d'Ivoire, 31 µs now)."""
+    return frozenset(available_timezones())
+
+
 def _zones(number: PhoneNumber) -> list[str]:
-    return [z for z in number_zones.time_zones_for_number(number) if z in available_timezones()]
+    return [z for z in number_zones.time_zones_for_number(number) if z in _installed_zones()]
 
 
 @functools.cache

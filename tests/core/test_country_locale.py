@@ -94,6 +94,25 @@ def test_a_process_loads_the_place_names_only_for_a_bilingual_countrys_number() 
     assert done.stdout.split("\n")[:2] == ["False", "en True"]
 
 
+def test_the_tz_database_is_read_once_not_at_each_new_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    import bot.channel.locale as module
+
+    reads: list[int] = []
+
+    def counted() -> set[str]:
+        reads.append(1)
+        return available_timezones()
+
+    monkeypatch.setattr(module, "available_timezones", counted)
+    module._installed_zones.cache_clear()
+    try:
+        for number, zone, *_ in NUMBERS:
+            assert locale_for(number, DEFAULTS).timezone == zone
+    finally:
+        module._installed_zones.cache_clear()
+    assert len(reads) == 1
+
+
 def test_the_table_covers_40_numbers_of_30_countries() -> None:
     countries = {phonenumbers.region_code_for_number(phonenumbers.parse(n)) for n, *_ in NUMBERS}
     assert len(NUMBERS) >= 40 and len(countries) >= 30
