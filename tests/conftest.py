@@ -123,17 +123,16 @@ def _shard(config: pytest.Config) -> tuple[int, int] | None:
     return k, n
 
 
-def _in_shard(config: pytest.Config) -> Callable[[pytest.Item], bool]:
+def _in_shard(config: pytest.Config, items: list[pytest.Item]) -> Callable[[pytest.Item], bool]:
     """Whether a test's module is in this process's share (--shard K/N). By module, not by test: a
-    module's fixtures and its tests' order stay together; dealt in turn over the modules in order,
-    so each share gets a part of every area."""
+    module's fixtures and its tests' order stay together; the modules collected (the same in every
+    process given the same arguments) dealt in turn, in order, so each share gets a part of every area."""
     shard = _shard(config)
     if shard is None:
         return lambda _item: True
     k, n = shard
-    modules = sorted({str(p) for p in config.rootpath.glob("tests/**/test_*.py")})
-    mine = set(modules[k - 1::n])
-    return lambda item: str(item.path) in mine
+    mine = set(sorted({item.path for item in items})[k - 1::n])
+    return lambda item: item.path in mine
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -141,7 +140,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if (chosen == "all" and database_tests == "all" and config.getoption("--plain-areas") is None
             and config.getoption("--shard") is None):
         return
-    in_shard = _in_shard(config)
+    in_shard = _in_shard(config, items)
     plain_wanted = _plain_wanted(config)
     kept: list[pytest.Item] = []
     left: list[pytest.Item] = []

@@ -156,7 +156,7 @@ def region_of_zone(zone: str) -> str | None:
 def _iana() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """(IANA name as `place_key` → name, city → a zone of zone.tab, city → an old link such as
     America/Montreal), built once."""
-    names = sorted(available_timezones())
+    names = sorted(_installed_zones())
     by_name = {place_key(name.replace("/", " / ")).replace("_/_", "/"): name for name in names}
     listed = {zone for zones in country_zones().values() for zone in zones}
     cities: tuple[dict[str, str], dict[str, str]] = ({}, {})

@@ -1,10 +1,8 @@
 """The distress detector on the labelled corpus (bench/safety/corpus.jsonl), as `python -m bench.safety`
 measures it: the held-out split, which neither the phrases' wording nor the meaning layer's weights
 were fitted on, keeps at least today's figures (and everyday chat, most of what the bot reads,
-raises no alarm), so that a change that hears less fails here. Between two corpora the held-out
-split may be empty (its sentences folded into the tune data, new ones being written): the recall
-and false alarms are then reported as skipped, not passed, and the tune data is judged by the
-bench's cross-validation (`python -m bench.safety --cv 5`).
+raises no alarm), so that a change that hears less fails here. A change is judged first by the
+bench's cross-validation on the tune data (`python -m bench.safety --cv 5`).
 
 The held-out split is the third set of sentences written for it, by a writer who saw neither the
 detector nor its misses, after the first two were folded into the tune data: on it the detector is
@@ -41,24 +39,20 @@ def test_the_corpus_covers_every_category_in_every_style(corpus: list[Line]) -> 
     chat = [line for line in corpus if line.label == EVERYDAY]
     assert len(distress) >= 300 and len(looks) >= 300 and len(chat) >= 300
     assert {line.split for line in chat} == {"tune", "heldout"}
-    held_out = {line.label for line in corpus if line.split == "heldout" and line.label != EVERYDAY}
     for category in CATEGORIES:
         mine = [line for line in distress if line.label == category]
         styles = {line.style for line in mine if line.split == "tune"}
         assert styles == {"standard", "sms", "slang", "english"}, category
-        # A held-out split, when the corpus has one, holds every category.
-        assert not held_out or category in held_out, category
+        assert {line.split for line in mine} == {"tune", "heldout"}, category
     assert {line.split for line in corpus} <= {"tune", "heldout"}
     assert len({line.text for line in corpus}) == len(corpus)
 
 
 def test_the_held_out_split_is_heard_at_least_as_well_as_today(corpus: list[Line]) -> None:
     result = measure(corpus, "heldout")
-    assert result.everyday_alarm_rate <= HELDOUT_EVERYDAY_ALARMS_CEILING, result.alarms
-    if not any(line.split == "heldout" and line.label != EVERYDAY for line in corpus):
-        pytest.skip("the corpus's held-out split is empty until new sentences are written for it")
     assert result.distress_recall >= HELDOUT_RECALL_FLOOR, result.missed
     assert result.false_alarm_rate <= HELDOUT_FALSE_ALARMS_CEILING, result.alarms
+    assert result.everyday_alarm_rate <= HELDOUT_EVERYDAY_ALARMS_CEILING, result.alarms
     assert all(heard > 0 for heard, _, _ in result.recall.values())  # no category deaf
 
 
