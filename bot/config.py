@@ -276,7 +276,7 @@ class Environment(LearningEnvironment, groups.CostsEnvironment, ChannelEnvironme
     agent_background_timeout_s: Positive = 1800.0  # a long turn's budget once it runs as a job
     max_tool_calls_per_response: int = Field(8, ge=1)
     # Message path: workers, sweeper, outbound (bot.pipeline, bot.channel.outbound, bot.channel.links).
-    worker_concurrency: int = 16
+    worker_concurrency: int = Field(32, ge=1)  # turns at once per worker: a turn mostly waits for the model
     worker_lease_s: float = 30.0
     sweep_interval_s: float = 5.0
     requeue_delay_s: float = 0.25

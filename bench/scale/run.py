@@ -401,8 +401,9 @@ def main() -> None:
     if args.rate is None:
         args.rate = 8.0 if args.background else 10.0
     if args.background and not args.worker_concurrency:
-        # 8 messages a second of 3-second turns are 24 turns at once: with the default 16 one
-        # worker queues them, and the queue, not the background batch, makes the p95.
+        # 8 messages a second of 3-second turns are 24 turns at once: set for both sides of a
+        # --bot-root comparison, since a checkout whose default was 16 queued them, and the queue,
+        # not the background batch, made its p95.
         args.worker_concurrency = 32
     if args.background:
         from bench.scale import background

@@ -32,7 +32,6 @@ from bot.agent.loop import Budget
 from bot.billing import pool
 from bot.clock import Clock, zone
 from bot.config import Settings
-from bot.storage.db import commit_writes
 from bot.storage.models import CreditEntry, InboundMessage, User
 
 log = logging.getLogger(__name__)
@@ -391,7 +390,11 @@ async def turn_budget(db: AsyncSession, user: User, inbound: InboundMessage | No
         await meter.spend(db, tokens, commit=False)
 
     async def settle() -> None:
-        await commit_writes(db)
+        # A transaction that only read ends too: the reads of a step's read-only tools would keep
+        # it open, and a pool connection taken, across the next model call. With 32 turns a worker
+        # and four workers, PostgreSQL's 100 connections ran out.
+        if db.in_transaction():
+            await db.commit()
 
     return within_today(meter.ceiling_tokens, spend, daily, left, settle=settle,
                         notice=credits_notice(settings))

@@ -11,6 +11,12 @@ from sqlalchemy.orm import ORMExecuteState, Session, SessionTransaction
 
 from bot.storage import counting
 
+# PostgreSQL connections per process. A turn holds one while it reads or writes, never across a model
+# call (a step's settle ends even a transaction that only read), so that a worker's turns at once
+# (WORKER_CONCURRENCY) and its background lane fit even when all of them are at the database.
+POOL_SIZE = 20
+POOL_OVERFLOW = 20
+
 
 def make_engine(database_url: str) -> AsyncEngine:
     kwargs: dict[str, Any] = {}
@@ -20,7 +26,7 @@ def make_engine(database_url: str) -> AsyncEngine:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": 30}
     else:
-        kwargs.update(pool_size=20, max_overflow=20)
+        kwargs.update(pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
     engine = create_async_engine(database_url, **kwargs)
     counting.watch(engine.sync_engine)
     if not database_url.startswith("sqlite"):

@@ -138,6 +138,22 @@ def test_the_lane_settings_have_defaults_and_bounds() -> None:
         load_settings({"BACKGROUND_THREADS": "0"})
 
 
+def test_a_workers_turns_and_background_fit_in_its_database_pool() -> None:
+    """At the defaults, every turn and background slot of a worker can be at the database at once
+    without waiting for a connection (none is held across a model call: test_transactions_per_reply)."""
+    from bot.storage.db import POOL_OVERFLOW, POOL_SIZE, make_engine
+
+    settings = load_settings({})
+    assert settings.worker_concurrency == 32
+    engine = make_engine("postgresql+asyncpg://bot@127.0.0.1:1/none")  # made, never connected
+    pool = engine.sync_engine.pool
+    assert (pool.size(), pool._max_overflow) == (POOL_SIZE, POOL_OVERFLOW)  # type: ignore[attr-defined]
+    needed = settings.worker_concurrency + settings.lanes.background_concurrency + settings.job_concurrency
+    assert needed <= POOL_SIZE + POOL_OVERFLOW
+    with pytest.raises(ConfigError, match=r"^WORKER_CONCURRENCY"):
+        load_settings({"WORKER_CONCURRENCY": "0"})
+
+
 def test_a_worker_loads_what_a_first_message_needs_before_it_starts() -> None:
     from bot.channel import language
     from bot.safety import meaning

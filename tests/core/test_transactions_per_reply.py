@@ -1,7 +1,8 @@
 """The database work of one answer, counted from the inbound webhook to the reply's last status
 callback (its callbacks sent and delivered): a plain answer (one model call, one reply) takes at most
-7 transactions, an answer after two tool calls (three model calls) at most 8; the statements of each
-are held too, per backend.
+7 transactions, an answer after two tool calls (three model calls) at most 9; the statements of each
+are held too, per backend. No model call is made while the turn holds a pool connection: the reads of
+a step's read-only tools end their transaction before the next call, which costs the ninth.
 
 Counts are deterministic where times are not: the harness's background rounds (sweeper, outbox,
 job sweeper, lease renewal) are set far apart so that only the message's own work falls in the
@@ -24,8 +25,9 @@ from tests.support.waiting import eventually
 MAX_TRANSACTIONS = 7
 # A plain answer's statements, the session's first message (it opens the session) and a later one.
 MAX_STATEMENTS = {"sqlite": (29, 23), "postgres": (28, 22)}
-# Two calls of a tool that only reads (list_user_files), in the turn's session, then the answer.
-THREE_CALLS_TRANSACTIONS = 8
+# Two calls of a tool that only reads: 8 while their reads' transaction stayed open, and a pool
+# connection taken, across the next model call; PostgreSQL's connections ran out at 32 turns a worker.
+THREE_CALLS_TRANSACTIONS = 9
 THREE_CALLS_STATEMENTS = {"sqlite": 25, "postgres": 24}
 QUIET = {"SWEEP_INTERVAL_S": "3600", "OUTBOX_POLL_S": "3600", "JOB_SWEEP_INTERVAL_S": "3600",
          "WORKER_LEASE_S": "600"}
@@ -97,18 +99,23 @@ async def test_a_plain_answer_takes_at_most_seven_transactions(quiet: Harness, m
         assert counts.transactions <= counts.statements <= most, counts
 
 
-async def test_an_answer_after_two_tool_calls_takes_at_most_eight_transactions(
+async def test_an_answer_after_two_tool_calls_takes_at_most_nine_transactions_and_no_connection_across_a_call(
         quiet: Harness, backend_name: str) -> None:
     h = quiet
     phone = "+2250700002802"
     await h.make_user(phone, mode="child")
     await answered(h, phone, "Bonjour")
     requests = len(h.llm.requests)
+    pool = h.services.engine.sync_engine.pool
+    held: list[int] = []  # the pool's connections in use as each model call arrives
+    idle = pool.checkedout()  # type: ignore[attr-defined]  # what the rest of the process holds (PostgreSQL: 1)
+    h.llm.on_request = lambda _body: held.append(pool.checkedout())  # type: ignore[attr-defined]
     for _ in range(2):
         h.llm.push_tool_calls(("list_user_files", {}))
     counts = await answered(h, phone, "Quels fichiers ai-je envoyés ?")
     print(f"three calls: {counts}")
     assert len(h.llm.requests) - requests == 3
+    assert held == [idle] * 3  # the turn holds none of them while the model answers
     last = h.llm.requests[-1]["messages"]
     asked = max(n for n, m in enumerate(last) if m["role"] == "user")
     assert [m["role"] for m in last[asked + 1:]] == ["assistant", "tool", "assistant", "tool"]

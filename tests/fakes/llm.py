@@ -101,6 +101,8 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.responder: Callable[[dict[str, Any]], Step] | None = None
+        # Called with each request's body as it arrives, before it is answered (what the bot holds then).
+        self.on_request: Callable[[dict[str, Any]], None] | None = None
         self.default_text = "D'accord."
         self.chunk_delay_s = 0.0
         # Set: a request carrying image parts gets HTTP 400, as from a model without vision.
@@ -152,6 +154,8 @@ class FakeLLM:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
+        if self.on_request is not None:
+            self.on_request(body)
         if self.refuse_key_quoting_it:
             key = request.headers.get("Authorization", "").removeprefix("Bearer ")
             said = f"Incorrect API key provided: {key}. You can find your API key at https://platform.openai.com."
