@@ -17,11 +17,12 @@ and `attempt`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import case, exists, select, update
+from sqlalchemy import bindparam, case, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -61,19 +62,29 @@ async def inbound_outcome(db: AsyncSession, inbound_id: int) -> str:
     return "done"
 
 
-async def finish_inbound(db: AsyncSession, inbound_id: int, user_id: int, now: Any) -> tuple[str, bool]:
-    """Ends a handled inbound message in one UPDATE: its status from its answers, as
-    `inbound_outcome` says it, and whether another of the user's rows is pending. Not committed."""
+@functools.cache
+def _finish_statement() -> Any:
+    """`finish_inbound`'s UPDATE, built once (its values bound at each message's end): building it
+    cost about a third of a millisecond of a worker's CPU a message."""
+    inbound_id: Any = bindparam("b_inbound_id")
+    user_id: Any = bindparam("b_user_id")
     waiting = exists().where(OutboundMessage.inbound_id == inbound_id, OutboundMessage.sid.is_(None),
                              OutboundMessage.status.in_(OUTBOX_WAITING))
     failed = exists().where(OutboundMessage.inbound_id == inbound_id, OutboundMessage.sid.is_(None),
                             OutboundMessage.status == "failed", OutboundMessage.kind.in_(TOLD_KINDS))
     other = aliased(InboundMessage)
     more = exists().where(other.user_id == user_id, other.status == "pending")
+    return (update(InboundMessage).where(InboundMessage.id == inbound_id)
+            .values(status=case((waiting, "delivering"), (failed, "undelivered"), else_="done"),
+                    processed_at=bindparam("b_now", type_=InboundMessage.processed_at.type))
+            .returning(InboundMessage.status, more).execution_options(synchronize_session=False))
+
+
+async def finish_inbound(db: AsyncSession, inbound_id: int, user_id: int, now: Any) -> tuple[str, bool]:
+    """Ends a handled inbound message in one UPDATE: its status from its answers, as
+    `inbound_outcome` says it, and whether another of the user's rows is pending. Not committed."""
     status, pending = (await db.execute(
-        update(InboundMessage).where(InboundMessage.id == inbound_id)
-        .values(status=case((waiting, "delivering"), (failed, "undelivered"), else_="done"), processed_at=now)
-        .returning(InboundMessage.status, more).execution_options(synchronize_session=False))).one()
+        _finish_statement(), {"b_inbound_id": inbound_id, "b_user_id": user_id, "b_now": now})).one()
     return str(status), bool(pending)
 
 
