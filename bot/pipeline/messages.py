@@ -176,10 +176,9 @@ class Messages:
         """The UPDATE that claims row `row_id` if still pending; None: the user's earliest pending
         row, when none is left `processing` (which a recovery must see first). With its values."""
         lease_until = system_now() + timedelta(seconds=self.services.settings.worker_lease_s)
-        values: dict[str, Any] = {"b_user_id": user_id, "b_lease_until": lease_until}
         if row_id is not None:
-            values["b_row_id"] = row_id
-        return _take_statement(row_id is not None), values
+            return _take_statement(True), {"b_row_id": row_id, "b_lease_until": lease_until}
+        return _take_statement(False), {"b_user_id": user_id, "b_lease_until": lease_until}
 
     async def _arrived(self, db: AsyncSession, row: InboundMessage) -> Incoming:
         """Notes the message's arrival on its user and conversation; the message handlers get."""
